@@ -1,0 +1,77 @@
+/* extract.h: entity extraction with PCRE2 (JIT, match limits, invalid UTF-8
+ * tolerated) and the id normalization shared by mentions, references and
+ * user lookups.
+ *
+ * Ids per category:
+ *   project  plain lowercase, '-' -> '_'     ClaraCore -> claracore, focus-engine -> focus_engine
+ *   tool     "tool:" + lowercase             web_search -> tool:web_search, Bash -> tool:bash
+ *   file     "file:" + path                  memory/doc files lowercased (file:soul.md);
+ *                                            source paths keep their case, made relative
+ *                                            to the workspace when it is known
+ *   keyword  "keyword:" + lowercase word     keyword:refactoring
+ *   custom   "<name>:" + lowercase match
+ * An extractor is immutable after extract_new() and may be shared by threads.
+ */
+#ifndef EXTRACT_EXTRACT_H
+#define EXTRACT_EXTRACT_H
+
+#include <stddef.h>
+
+#include "../config/config.h"
+#include "../util/buf.h"
+
+typedef struct extractor extractor;
+
+/* Called once per distinct id.  id is NUL-terminated and valid only during
+ * the call.  Return non-zero to stop. */
+typedef int (*extract_cb)(void *ud, const char *id, int category);
+
+/* Compiles every pattern of cfg.  On failure returns CLARITY_ECONFIG or
+ * CLARITY_ENOMEM and sets *err (malloc()ed) naming the pattern, PCRE2's
+ * message and the offset. */
+int extract_new(const clarity_config *cfg, extractor **out, char **err);
+void extract_free(extractor *ex);
+
+/* Copies text into out without the blocks clarity injected itself
+ * ("[CLARITY CONTEXT]" ... "[/CLARITY CONTEXT]", or to the next blank line
+ * when the end marker was cut off). */
+void extract_strip_own(const char *text, size_t len, buf *out);
+
+/* Mentions in a user prompt: every distinct id of every enabled category,
+ * excluded ids dropped, keywords capped per message.  Text may hold NUL
+ * bytes and invalid UTF-8.  workspace may be NULL.  Deterministic order.
+ * Returns 0, CLARITY_ENOMEM, or CLARITY_ERR when a match limit was hit
+ * (ids found so far were still reported). */
+int extract_mentions(const extractor *ex, const char *text, size_t len, const char *workspace,
+                     extract_cb cb, void *ud);
+
+/* Reference candidates: every id that some word, path or name in text could
+ * stand for, with word-boundary semantics (a token must equal the item's
+ * name, not merely contain it).  The caller looks each up in its table; the
+ * cost is linear in the text, independent of the number of tracked items. */
+int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
+                       extract_cb cb, void *ud);
+
+/* Same for a tool call's JSON arguments: visits every string value; values
+ * of path-like keys (file_path, path, file_paths[], notebook_path...) are
+ * reported as file ids.  Malformed JSON is scanned as plain text. */
+int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
+                            extract_cb cb, void *ud);
+
+/* File ids named by path-like keys of a tool call's JSON arguments only
+ * (what the agent concretely touched). */
+int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
+                       extract_cb cb, void *ud);
+
+/* Candidate ids for a name typed by a user (/clarity anchor ClaraCore):
+ * the name as an id if it already has a known prefix, then its project,
+ * file, tool and keyword forms.  Reported in that order of preference. */
+int extract_lookup_forms(const extractor *ex, const char *name, const char *workspace,
+                         extract_cb cb, void *ud);
+
+/* Normalizes a file path: strips "./", resolves "." and ".." segments,
+ * makes an absolute path under workspace relative.  Returns a malloc()ed
+ * string or NULL. */
+char *extract_normalize_path(const char *path, size_t len, const char *workspace);
+
+#endif

@@ -1,0 +1,62 @@
+/* pruner.h: keep/prune decisions over a session's items.
+ *
+ * Items are evaluated in descending adjusted score (score x tier
+ * multiplier; ties by id), and the first rule that applies decides:
+ *   1. anchored                                              -> keep
+ *   2. strict mode and adjusted >= strictModePreserveThreshold -> keep
+ *   3. mentionCount >= minMentionsPreserve                     -> keep
+ *   4. strict mode and tier essential                          -> keep
+ *   5. category already holds maxItemsPerCategory kept items   -> prune
+ *   6. adjusted >= pruneThreshold                              -> keep
+ *   7. fewer than targetContextItems kept so far               -> keep
+ *   8. otherwise                                               -> prune
+ * Then a hard cap: kept items beyond maxContextItems are pruned, lowest
+ * first, except anchored ones.  Items already pruned are not evaluated.
+ */
+#ifndef PRUNER_PRUNER_H
+#define PRUNER_PRUNER_H
+
+#include <stddef.h>
+
+#include "../config/config.h"
+#include "../scorer/scorer.h"
+#include "../tracker/tracker.h"
+#include "../util/buf.h"
+
+enum prune_rule {
+    RULE_ANCHORED = 1,
+    RULE_STRICT_SCORE,
+    RULE_MIN_MENTIONS,
+    RULE_STRICT_ESSENTIAL,
+    RULE_CATEGORY_FULL,
+    RULE_THRESHOLD,
+    RULE_TARGET,
+    RULE_BELOW,
+    RULE_HARD_CAP
+};
+
+typedef struct prune_decision {
+    item *it;
+    score_breakdown score;
+    int keep;
+    int rule; /* enum prune_rule that decided */
+} prune_decision;
+
+typedef struct prune_result {
+    prune_decision *d; /* owned; evaluation order */
+    size_t n;
+    size_t kept, pruned, anchored_kept;
+    size_t kept_by_cat[CAT__COUNT];
+    double avg_kept_score;
+} prune_result;
+
+/* Evaluates without changing anything.  Returns 0 or CLARITY_ENOMEM. */
+int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_result *out);
+/* Marks the pruned decisions' items as pruned (dirty). */
+void pruner_apply(tracker *t, const prune_result *r);
+/* A readable report ("[CLARITY PRUNE REPORT]" ...). */
+void pruner_report(const prune_result *r, int applied, int strict, buf *out);
+const char *pruner_rule_name(int rule);
+void pruner_result_free(prune_result *r);
+
+#endif

@@ -1,0 +1,32 @@
+/* scorer.h: the relevance score of an item, term by term.
+ *
+ * With d = currentTurn - lastMentionTurn (an item never mentioned uses its
+ * firstSeenTurn):
+ *   frequency = log2(mentionCount + 1) * frequencyScale
+ *   recency   = (1 - d / (recencyWindow + 1)) * recencyBonus   if d <= recencyWindow, else 0
+ *   utility   = referenceCount * referenceWeight
+ *   staleness = (1 - decay^(d - recencyWindow)) * frequency     if d >  recencyWindow, else 0
+ *               with decay = 0.5^(1 / halfLife)
+ *   anchor    = anchorBonus if anchored
+ *   score     = max(0, frequency + recency + utility - staleness + anchor)
+ */
+#ifndef SCORER_SCORER_H
+#define SCORER_SCORER_H
+
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "../tracker/tracker.h"
+
+typedef struct score_breakdown {
+    double frequency, recency, utility, staleness, anchor;
+    double score;    /* the clamped sum */
+    double adjusted; /* score * tier multiplier */
+} score_breakdown;
+
+void scorer_score(const clarity_config *cfg, const item *it, int64_t current_turn,
+                  score_breakdown *out);
+/* Convenience: the final score only. */
+double scorer_value(const clarity_config *cfg, const item *it, int64_t current_turn);
+
+#endif

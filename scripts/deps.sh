@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian packages clarity builds and tests with, when missing.
+set -e
+PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing

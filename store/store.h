@@ -1,0 +1,52 @@
+/* store.h: the key-value store clarity persists to.
+ *
+ * Three backends behind one interface:
+ *   sqlite  an embedded SQLite file: WAL, synchronous=NORMAL (a kill -9
+ *           never loses a committed transaction and never corrupts the file),
+ *           prepared statements prepared once and reused, explicit
+ *           transactions so one turn is one commit;
+ *   host    the kv services of the host's clarity_host table;
+ *   memory  a process-local table (tests, or hosts that want no persistence).
+ * A store is shared by all sessions of a plugin and serializes its calls
+ * with its own mutex; begin..commit pairs are held by one caller at a time
+ * (store_begin takes the lock, store_commit/store_rollback release it).
+ */
+#ifndef STORE_STORE_H
+#define STORE_STORE_H
+
+#include <stddef.h>
+
+#include "../include/clarity.h"
+
+typedef struct store store;
+
+/* Visits one key.  key/val are valid only during the call; val is not
+ * NUL-terminated.  Return non-zero to stop. */
+typedef int (*store_iter_cb)(void *ud, const char *key, const char *val, size_t len);
+
+/* Opens the SQLite backend at path (created when absent).  On failure
+ * returns CLARITY_ESTORE with *err malloc()ed. */
+int store_open_sqlite(const char *path, store **out, char **err);
+/* Wraps the host's kv services; host must stay valid for the store's life. */
+int store_open_host(const clarity_host *host, store **out, char **err);
+int store_open_memory(store **out, char **err);
+void store_close(store *s);
+const char *store_backend_name(const store *s);
+
+/* Outside a transaction each call is atomic on its own.  Inside one
+ * (between store_begin and store_commit) they become part of it. */
+int store_get(store *s, const char *ns, const char *key, char **val, size_t *len); /* *val: free() */
+int store_put(store *s, const char *ns, const char *key, const char *val, size_t len);
+int store_del(store *s, const char *ns, const char *key);
+/* Deletes every key of ns (used when a session is reset or re-imported). */
+int store_del_ns(store *s, const char *ns);
+int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud);
+
+int store_begin(store *s);
+int store_commit(store *s);
+void store_rollback(store *s);
+
+/* Last error text of the store (static or store-owned), for messages. */
+const char *store_errmsg(const store *s);
+
+#endif

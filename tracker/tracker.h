@@ -1,0 +1,96 @@
+/* tracker.h: per-session item table with O(1) running statistics.
+ *
+ * Items live in a uthash table keyed by their normalized id.  A mention or a
+ * reference costs one hash lookup and a few stores; only scoring for a
+ * context block, a prune or an eviction walks the whole table.  Items touched
+ * since the last persist sit on an intrusive dirty list, so persisting a turn
+ * writes only what changed.
+ */
+#ifndef TRACKER_TRACKER_H
+#define TRACKER_TRACKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+enum item_category { CAT_PROJECT = 0, CAT_TOOL, CAT_FILE, CAT_KEYWORD, CAT_CUSTOM, CAT__COUNT };
+enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COUNT };
+
+#define ITEM_HISTORY_MAX 32 /* hard bound of the per-item mention history ring */
+
+typedef struct item {
+    char *id; /* owned, NUL-terminated, hash key */
+    int category;
+    int tier;
+    int64_t mention_count;
+    int64_t reference_count;
+    int64_t first_seen_turn;
+    int64_t last_mention_turn;   /* -1 when never mentioned */
+    int64_t last_reference_turn; /* -1 when never referenced */
+    int anchored;
+    char *anchor_reason; /* owned or NULL */
+    int64_t anchor_at_ms;
+    int pruned;
+    int64_t pruned_turn;
+    int64_t created_at_ms;
+    /* ring of the last turns in which the item was mentioned */
+    int64_t history[ITEM_HISTORY_MAX];
+    uint8_t hist_len, hist_head;
+    uint8_t dirty;
+    struct item *dirty_next;
+    UT_hash_handle hh;
+} item;
+
+typedef struct tracker {
+    item *items; /* uthash head */
+    size_t count;
+    int64_t current_turn;
+    int64_t last_persist_ms;
+    int history_length; /* <= ITEM_HISTORY_MAX */
+    item *dirty;        /* intrusive list of items changed since last persist */
+    int meta_dirty;
+    /* ids evicted since last persist: the store must delete them */
+    char **deleted;
+    size_t n_deleted, cap_deleted;
+    int oom; /* set by uthash on allocation failure */
+} tracker;
+
+void tracker_init(tracker *t, int history_length);
+void tracker_free(tracker *t);
+
+const char *tracker_category_name(int cat);
+int tracker_category_from_name(const char *s); /* -1 when unknown */
+const char *tracker_tier_name(int tier);
+int tracker_tier_from_name(const char *s); /* -1 when unknown */
+/* Category implied by an id's prefix: "tool:", "file:", "keyword:", another
+ * "<name>:" is custom, no prefix is a project. */
+int tracker_category_of_id(const char *id);
+
+item *tracker_find(tracker *t, const char *id);
+/* Finds or creates the item.  Returns NULL on allocation failure (state unchanged). */
+item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms);
+/* Records a mention in the current turn.  An item counts at most one
+ * mention per turn (a turn is one exchange; a retried prompt must not double
+ * its weight).  Revives a pruned item. */
+item *tracker_mention(tracker *t, const char *id, int category, int64_t now_ms);
+/* Records a reference in the current turn, at most one per turn.  Revives
+ * a pruned item.  Returns 1 when counted, 0 when already counted. */
+int tracker_reference(tracker *t, item *it);
+void tracker_anchor(tracker *t, item *it, const char *reason, int64_t now_ms);
+void tracker_unanchor(tracker *t, item *it);
+void tracker_set_tier(tracker *t, item *it, int tier);
+void tracker_mark_dirty(tracker *t, item *it);
+/* Removes and frees an item, remembering its id for deletion from the store. */
+void tracker_remove(tracker *t, item *it);
+void tracker_advance_turn(tracker *t);
+
+/* Clears the dirty list and the deleted ids (after a successful persist). */
+void tracker_clear_dirty(tracker *t);
+
+/* History access: i = 0 is the most recent mention turn. */
+size_t tracker_history(const item *it, int64_t *out, size_t max);
+void tracker_history_push(tracker *t, item *it, int64_t turn);
+
+#endif

@@ -1,0 +1,39 @@
+/* buf.h: a growable byte buffer, always NUL-terminated.
+ * Allocation failure is sticky: once set, appends are no-ops and
+ * buf_failed() reports it, so callers check once at the end. */
+#ifndef UTIL_BUF_H
+#define UTIL_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct buf {
+    char *p;    /* owned; NUL-terminated when len > 0 or after any append */
+    size_t len; /* bytes used, excluding the NUL */
+    size_t cap;
+    int oom;
+} buf;
+
+void buf_init(buf *b);
+void buf_free(buf *b);
+void buf_reset(buf *b); /* len = 0, keeps the allocation */
+int buf_reserve(buf *b, size_t extra);
+void buf_append(buf *b, const char *s, size_t n);
+void buf_puts(buf *b, const char *s);
+void buf_putc(buf *b, char c);
+void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(buf *b, const char *fmt, va_list ap);
+/* Appends s as a JSON string literal with quotes (invalid UTF-8 bytes become U+FFFD). */
+void buf_json_str(buf *b, const char *s, size_t n);
+/* Transfers ownership of the bytes to the caller (never NULL unless oom). */
+char *buf_steal(buf *b, size_t *len);
+static inline int buf_failed(const buf *b) { return b->oom; }
+
+/* Duplicates n bytes into a new NUL-terminated string, or NULL. */
+char *util_strndup(const char *s, size_t n);
+char *util_strdup(const char *s);
+/* Length of the longest valid UTF-8 prefix of s[0..n) that does not split a
+ * character; used to cut text at a budget without breaking a code point. */
+size_t util_utf8_cut(const char *s, size_t n);
+
+#endif
