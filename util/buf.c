@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,228 @@
+/* bench_turn: time before_agent_start + agent_end per turn through the ABI.
+ *
+ * One turn = a 4 KiB prompt and a 16 KiB assistant reply (plus one tool
+ * call), over a session already tracking --items items.  Text is generated
+ * deterministically from a fixed vocabulary that includes tracked names, so
+ * every turn mentions and references a realistic handful of items.
+ * Prints median and p99 per hook and per turn for each store backend.
+ *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clarity.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+static const char *words[] = {"the", "function", "returns", "value", "after", "checking", "input",
+    "config", "update", "handler", "because", "request", "parser", "buffer", "with", "state",
+    "should", "render", "cache", "index", "error", "module", "import", "export", "test", "fixed",
+    "pipeline", "session", "token", "and", "then", "write", "into", "memory", "layout", "loop"};
+#define NWORDS (sizeof words / sizeof *words)
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Fills buf with about len bytes of text naming some of the n tracked items. */
+static size_t gen_text(char *buf, size_t len, int n_items)
+{
+    size_t off = 0;
+    while (off + 64 < len) {
+        uint32_t r = next_rand();
+        int w;
+        if (r % 16 == 0)
+            w = snprintf(buf + off, len - off, "Proj%04uCore ", (unsigned)(next_rand() % (unsigned)n_items / 4));
+        else if (r % 16 == 1)
+            w = snprintf(buf + off, len - off, "src/mod%u/file%u.ts ", (unsigned)(next_rand() % 50),
+                         (unsigned)(next_rand() % ((unsigned)n_items / 4)));
+        else
+            w = snprintf(buf + off, len - off, "%s ", words[r % NWORDS]);
+        off += (size_t)w;
+    }
+    buf[off] = '\0';
+    return off;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct stats {
+    double p50, p99, mean;
+} stats;
+
+static stats summarize(double *v, int n)
+{
+    stats s = {0, 0, 0};
+    for (int i = 0; i < n; i++) s.mean += v[i];
+    s.mean /= n;
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    s.p50 = v[n / 2];
+    s.p99 = v[(int)((double)n * 0.99)];
+    return s;
+}
+
+typedef struct run_result {
+    const char *backend;
+    stats before, end, turn;
+} run_result;
+
+static int run(clarity_plugin_init_fn init, const char *config, const char *backend, int items,
+               int turns, run_result *res)
+{
+    clarity_host host = {.struct_size = sizeof host, .abi_version = CLARITY_ABI_VERSION};
+    clarity_plugin p = {.struct_size = sizeof p};
+    char *err = NULL;
+    if (init(&host, config, &p, &err) != CLARITY_OK) {
+        fprintf(stderr, "init: %s\n", err ? err : "?");
+        free(err);
+        return -1;
+    }
+    /* Seed the session with `items` tracked items: a quarter each projects,
+     * files, keywords and tools-like custom names. */
+    size_t cap = (size_t)items * 160 + 256;
+    char *state = malloc(cap);
+    size_t off = (size_t)snprintf(state, cap, "{\"session\":\"bench\",\"state\":{\"currentTurn\":10,\"items\":[");
+    for (int i = 0; i < items; i++) {
+        const char *fmt = i % 4 == 0   ? "proj%04dcore"
+                          : i % 4 == 1 ? "file:src/mod%d/file.ts"
+                          : i % 4 == 2 ? "keyword:word%04d"
+                                       : "keyword:term%04d";
+        char id[64];
+        snprintf(id, sizeof id, fmt, i / 4);
+        if (i % 4 == 1) snprintf(id, sizeof id, "file:src/mod%d/file%d.ts", (i / 4) % 50, i / 4);
+        off += (size_t)snprintf(state + off, cap - off,
+                                "%s{\"id\":\"%s\",\"mentionCount\":%d,\"referenceCount\":%d,\"lastMentionTurn\":%d}",
+                                i ? "," : "", id, 1 + i % 5, i % 3, i % 10);
+    }
+    snprintf(state + off, cap - off, "]}}");
+    clarity_result r = {.struct_size = sizeof r};
+    if (p.rpc(p.self, "clarity.importState", state, &r) != CLARITY_OK) {
+        fprintf(stderr, "import: %s\n", r.error ? r.error : "?");
+        return -1;
+    }
+    p.release(p.self, &r);
+    free(state);
+
+    char *prompt = malloc(4096 + 64), *reply = malloc(16384 + 64);
+    double *tb = malloc(sizeof(double) * (size_t)turns), *te = malloc(sizeof(double) * (size_t)turns),
+           *tt = malloc(sizeof(double) * (size_t)turns);
+    for (int t = 0; t < turns; t++) {
+        size_t plen = gen_text(prompt, 4096, items);
+        size_t rlen = gen_text(reply, 16384, items);
+        char args[128];
+        snprintf(args, sizeof args, "{\"file_path\":\"src/mod%u/file%u.ts\"}", next_rand() % 50,
+                 next_rand() % ((unsigned)items / 4));
+        clarity_before_agent_start b = {sizeof b, "bench", "/ws", prompt, plen, NULL, 0};
+        clarity_event ev = {sizeof ev, CLARITY_EV_BEFORE_AGENT_START, 1, &b};
+        double t0 = now_us();
+        int rc = p.on_event(p.self, &ev, &r);
+        double t1 = now_us();
+        p.release(p.self, &r);
+        clarity_message m = {sizeof m, "assistant", reply, rlen, "Read", args};
+        clarity_agent_end e = {sizeof e, "bench", &m, 1, 1};
+        ev = (clarity_event){sizeof ev, CLARITY_EV_AGENT_END, 1, &e};
+        double t2 = now_us();
+        rc |= p.on_event(p.self, &ev, &r);
+        double t3 = now_us();
+        p.release(p.self, &r);
+        if (rc != CLARITY_OK) {
+            fprintf(stderr, "turn %d failed\n", t);
+            return -1;
+        }
+        tb[t] = t1 - t0;
+        te[t] = t3 - t2;
+        tt[t] = tb[t] + te[t];
+    }
+    res->backend = backend;
+    res->before = summarize(tb, turns);
+    res->end = summarize(te, turns);
+    res->turn = summarize(tt, turns);
+    free(prompt);
+    free(reply);
+    free(tb);
+    free(te);
+    free(tt);
+    p.unload(p.self);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *plugin = "build/libclarity.so", *json_out = NULL;
+    int items = 1000, turns = 2000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
+        else if (!strcmp(argv[i], "--items") && i + 1 < argc) items = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--turns") && i + 1 < argc) turns = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_out = argv[++i];
+        else if (!strcmp(argv[i], "--smoke")) items = 40, turns = 20;
+        else {
+            fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]\n");
+            return 2;
+        }
+    }
+    if (items < 8) items = 8;
+    void *dl = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 1;
+    }
+    clarity_plugin_init_fn init = (clarity_plugin_init_fn)dlsym(dl, CLARITY_PLUGIN_INIT_SYMBOL);
+    char db[64], cfg_sqlite[256];
+    snprintf(db, sizeof db, "/tmp/clarity-bench-%d.db", (int)getpid());
+    snprintf(cfg_sqlite, sizeof cfg_sqlite,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"limits\":{\"maxTrackedItems\":%d}}",
+             db, items * 4 + 100);
+    char cfg_mem[256];
+    snprintf(cfg_mem, sizeof cfg_mem, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%d}}",
+             items * 4 + 100);
+    run_result res[2];
+    if (run(init, cfg_mem, "memory", items, turns, &res[0]) || run(init, cfg_sqlite, "sqlite", items, turns, &res[1]))
+        return 1;
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    for (int k = 0; k < 3; k++) {
+        char side[96];
+        snprintf(side, sizeof side, "%s%s", db, sfx[k]);
+        unlink(side);
+    }
+    printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, %d turns\n", items, turns);
+    printf("%-8s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
+           "end p50 us", "end p99 us", "turn p50 us", "turn p99 us");
+    for (int i = 0; i < 2; i++)
+        printf("%-8s %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", res[i].backend, res[i].before.p50,
+               res[i].before.p99, res[i].end.p50, res[i].end.p99, res[i].turn.p50, res[i].turn.p99);
+    if (json_out) {
+        FILE *f = fopen(json_out, "w");
+        if (!f) return 1;
+        fprintf(f, "{\"items\":%d,\"turns\":%d,\"promptBytes\":4096,\"replyBytes\":16384,\"results\":[", items, turns);
+        for (int i = 0; i < 2; i++)
+            fprintf(f,
+                    "%s{\"store\":\"%s\",\"beforeAgentStart\":{\"p50us\":%.2f,\"p99us\":%.2f},"
+                    "\"agentEnd\":{\"p50us\":%.2f,\"p99us\":%.2f},\"turn\":{\"p50us\":%.2f,\"p99us\":%.2f,\"meanus\":%.2f}}",
+                    i ? "," : "", res[i].backend, res[i].before.p50, res[i].before.p99, res[i].end.p50,
+                    res[i].end.p99, res[i].turn.p50, res[i].turn.p99, res[i].turn.mean);
+        fprintf(f, "]}\n");
+        fclose(f);
+    }
+    dlclose(dl);
+    return 0;
+}

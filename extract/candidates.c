@@ -1,0 +1,298 @@
+/* candidates.c: reference candidates in assistant text and tool-call
+ * arguments, and the lookup forms of a user-typed name.  One linear pass
+ * over the tokens of the text; every id a token could stand for is
+ * reported once. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/clarity.h"
+#include "../tracker/tracker.h"
+#include "internal.h"
+#include "stopwords.h"
+
+#define JSON_MAX_PATH 4096
+
+static int is_path_char(unsigned char c)
+{
+    return ex_is_word(c) || c == '.' || c == '/' || c == '~' || c == '@' || c == '+' || c == '-';
+}
+
+/* prefix + lowercase(s), '-' -> '_' when snake. */
+static int emit_lower(ex_emitter *e, const char *prefix, const char *s, size_t n, int snake, int cat)
+{
+    buf_puts(&e->id, prefix);
+    size_t from = e->id.len;
+    ex_append_lower(&e->id, s, n);
+    if (snake && !buf_failed(&e->id))
+        for (size_t i = from; i < e->id.len; i++)
+            if (e->id.p[i] == '-') e->id.p[i] = '_';
+    return ex_em_emit_scratch(e, cat, 0);
+}
+
+/* The file ids of a path: its canonical id, the normalized path, the
+ * lowercase form of .md files and, for a path that stayed absolute, its
+ * tails (which may be tracked relative to an unknown workspace). */
+static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
+{
+    buf np;
+    buf_init(&np);
+    ex_norm_path(p, n, e->ws, e->wslen, &np);
+    int r = buf_failed(&np) ? (ex_em_error(e, CLARITY_ENOMEM), -1) : 0;
+    if (r == 0 && ex_file_id(np.p, np.len, &e->id) != FILE_NONE) {
+        if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
+        buf_puts(&e->id, "file:");
+        buf_append(&e->id, np.p, np.len);
+        if (r == 0 && ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
+        if (r == 0 && ex_has_md_ext(np.p, np.len) && emit_lower(e, "file:", np.p, np.len, 0, CAT_FILE) < 0)
+            r = -1;
+        if (np.p[0] == '/')
+            for (size_t i = 1; r == 0 && i + 1 < np.len; i++)
+                if (np.p[i] == '/') {
+                    buf_puts(&e->id, "file:");
+                    buf_append(&e->id, np.p + i + 1, np.len - i - 1);
+                    if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
+                }
+    }
+    buf_reset(&e->id);
+    buf_free(&np);
+    return r;
+}
+
+/* Word forms: project (lowercase), tool, keyword. */
+static int emit_word(ex_emitter *e, const char *w, size_t n)
+{
+    if (n > EX_MAX_WORD) return 0;
+    if (emit_lower(e, "", w, n, 0, CAT_PROJECT) < 0 || emit_lower(e, "tool:", w, n, 0, CAT_TOOL) < 0)
+        return -1;
+    if (n < (size_t)e->ex->min_len) return 0;
+    char low[EX_MAX_WORD];
+    int digits = 1;
+    for (size_t i = 0; i < n; i++) {
+        low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
+        digits &= w[i] >= '0' && w[i] <= '9';
+    }
+    if (digits || stopword_is(low, n)) return 0;
+    buf_puts(&e->id, "keyword:");
+    buf_append(&e->id, low, n);
+    return ex_em_emit_scratch(e, CAT_KEYWORD, 0) < 0 ? -1 : 0;
+}
+
+/* Hyphen runs ("focus-engine" -> focus_engine, tool:focus-engine). */
+static int emit_run(ex_emitter *e, const char *s, size_t n)
+{
+    if (n > EX_MAX_ID) return 0;
+    if (emit_lower(e, "", s, n, 1, CAT_PROJECT) < 0 || emit_lower(e, "tool:", s, n, 0, CAT_TOOL) < 0)
+        return -1;
+    return 0;
+}
+
+static int process_token(ex_emitter *e, const char *t, size_t n, int url)
+{
+    while (n > 0 && t[n - 1] == '.') n--;
+    if (n == 0) return 0;
+    if (!url && n <= EX_MAX_PATH && (memchr(t, '/', n) || ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))
+        if (emit_path_forms(e, t, n) < 0) return -1;
+    size_t i = 0, run_start = 0, run_words = 0;
+    while (i < n) {
+        if (!ex_is_word((unsigned char)t[i])) {
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < n && ex_is_word((unsigned char)t[i])) i++;
+        if (emit_word(e, t + a, i - a) < 0) return -1;
+        if (run_words == 0 || a == 0 || t[a - 1] != '-' || (a >= 2 && !ex_is_word((unsigned char)t[a - 2])))
+            run_start = a, run_words = 0;
+        run_words++;
+        int continues = i + 1 < n && t[i] == '-' && ex_is_word((unsigned char)t[i + 1]);
+        if (!continues && run_words >= 2 && emit_run(e, t + run_start, i - run_start) < 0) return -1;
+    }
+    return 0;
+}
+
+static void scan_text(ex_emitter *e, const char *t, size_t len)
+{
+    for (size_t i = 0; i < len && !e->stop;) {
+        if (!is_path_char((unsigned char)t[i])) {
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < len && is_path_char((unsigned char)t[i])) i++;
+        int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
+        if (process_token(e, t + a, i - a, url) < 0) return;
+    }
+    for (size_t k = 0; k < e->ex->n_custom && !e->stop; k++) {
+        size_t pos = 0, ms, me;
+        int r;
+        while ((r = ex_next_match(e->ex, e->ex->custom[k], t, len, &pos, e->md, &ms, &me)) == 1) {
+            if (me - ms > EX_MAX_ID) continue;
+            buf_puts(&e->id, e->ex->custom_name[k]);
+            buf_putc(&e->id, ':');
+            ex_append_lower(&e->id, t + ms, me - ms);
+            if (ex_em_emit_scratch(e, CAT_CUSTOM, 0) < 0) return;
+        }
+        ex_em_error(e, r);
+    }
+}
+
+int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
+                       extract_cb cb, void *ud)
+{
+    if (!ex || !cb) return CLARITY_ERR;
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
+    if (text) scan_text(&e, text, len);
+    return ex_em_finish(&e);
+}
+
+/* ----------------------------------------------------------------- JSON */
+
+static int is_path_key(const char *k)
+{
+    static const char *const keys[] = {"file_path", "path",       "filePath", "notebook_path",
+                                       "filename",  "file",       "target_file", "file_paths",
+                                       "paths",     "files"};
+    if (!k) return 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(k, keys[i]) == 0) return 1;
+    return 0;
+}
+
+/* files_only: extract_tool_files (canonical ids, category flags and
+ * exclusions apply); otherwise every form plus the text candidates. */
+static void walk(ex_emitter *e, json_t *v, const char *key, int files_only)
+{
+    if (e->stop) return;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *val;
+        json_object_foreach(v, k, val) walk(e, val, k, files_only);
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *val;
+        json_array_foreach(v, i, val) walk(e, val, key, files_only);
+    } else if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = json_string_length(v);
+        int pathy = is_path_key(key) && n > 0 && n <= JSON_MAX_PATH && !memchr(s, '\0', n);
+        if (files_only) {
+            if (!pathy) return;
+            buf np;
+            buf_init(&np);
+            ex_norm_path(s, n, e->ws, e->wslen, &np);
+            if (buf_failed(&np)) {
+                ex_em_error(e, CLARITY_ENOMEM);
+            } else {
+                int kind = ex_file_id(np.p, np.len, &e->id);
+                int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
+                if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
+                buf_reset(&e->id);
+            }
+            buf_free(&np);
+            return;
+        }
+        if (pathy && emit_path_forms(e, s, n) < 0) return;
+        scan_text(e, s, n);
+    }
+}
+
+static int run_json(const extractor *ex, const char *json, const char *workspace, extract_cb cb,
+                    void *ud, int files_only)
+{
+    if (!ex || !cb) return CLARITY_ERR;
+    if (!json) return 0;
+    size_t len = strlen(json);
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+    if (root) {
+        walk(&e, root, NULL, files_only);
+        json_decref(root);
+    } else if (!files_only) {
+        scan_text(&e, json, len);
+    }
+    return ex_em_finish(&e);
+}
+
+int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
+                            extract_cb cb, void *ud)
+{
+    return run_json(ex, json, workspace, cb, ud, 0);
+}
+
+int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
+                       extract_cb cb, void *ud)
+{
+    return run_json(ex, json, workspace, cb, ud, 1);
+}
+
+/* --------------------------------------------------------- lookup forms */
+
+int extract_lookup_forms(const extractor *ex, const char *name, const char *workspace,
+                         extract_cb cb, void *ud)
+{
+    if (!ex || !cb) return CLARITY_ERR;
+    if (!name) return 0;
+    while (*name == ' ' || (*name >= '\t' && *name <= '\r')) name++;
+    size_t n = strlen(name);
+    while (n > 0 && (name[n - 1] == ' ' || (name[n - 1] >= '\t' && name[n - 1] <= '\r'))) n--;
+    if (n == 0) return 0;
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
+
+    const char *colon = memchr(name, ':', n);
+    int cat = -1;
+    if (colon) {
+        size_t pl = (size_t)(colon - name);
+        if (pl == 4 && memcmp(name, "tool", 4) == 0) cat = CAT_TOOL;
+        else if (pl == 4 && memcmp(name, "file", 4) == 0) cat = CAT_FILE;
+        else if (pl == 7 && memcmp(name, "keyword", 7) == 0) cat = CAT_KEYWORD;
+        for (size_t k = 0; cat < 0 && k < ex->n_custom; k++)
+            if (strlen(ex->custom_name[k]) == pl && memcmp(ex->custom_name[k], name, pl) == 0)
+                cat = CAT_CUSTOM;
+    }
+    if (cat == CAT_FILE) {
+        const char *p = colon + 1;
+        size_t pn = n - (size_t)(p - name);
+        buf np;
+        buf_init(&np);
+        ex_norm_path(p, pn, e.ws, e.wslen, &np);
+        if (buf_failed(&np)) {
+            ex_em_error(&e, CLARITY_ENOMEM);
+        } else {
+            buf_puts(&e.id, "file:");
+            buf_append(&e.id, np.p, np.len);
+            if (ex_em_emit_scratch(&e, CAT_FILE, 0) >= 0 && ex_file_id(np.p, np.len, &e.id) != FILE_NONE)
+                ex_em_emit_scratch(&e, CAT_FILE, 0);
+            buf_reset(&e.id);
+        }
+        buf_free(&np);
+    } else if (cat >= 0) {
+        ex_em_emit(&e, name, n, cat, 0);
+    } else {
+        int pathy = memchr(name, '/', n) || memchr(name, '.', n);
+        if (emit_lower(&e, "", name, n, 1, CAT_PROJECT) >= 0 && pathy) {
+            buf np;
+            buf_init(&np);
+            ex_norm_path(name, n, e.ws, e.wslen, &np);
+            if (buf_failed(&np)) {
+                ex_em_error(&e, CLARITY_ENOMEM);
+            } else {
+                buf_puts(&e.id, "file:");
+                buf_append(&e.id, np.p, np.len);
+                if (ex_em_emit_scratch(&e, CAT_FILE, 0) >= 0 && ex_has_md_ext(np.p, np.len) &&
+                    emit_lower(&e, "file:", np.p, np.len, 0, CAT_FILE) >= 0 &&
+                    ex_file_id(np.p, np.len, &e.id) == FILE_MEMORY)
+                    ex_em_emit_scratch(&e, CAT_FILE, 0);
+                buf_reset(&e.id);
+            }
+            buf_free(&np);
+        }
+        if (!e.stop && emit_lower(&e, "tool:", name, n, 0, CAT_TOOL) >= 0)
+            emit_lower(&e, "keyword:", name, n, 0, CAT_KEYWORD);
+    }
+    return ex_em_finish(&e);
+}

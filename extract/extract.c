@@ -1,0 +1,507 @@
+/* extract.c: the extractor (compiled patterns), reporting with
+ * de-duplication and exclusions, extract_strip_own and extract_mentions.
+ * Reference candidates live in candidates.c, paths in normalize.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "../include/clarity.h"
+#include "../tracker/tracker.h"
+#include "internal.h"
+#include "stopwords.h"
+
+#define MATCH_LIMIT 1000000u
+#define DEPTH_LIMIT 10000u
+#define RE_FLAGS (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C)
+
+/* CamelCase compounds, or hyphenated lowercase names not touching a path.
+ * Possessive and bounded repeats: no backtracking, and a hostile run of
+ * "a-a-a-..." cannot exhaust the match limit. */
+static const char RE_PROJECT[] = "\\b[A-Z][a-z]++(?:[A-Z][a-z]++){1,32}+\\b"
+                                 "|(?<![\\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\\w/-]|\\.\\w)";
+/* Path-like tokens: a maximal run of path characters holding '.' or '/'. */
+static const char RE_PATH[] = "(?<![\\w./~@+-])[\\w~@+-]*+[./][\\w./~@+-]*+";
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(char **err, const char *fmt, ...)
+{
+    if (!err) return;
+    buf b;
+    buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    free(*err);
+    *err = buf_steal(&b, NULL);
+}
+
+/* Compiles and JIT-compiles pat; key names it in the error message. */
+static int compile(const char *pat, size_t n, pcre2_code **out, char **err, const char *key)
+{
+    int ec;
+    PCRE2_SIZE eo;
+    *out = pcre2_compile((PCRE2_SPTR)pat, n, RE_FLAGS, &ec, &eo, NULL);
+    if (!*out) {
+        if (ec == PCRE2_ERROR_HEAP_FAILED) {
+            set_err(err, "%s: out of memory", key);
+            return CLARITY_ENOMEM;
+        }
+        PCRE2_UCHAR msg[256];
+        if (pcre2_get_error_message(ec, msg, sizeof msg) < 0) strcpy((char *)msg, "invalid pattern");
+        set_err(err, "%s: %s at offset %zu", key, (const char *)msg, (size_t)eo);
+        return CLARITY_ECONFIG;
+    }
+    /* Without JIT (unsupported CPU, no memory) pcre2_match() interprets. */
+    (void)pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE);
+    return 0;
+}
+
+/* "(?<!\w)(?:name|name...)(?!\w)" with every ASCII punctuation escaped. */
+static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
+{
+    buf b;
+    buf_init(&b);
+    size_t n = 0;
+    buf_puts(&b, "(?<![A-Za-z0-9_])(?:");
+    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+        const char *t = cfg->extraction.tools[i];
+        if (!t || !*t) continue;
+        if (n++) buf_putc(&b, '|');
+        for (const char *c = t; *c; c++) {
+            unsigned char u = (unsigned char)*c;
+            if (u < 0x80 && !ex_is_word(u)) buf_putc(&b, '\\');
+            buf_putc(&b, *c);
+        }
+    }
+    buf_puts(&b, ")(?![A-Za-z0-9_])");
+    int rc = 0;
+    if (buf_failed(&b)) rc = CLARITY_ENOMEM;
+    else if (n) rc = compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
+    buf_free(&b);
+    return rc;
+}
+
+static uint64_t make_seed(const void *p)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)p;
+    }
+    return s;
+}
+
+int extract_new(const clarity_config *cfg, extractor **out, char **err)
+{
+    if (err) *err = NULL;
+    if (!out) return CLARITY_ERR;
+    *out = NULL;
+    if (!cfg) return CLARITY_ERR;
+    extractor *ex = calloc(1, sizeof *ex);
+    if (!ex) return CLARITY_ENOMEM;
+    const __typeof__(cfg->extraction) *x = &cfg->extraction;
+    ex->min_len = x->min_word_length > 0 ? x->min_word_length : 1;
+    ex->max_keywords = x->max_keywords_per_message > 0 ? x->max_keywords_per_message : 0;
+    ex->projects = x->projects;
+    ex->tool_names = x->tool_names;
+    ex->memory_files = x->memory_files;
+    ex->source_files = x->source_files;
+    ex->keywords = x->keywords;
+    ex->seed = make_seed(ex);
+    (void)stopword_count(); /* builds the table now rather than on a hot path */
+
+    int rc = CLARITY_ENOMEM;
+    ex->mctx = pcre2_match_context_create(NULL);
+    if (!ex->mctx) goto fail;
+    pcre2_set_match_limit(ex->mctx, MATCH_LIMIT);
+    pcre2_set_depth_limit(ex->mctx, DEPTH_LIMIT);
+    if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
+        (rc = compile(RE_PATH, sizeof RE_PATH - 1, &ex->re_path, err, "paths")) ||
+        (rc = compile_tools(ex, cfg, err)))
+        goto fail;
+
+    char key[64];
+    for (size_t i = 0; i < x->n_custom && i < CFG_MAX_PATTERNS; i++) {
+        const cfg_pattern *cp = &x->custom[i];
+        if (!cp->name || !*cp->name) {
+            set_err(err, "extraction.customPatterns[%zu].name: must be a non-empty string", i);
+            rc = CLARITY_ECONFIG;
+            goto fail;
+        }
+        if (!cp->pattern) {
+            set_err(err, "extraction.customPatterns[%zu].pattern: must be a string", i);
+            rc = CLARITY_ECONFIG;
+            goto fail;
+        }
+        ex->custom_name[i] = util_strdup(cp->name);
+        if (!ex->custom_name[i]) {
+            rc = CLARITY_ENOMEM;
+            goto fail;
+        }
+        ex->n_custom = i + 1;
+        snprintf(key, sizeof key, "extraction.customPatterns[%zu].pattern", i);
+        if ((rc = compile(cp->pattern, PCRE2_ZERO_TERMINATED, &ex->custom[i], err, key))) goto fail;
+    }
+    for (size_t i = 0; i < x->n_exclude && i < CFG_MAX_PATTERNS; i++) {
+        snprintf(key, sizeof key, "extraction.exclude[%zu]", i);
+        if (!x->exclude[i]) {
+            set_err(err, "%s: must be a string", key);
+            rc = CLARITY_ECONFIG;
+            goto fail;
+        }
+        ex->n_exclude = i + 1;
+        if ((rc = compile(x->exclude[i], PCRE2_ZERO_TERMINATED, &ex->exclude[i], err, key)))
+            goto fail;
+    }
+    *out = ex;
+    return 0;
+fail:
+    extract_free(ex);
+    return rc;
+}
+
+void extract_free(extractor *ex)
+{
+    if (!ex) return;
+    pcre2_code_free(ex->re_project);
+    pcre2_code_free(ex->re_tools);
+    pcre2_code_free(ex->re_path);
+    for (size_t i = 0; i < ex->n_custom; i++) {
+        free(ex->custom_name[i]);
+        pcre2_code_free(ex->custom[i]);
+    }
+    for (size_t i = 0; i < ex->n_exclude; i++) pcre2_code_free(ex->exclude[i]);
+    pcre2_match_context_free(ex->mctx);
+    free(ex);
+}
+
+/* ------------------------------------------------------------- matching */
+
+int ex_next_match(const extractor *ex, const pcre2_code *re, const char *s, size_t len,
+                  size_t *pos, pcre2_match_data *md, size_t *ms, size_t *me)
+{
+    while (*pos <= len) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)s, len, *pos, 0, md, ex->mctx);
+        if (rc == PCRE2_ERROR_NOMATCH) return 0;
+        if (rc == PCRE2_ERROR_NOMEMORY) return CLARITY_ENOMEM;
+        if (rc < 0) return CLARITY_ERR; /* match/depth/heap/JIT stack limit */
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t a = ov[0], b = ov[1];
+        if (b > a && b > *pos) {
+            *ms = a;
+            *me = b;
+            *pos = b;
+            return 1;
+        }
+        /* empty match: move on by one character */
+        size_t p = (a > *pos ? a : *pos) + 1;
+        while (p < len && ((unsigned char)s[p] & 0xC0) == 0x80) p++;
+        *pos = p;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ reporting */
+
+void ex_em_error(ex_emitter *e, int rc)
+{
+    if (rc == CLARITY_ENOMEM) {
+        e->rc = CLARITY_ENOMEM;
+        e->stop = 1;
+    } else if (rc < 0 && e->rc == 0) {
+        e->rc = CLARITY_ERR;
+    }
+}
+
+int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extract_cb cb, void *ud,
+            int filter)
+{
+    memset(e, 0, sizeof *e);
+    e->ex = ex;
+    e->cb = cb;
+    e->ud = ud;
+    e->filter = filter;
+    ex_sset_init(&e->seen, ex->seed);
+    buf_init(&e->id);
+    int oom;
+    e->ws = ex_norm_workspace(workspace, &oom);
+    e->wslen = e->ws ? strlen(e->ws) : 0;
+    e->md = pcre2_match_data_create(1, NULL);
+    if (oom || !e->md) {
+        ex_em_finish(e);
+        return CLARITY_ENOMEM;
+    }
+    return 0;
+}
+
+int ex_em_finish(ex_emitter *e)
+{
+    ex_sset_free(&e->seen);
+    buf_free(&e->id);
+    pcre2_match_data_free(e->md);
+    free(e->ws);
+    e->md = NULL;
+    e->ws = NULL;
+    return e->rc;
+}
+
+static int has_prefix(const char *id, size_t n, const char *p)
+{
+    size_t l = strlen(p);
+    return n >= l && memcmp(id, p, l) == 0;
+}
+
+/* Model and provider names are never items. */
+static int builtin_excluded(const char *id, size_t n)
+{
+    static const char *const pre[] = {"claude_", "gpt_", "sonnet", "opus", "haiku",
+                                      "github_copilot", "githubcopilot"};
+    static const char *const kw[] = {"claude", "sonnet", "opus", "haiku", "gpt", "copilot"};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (has_prefix(id, n, pre[i])) return 1;
+    if ((n == 6 && memcmp(id, "claude", 6) == 0) || (n == 3 && memcmp(id, "gpt", 3) == 0)) return 1;
+    if (has_prefix(id, n, "keyword:"))
+        for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
+            if (memmem(id + 8, n - 8, kw[i], strlen(kw[i]))) return 1;
+    return 0;
+}
+
+static int excluded(ex_emitter *e, const char *id, size_t n)
+{
+    if (builtin_excluded(id, n)) return 1;
+    for (size_t i = 0; i < e->ex->n_exclude; i++) {
+        int rc = pcre2_match(e->ex->exclude[i], (PCRE2_SPTR)id, n, 0, 0, e->md, e->ex->mctx);
+        if (rc >= 0) return 1;
+        if (rc != PCRE2_ERROR_NOMATCH)
+            ex_em_error(e, rc == PCRE2_ERROR_NOMEMORY ? CLARITY_ENOMEM : CLARITY_ERR);
+    }
+    return 0;
+}
+
+int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
+{
+    if (e->stop) return -1;
+    if (n == 0 || memchr(id, '\0', n)) return 0;
+    if (e->filter && pattern_id && n < (size_t)e->ex->min_len) return 0;
+    int r = ex_sset_add(&e->seen, id, n);
+    if (r == -1) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return -1;
+    }
+    if (r != 1) return 0; /* seen before (or the set is full) */
+    const char *key = ex_sset_key(&e->seen, e->seen.n - 1);
+    if (e->filter && excluded(e, key, n)) return e->stop ? -1 : 0;
+    if (e->cb(e->ud, key, cat)) {
+        e->stop = 1;
+        return -1;
+    }
+    return 1;
+}
+
+int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id)
+{
+    if (buf_failed(&e->id)) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return -1;
+    }
+    int r = ex_em_emit(e, e->id.p, e->id.len, cat, pattern_id);
+    buf_reset(&e->id);
+    return r;
+}
+
+/* ------------------------------------------------------------ strip_own */
+
+void extract_strip_own(const char *text, size_t len, buf *out)
+{
+    static const char BEG[] = "[CLARITY CONTEXT]", END[] = "[/CLARITY CONTEXT]";
+    if (!text || !out) return;
+    size_t pos = 0;
+    int no_end = 0;
+    while (pos < len) {
+        const char *b = memmem(text + pos, len - pos, BEG, sizeof BEG - 1);
+        if (!b) break;
+        size_t bs = (size_t)(b - text), after = bs + sizeof BEG - 1;
+        buf_append(out, text + pos, bs - pos);
+        const char *e = no_end ? NULL : memmem(text + after, len - after, END, sizeof END - 1);
+        if (e) {
+            pos = (size_t)(e - text) + sizeof END - 1;
+            continue;
+        }
+        no_end = 1; /* none further on either */
+        const char *bl = memmem(text + after, len - after, "\n\n", 2);
+        pos = bl ? (size_t)(bl - text) + 2 : len;
+    }
+    if (pos < len) buf_append(out, text + pos, len - pos);
+    else buf_append(out, "", 0);
+}
+
+/* ------------------------------------------------------------- mentions */
+
+static void pass_tools(ex_emitter *e, const char *t, size_t len)
+{
+    size_t pos = 0, ms, me;
+    int r;
+    while ((r = ex_next_match(e->ex, e->ex->re_tools, t, len, &pos, e->md, &ms, &me)) == 1) {
+        buf_puts(&e->id, "tool:");
+        ex_append_lower(&e->id, t + ms, me - ms);
+        if (ex_em_emit_scratch(e, CAT_TOOL, 1) < 0) return;
+    }
+    ex_em_error(e, r);
+}
+
+static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* Memory files are reported as found, source files after them. */
+static void pass_files(ex_emitter *e, const char *t, size_t len)
+{
+    const extractor *ex = e->ex;
+    buf np, pending;
+    buf_init(&np);
+    buf_init(&pending);
+    size_t pos = 0, ms, me;
+    int r;
+    while ((r = ex_next_match(ex, ex->re_path, t, len, &pos, e->md, &ms, &me)) == 1) {
+        if (ms > 0 && t[ms - 1] == ':' && me - ms >= 2 && t[ms] == '/' && t[ms + 1] == '/') {
+            while (pos < len && !is_space((unsigned char)t[pos])) pos++; /* a URL */
+            continue;
+        }
+        size_t n = me - ms;
+        while (n > 0 && t[ms + n - 1] == '.') n--;
+        if (n == 0 || n > EX_MAX_PATH) continue;
+        buf_reset(&np);
+        ex_norm_path(t + ms, n, e->ws, e->wslen, &np);
+        if (buf_failed(&np)) break;
+        int kind = ex_file_id(np.p, np.len, &e->id);
+        if (kind == FILE_MEMORY && ex->memory_files) {
+            if (ex_em_emit_scratch(e, CAT_FILE, 1) < 0) break;
+        } else if (kind == FILE_SOURCE && ex->source_files) {
+            buf_append(&pending, e->id.p, e->id.len + 1);
+        }
+        buf_reset(&e->id);
+    }
+    if (buf_failed(&np) || buf_failed(&pending)) r = CLARITY_ENOMEM;
+    ex_em_error(e, r);
+    for (size_t i = 0; i < pending.len && !e->stop;) {
+        size_t l = strlen(pending.p + i);
+        ex_em_emit(e, pending.p + i, l, CAT_FILE, 1);
+        i += l + 1;
+    }
+    buf_free(&np);
+    buf_free(&pending);
+}
+
+static void pass_projects(ex_emitter *e, const char *t, size_t len)
+{
+    size_t pos = 0, ms, me;
+    int r;
+    while ((r = ex_next_match(e->ex, e->ex->re_project, t, len, &pos, e->md, &ms, &me)) == 1) {
+        if (me - ms > EX_MAX_ID) continue;
+        ex_append_lower(&e->id, t + ms, me - ms);
+        for (size_t i = 0; i < e->id.len; i++)
+            if (e->id.p[i] == '-') e->id.p[i] = '_';
+        if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
+    }
+    ex_em_error(e, r);
+}
+
+static void pass_custom(ex_emitter *e, const char *t, size_t len)
+{
+    for (size_t k = 0; k < e->ex->n_custom && !e->stop; k++) {
+        size_t pos = 0, ms, me;
+        int r;
+        while ((r = ex_next_match(e->ex, e->ex->custom[k], t, len, &pos, e->md, &ms, &me)) == 1) {
+            if (me - ms > EX_MAX_ID) continue;
+            buf_puts(&e->id, e->ex->custom_name[k]);
+            buf_putc(&e->id, ':');
+            ex_append_lower(&e->id, t + ms, me - ms);
+            if (ex_em_emit_scratch(e, CAT_CUSTOM, 1) < 0) return;
+        }
+        ex_em_error(e, r);
+    }
+}
+
+typedef struct kw_rank {
+    uint32_t count, first;
+    size_t idx;
+} kw_rank;
+
+static int kw_cmp(const void *pa, const void *pb)
+{
+    const kw_rank *a = pa, *b = pb;
+    if (a->count != b->count) return a->count > b->count ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+static void pass_keywords(ex_emitter *e, const char *t, size_t len)
+{
+    const extractor *ex = e->ex;
+    if (ex->max_keywords <= 0) return;
+    ex_sset counts;
+    ex_sset_init(&counts, ex->seed);
+    char w[EX_MAX_WORD];
+    for (size_t i = 0; i < len;) {
+        if (!ex_is_word((unsigned char)t[i])) {
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < len && ex_is_word((unsigned char)t[i])) i++;
+        size_t n = i - a;
+        if (n < (size_t)ex->min_len || n > EX_MAX_WORD) continue;
+        int digits = 1;
+        for (size_t k = 0; k < n; k++) {
+            char c = t[a + k];
+            digits &= c >= '0' && c <= '9';
+            w[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+        }
+        if (digits || stopword_is(w, n)) continue;
+        if (ex_sset_add(&counts, w, n) == -1) {
+            ex_em_error(e, CLARITY_ENOMEM);
+            goto out;
+        }
+    }
+    size_t nq = 0;
+    kw_rank *q = malloc((counts.n ? counts.n : 1) * sizeof *q);
+    if (!q) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        goto out;
+    }
+    for (size_t i = 0; i < counts.n; i++) {
+        const ex_sset_ent *en = &counts.ents[i];
+        if (en->count >= 3 || en->len >= 12) q[nq++] = (kw_rank){en->count, en->first, i};
+    }
+    qsort(q, nq, sizeof *q, kw_cmp);
+    int kept = 0;
+    for (size_t i = 0; i < nq && kept < ex->max_keywords; i++) {
+        buf_puts(&e->id, "keyword:");
+        buf_append(&e->id, ex_sset_key(&counts, q[i].idx), counts.ents[q[i].idx].len);
+        int r = ex_em_emit_scratch(e, CAT_KEYWORD, 0);
+        if (r < 0) break;
+        kept += r;
+    }
+    free(q);
+out:
+    ex_sset_free(&counts);
+}
+
+int extract_mentions(const extractor *ex, const char *text, size_t len, const char *workspace,
+                     extract_cb cb, void *ud)
+{
+    if (!ex || !cb) return CLARITY_ERR;
+    if (!text) len = 0;
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
+    if (ex->tool_names && ex->re_tools) pass_tools(&e, text, len);
+    if (!e.stop && (ex->memory_files || ex->source_files)) pass_files(&e, text, len);
+    if (!e.stop && ex->projects) pass_projects(&e, text, len);
+    if (!e.stop) pass_custom(&e, text, len);
+    if (!e.stop && ex->keywords) pass_keywords(&e, text, len);
+    return ex_em_finish(&e);
+}

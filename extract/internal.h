@@ -1,0 +1,118 @@
+/* internal.h: what the files of extract/ share (not part of the module API). */
+#ifndef EXTRACT_INTERNAL_H
+#define EXTRACT_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/buf.h"
+#include "extract.h"
+
+/* Bounds that keep pathological input (64 MiB prompts, base64 blobs) cheap. */
+#define EX_MAX_WORD 64      /* longer [A-Za-z0-9_] runs are never keywords/names */
+#define EX_MAX_PATH 1024    /* longer path-like tokens are not file names */
+#define EX_MAX_ID 1024      /* longer custom-pattern matches are dropped */
+#define EX_MAX_DISTINCT (1u << 20) /* distinct keys counted per call */
+
+struct extractor {
+    int min_len, max_keywords;
+    int projects, tool_names, memory_files, source_files, keywords;
+    uint64_t seed;
+    pcre2_match_context *mctx;
+    pcre2_code *re_project; /* CamelCase | hyphen-case */
+    pcre2_code *re_tools;   /* configured tool names, NULL when none */
+    pcre2_code *re_path;    /* path-like tokens (contain '.' or '/') */
+    size_t n_custom;
+    char *custom_name[CFG_MAX_PATTERNS];
+    pcre2_code *custom[CFG_MAX_PATTERNS];
+    size_t n_exclude;
+    pcre2_code *exclude[CFG_MAX_PATTERNS];
+};
+
+/* ---- string set / counter (normalize.c) ----
+ * Open addressing over an arena; entries keep insertion order. */
+typedef struct ex_sset_ent {
+    size_t off;     /* key offset in the arena */
+    uint32_t len;   /* key length */
+    uint32_t hash;
+    uint32_t count; /* times added */
+    uint32_t first; /* insertion index (first occurrence) */
+} ex_sset_ent;
+
+typedef struct ex_sset {
+    uint64_t seed;
+    uint32_t *slots; /* entry index + 1, 0 = empty */
+    size_t nslots;
+    ex_sset_ent *ents;
+    size_t n, cap;
+    buf arena;
+} ex_sset;
+
+void ex_sset_init(ex_sset *s, uint64_t seed);
+void ex_sset_free(ex_sset *s);
+/* Adds key (or bumps its count).  Returns 1 when new, 0 when already there,
+ * -1 on allocation failure or when the set is full (EX_MAX_DISTINCT). */
+int ex_sset_add(ex_sset *s, const char *k, size_t n);
+static inline const char *ex_sset_key(const ex_sset *s, size_t i) { return s->arena.p + s->ents[i].off; }
+
+/* ---- paths and ids (normalize.c) ---- */
+static inline int ex_is_word(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+/* Appends the ASCII-lowercased bytes. */
+void ex_append_lower(buf *b, const char *s, size_t n);
+/* Normalizes path into out (appended).  ws is an already normalized
+ * absolute workspace or NULL. */
+void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *out);
+/* Normalized workspace (malloc()ed) or NULL when ws is NULL, empty or relative.
+ * *oom is set when allocation failed. */
+char *ex_norm_workspace(const char *ws, int *oom);
+/* Non-zero when the file name ends with one of the code extensions. */
+int ex_has_code_ext(const char *p, size_t n);
+int ex_has_md_ext(const char *p, size_t n);
+
+enum { FILE_NONE = 0, FILE_MEMORY, FILE_SOURCE, FILE_OTHER };
+/* Classifies the normalized path np and appends its canonical id
+ * ("file:..."; memory/doc files lowercased) to out.  FILE_OTHER: any other
+ * path, appended as is (used for tool-call paths).  FILE_NONE: nothing. */
+int ex_file_id(const char *np, size_t n, buf *out);
+
+/* ---- reporting (extract.c) ---- */
+typedef struct ex_emitter {
+    const extractor *ex;
+    extract_cb cb;
+    void *ud;
+    ex_sset seen;
+    buf id;                /* scratch for building ids */
+    pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
+    char *ws;              /* normalized workspace or NULL */
+    size_t wslen;
+    int filter;            /* mentions: drop short pattern ids and excluded ids */
+    int stop;              /* the callback asked to stop, or out of memory */
+    int rc;                /* sticky CLARITY_ENOMEM / CLARITY_ERR */
+} ex_emitter;
+
+/* 0 or CLARITY_ENOMEM. */
+int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extract_cb cb, void *ud,
+            int filter);
+/* Returns e->rc (0 when all went well). */
+int ex_em_finish(ex_emitter *e);
+/* Reports id once per call.  pattern_id: subject to the min-length rule.
+ * Returns 1 when reported, 0 when dropped or already seen, -1 when
+ * processing must stop (e->stop). */
+int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id);
+/* Emits e->id (the scratch buffer) and resets it. */
+int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id);
+/* Records a matching error code into e->rc (ENOMEM also stops). */
+void ex_em_error(ex_emitter *e, int rc);
+
+/* ---- matching (extract.c) ---- */
+/* Next match of re in s[0..len) from *pos: 1 with [*ms, *me), 0 at the end,
+ * or CLARITY_ERR / CLARITY_ENOMEM.  Skips empty matches. */
+int ex_next_match(const extractor *ex, const pcre2_code *re, const char *s, size_t len,
+                  size_t *pos, pcre2_match_data *md, size_t *ms, size_t *me);
+
+#endif

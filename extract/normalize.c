@@ -1,0 +1,263 @@
+/* normalize.c: path normalization, file-id classification and the string
+ * set used for de-duplication and keyword counting. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/clarity.h"
+#include "internal.h"
+
+/* ---------------------------------------------------------------- ex_sset */
+
+void ex_sset_init(ex_sset *s, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    s->seed = seed;
+    buf_init(&s->arena);
+}
+
+void ex_sset_free(ex_sset *s)
+{
+    free(s->slots);
+    free(s->ents);
+    buf_free(&s->arena);
+    memset(s, 0, sizeof *s);
+}
+
+static uint32_t ex_sset_hash(uint64_t seed, const char *k, size_t n)
+{
+    uint64_t h = seed ^ (0xcbf29ce484222325ull + n);
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+static int ex_sset_grow(ex_sset *s)
+{
+    size_t ns = s->nslots ? s->nslots * 2 : 64;
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        size_t j = s->ents[i].hash & (ns - 1);
+        while (slots[j]) j = (j + 1) & (ns - 1);
+        slots[j] = (uint32_t)(i + 1);
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->nslots = ns;
+    return 0;
+}
+
+int ex_sset_add(ex_sset *s, const char *k, size_t n)
+{
+    if (n > UINT32_MAX) return -2;
+    if ((s->n + 1) * 2 > s->nslots && ex_sset_grow(s) != 0) return -1;
+    uint32_t h = ex_sset_hash(s->seed, k, n);
+    size_t j = h & (s->nslots - 1);
+    while (s->slots[j]) {
+        ex_sset_ent *e = &s->ents[s->slots[j] - 1];
+        if (e->hash == h && e->len == n && memcmp(s->arena.p + e->off, k, n) == 0) {
+            if (e->count < UINT32_MAX) e->count++;
+            return 0;
+        }
+        j = (j + 1) & (s->nslots - 1);
+    }
+    if (s->n >= EX_MAX_DISTINCT) return -2;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 32;
+        ex_sset_ent *ne = realloc(s->ents, nc * sizeof *ne);
+        if (!ne) return -1;
+        s->ents = ne;
+        s->cap = nc;
+    }
+    size_t off = s->arena.len;
+    buf_append(&s->arena, k, n);
+    buf_putc(&s->arena, '\0');
+    if (buf_failed(&s->arena)) return -1;
+    s->ents[s->n] = (ex_sset_ent){off, (uint32_t)n, h, 1, (uint32_t)s->n};
+    s->slots[j] = (uint32_t)(s->n + 1);
+    s->n++;
+    return 1;
+}
+
+/* --------------------------------------------------------------- paths */
+
+void ex_append_lower(buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) != 0) return;
+    char *d = b->p + b->len;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        d[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+    }
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *out)
+{
+    const char *nul = memchr(p, '\0', n);
+    if (nul) n = (size_t)(nul - p);
+    size_t start = out->len;
+    int abs = n > 0 && p[0] == '/';
+    size_t base = start + (abs ? 1 : 0); /* where the first component goes */
+    size_t ncomp = 0, ndotdot = 0;       /* components written, leading ".." among them */
+    if (abs) buf_putc(out, '/');
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && p[i] == '/') i++;
+        size_t a = i;
+        while (i < n && p[i] != '/') i++;
+        size_t cl = i - a;
+        if (cl == 0 || (cl == 1 && p[a] == '.')) continue;
+        if (cl == 2 && p[a] == '.' && p[a + 1] == '.') {
+            if (ncomp > ndotdot) { /* drop the last real component */
+                size_t e = out->len;
+                while (e > base && out->p[e - 1] != '/') e--;
+                out->len = e > base ? e - 1 : base;
+                out->p[out->len] = '\0';
+                ncomp--;
+                continue;
+            }
+            if (abs) continue; /* never above the root */
+            ndotdot++;
+        }
+        if (out->len > base) buf_putc(out, '/');
+        buf_append(out, p + a, cl);
+        ncomp++;
+    }
+    if (buf_failed(out)) return;
+    if (out->len == start) buf_putc(out, '.');
+    if (!abs || !ws || wslen == 0) return;
+    /* make it relative when under the workspace (component-wise) */
+    char *np = out->p + start;
+    size_t nl = out->len - start;
+    size_t skip = 0;
+    if (wslen == 1) { /* workspace is "/" */
+        skip = 1;
+    } else if (nl >= wslen && memcmp(np, ws, wslen) == 0) {
+        if (nl == wslen) skip = wslen;
+        else if (np[wslen] == '/') skip = wslen + 1;
+    }
+    if (!skip) return;
+    memmove(np, np + skip, nl - skip);
+    out->len -= skip;
+    out->p[out->len] = '\0';
+    if (out->len == start) buf_putc(out, '.');
+}
+
+char *ex_norm_workspace(const char *ws, int *oom)
+{
+    *oom = 0;
+    if (!ws || ws[0] != '/') return NULL;
+    buf b;
+    buf_init(&b);
+    ex_norm_path(ws, strlen(ws), NULL, 0, &b);
+    char *r = buf_steal(&b, NULL);
+    if (!r) *oom = 1;
+    return r;
+}
+
+char *extract_normalize_path(const char *path, size_t len, const char *workspace)
+{
+    if (!path) return NULL;
+    int oom;
+    char *ws = ex_norm_workspace(workspace, &oom);
+    if (oom) return NULL;
+    buf b;
+    buf_init(&b);
+    ex_norm_path(path, len, ws, ws ? strlen(ws) : 0, &b);
+    free(ws);
+    return buf_steal(&b, NULL);
+}
+
+static const char *const CODE_EXT[] = {
+    "c",    "h",    "cc",   "cpp",  "hpp",   "cxx",   "py",     "pyi",   "ts",    "tsx",
+    "js",   "jsx",  "mjs",  "cjs",  "go",    "rs",    "java",   "kt",    "kts",   "rb",
+    "php",  "cs",   "swift", "m",   "mm",    "scala", "sh",     "bash",  "zsh",   "lua",
+    "sql",  "json", "yaml", "yml",  "toml",  "css",   "scss",   "html",  "vue",   "svelte",
+    "proto", "gradle", "cmake", "mk",
+};
+
+/* Extension of the last path component (after its last '.', with a
+ * non-empty stem), or NULL. */
+static const char *file_ext(const char *p, size_t n, size_t *elen)
+{
+    size_t b = n;
+    while (b > 0 && p[b - 1] != '/') b--;
+    size_t d = n;
+    while (d > b && p[d - 1] != '.') d--;
+    if (d <= b + 1 || d == n) return NULL; /* no dot, empty stem or empty ext */
+    *elen = n - d;
+    return p + d;
+}
+
+int ex_has_code_ext(const char *p, size_t n)
+{
+    size_t el;
+    const char *e = file_ext(p, n, &el);
+    if (!e || el > 6) return 0;
+    char low[8];
+    for (size_t i = 0; i < el; i++) low[i] = (e[i] >= 'A' && e[i] <= 'Z') ? (char)(e[i] + 32) : e[i];
+    for (size_t k = 0; k < sizeof CODE_EXT / sizeof CODE_EXT[0]; k++)
+        if (strlen(CODE_EXT[k]) == el && memcmp(CODE_EXT[k], low, el) == 0) return 1;
+    return 0;
+}
+
+int ex_has_md_ext(const char *p, size_t n)
+{
+    size_t el;
+    const char *e = file_ext(p, n, &el);
+    return e && el == 2 && e[0] == 'm' && e[1] == 'd';
+}
+
+static int starts_with(const char *p, size_t n, const char *pre)
+{
+    size_t l = strlen(pre);
+    return n >= l && memcmp(p, pre, l) == 0;
+}
+
+/* SOUL.md style: [A-Z][A-Z0-9_-]*\.md */
+static int upper_md_name(const char *p, size_t n)
+{
+    if (n < 4 || !(p[0] >= 'A' && p[0] <= 'Z')) return 0;
+    for (size_t i = 1; i < n - 3; i++) {
+        char c = p[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return 0;
+    }
+    return 1;
+}
+
+int ex_file_id(const char *np, size_t n, buf *out)
+{
+    if (n == 0 || (n == 1 && (np[0] == '.' || np[0] == '/'))) return FILE_NONE;
+    if (ex_has_md_ext(np, n)) {
+        if (starts_with(np, n, "memory/") || starts_with(np, n, "docs/")) {
+            buf_puts(out, "file:");
+            ex_append_lower(out, np, n);
+            return FILE_MEMORY;
+        }
+        /* a memory/ or docs/ folder deeper in an absolute or outside path */
+        for (size_t i = n; i-- > 0;) {
+            if (np[i] != '/') continue;
+            if (starts_with(np + i, n - i, "/memory/") || starts_with(np + i, n - i, "/docs/")) {
+                buf_puts(out, "file:");
+                ex_append_lower(out, np + i + 1, n - i - 1);
+                return FILE_MEMORY;
+            }
+        }
+        size_t b = n;
+        while (b > 0 && np[b - 1] != '/') b--;
+        if (upper_md_name(np + b, n - b)) {
+            buf_puts(out, "file:");
+            ex_append_lower(out, np + b, n - b);
+            return FILE_MEMORY;
+        }
+    }
+    buf_puts(out, "file:");
+    buf_append(out, np, n);
+    return ex_has_code_ext(np, n) ? FILE_SOURCE : FILE_OTHER;
+}

@@ -1,0 +1,294 @@
+/* rpc.c: the clarity.* gateway methods (JSON params in, JSON out). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway.h"
+
+typedef struct rpc_call {
+    engine *e;
+    json_t *params;
+    const char *session_id;
+    buf *out;
+    char **err;
+} rpc_call;
+
+static int fail(rpc_call *c, int rc, int code, const char *fmt, const char *arg)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+    buf_reset(c->out);
+    buf_printf(c->out, "{\"code\":%d,\"message\":", code);
+    buf_json_str(c->out, msg, strlen(msg));
+    buf_putc(c->out, '}');
+    free(*c->err);
+    *c->err = strdup(msg);
+    return rc;
+}
+
+static int fail_acquire(rpc_call *c, int rc)
+{
+    if (rc == CLARITY_ENOTFOUND)
+        return fail(c, rc, RPC_UNKNOWN_SESSION, "unknown session: %s", c->session_id);
+    if (rc == CLARITY_ENOMEM) return fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
+    return fail(c, rc, RPC_STORE, "could not load the session: %s", store_errmsg(c->e->st));
+}
+
+/* A string param; required ones produce a named error when missing. */
+static int str_param(rpc_call *c, const char *key, int required, const char **out)
+{
+    json_t *v = json_object_get(c->params, key);
+    *out = NULL;
+    if (!v || json_is_null(v)) {
+        if (!required) return CLARITY_OK;
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "missing required param \"%s\"", key);
+    }
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "param \"%s\" must be a non-empty string",
+                    key);
+    *out = json_string_value(v);
+    return CLARITY_OK;
+}
+
+static int bool_param(rpc_call *c, const char *key, int *out)
+{
+    json_t *v = json_object_get(c->params, key);
+    if (!v || json_is_null(v)) return CLARITY_OK;
+    if (!json_is_boolean(v))
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "param \"%s\" must be a boolean", key);
+    *out = json_is_true(v);
+    return CLARITY_OK;
+}
+
+static int with_session(rpc_call *c, int create, session **s)
+{
+    int rc = engine_acquire(c->e, c->session_id, create, s);
+    return rc == CLARITY_OK ? rc : fail_acquire(c, rc);
+}
+
+static int m_get_scores(rpc_call *c)
+{
+    json_t *lim = json_object_get(c->params, "limit");
+    if (lim && !(json_is_integer(lim) && json_integer_value(lim) >= 0))
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "param \"limit\" must be an integer >= 0%s",
+                    NULL);
+    int include_pruned = 0;
+    int rc = bool_param(c, "includePruned", &include_pruned);
+    session *s;
+    if (rc == CLARITY_OK) rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    view_scores_json(c->e, s, lim ? (size_t)json_integer_value(lim) : (size_t)-1, include_pruned,
+                     c->out);
+    engine_release(c->e, s);
+    return CLARITY_OK;
+}
+
+static int m_get_state(rpc_call *c)
+{
+    session *s;
+    int rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    view_state_json(c->e, s, c->out);
+    engine_release(c->e, s);
+    return CLARITY_OK;
+}
+
+static int m_stats(rpc_call *c)
+{
+    session *s;
+    int rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    view_stats_json(c->e, s, c->out);
+    engine_release(c->e, s);
+    return CLARITY_OK;
+}
+
+static int persist_or_fail(rpc_call *c, session *s)
+{
+    int rc = persist_flush(c->e, s);
+    if (rc != CLARITY_OK)
+        return fail(c, rc, RPC_STORE, "change kept in memory but not persisted: %s",
+                    store_errmsg(c->e->st));
+    return CLARITY_OK;
+}
+
+static int m_anchor(rpc_call *c, int anchor)
+{
+    const char *name, *reason = NULL;
+    int rc = str_param(c, "itemId", 1, &name);
+    if (rc == CLARITY_OK && anchor) rc = str_param(c, "reason", 0, &reason);
+    session *s;
+    if (rc == CLARITY_OK) rc = with_session(c, anchor, &s);
+    if (rc != CLARITY_OK) return rc;
+    char *id = NULL;
+    item *it = view_lookup(c->e, s, name, &id);
+    if (!it && !anchor) {
+        rc = fail(c, CLARITY_ENOTFOUND, RPC_UNKNOWN_ITEM, "unknown item: %s", name);
+    } else if (!it && !id) {
+        rc = fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "itemId \"%s\" is not a valid item name", name);
+    } else {
+        int created = !it;
+        if (!it) it = tracker_touch(&s->t, id, tracker_category_of_id(id), engine_now_ms(c->e));
+        if (!it) {
+            rc = fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
+        } else {
+            if (anchor) tracker_anchor(&s->t, it, reason ? reason : "user-anchored", engine_now_ms(c->e));
+            else tracker_unanchor(&s->t, it);
+            rc = persist_or_fail(c, s);
+            if (rc == CLARITY_OK) {
+                buf_puts(c->out, "{\"ok\":true,\"itemId\":");
+                buf_json_str(c->out, it->id, strlen(it->id));
+                buf_printf(c->out, ",\"anchored\":%s,\"created\":%s}", anchor ? "true" : "false",
+                           created ? "true" : "false");
+            }
+        }
+    }
+    free(id);
+    engine_release(c->e, s);
+    return rc;
+}
+
+static int m_set_tier(rpc_call *c)
+{
+    const char *name, *tier_name;
+    int rc = str_param(c, "itemId", 1, &name);
+    if (rc == CLARITY_OK) rc = str_param(c, "tier", 1, &tier_name);
+    if (rc != CLARITY_OK) return rc;
+    int tier = tracker_tier_from_name(tier_name);
+    if (tier < 0)
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS,
+                    "param \"tier\" must be essential, high, normal or low, got \"%s\"", tier_name);
+    session *s;
+    rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    item *it = view_lookup(c->e, s, name, NULL);
+    if (!it) {
+        rc = fail(c, CLARITY_ENOTFOUND, RPC_UNKNOWN_ITEM, "unknown item: %s", name);
+    } else {
+        tracker_set_tier(&s->t, it, tier);
+        rc = persist_or_fail(c, s);
+        if (rc == CLARITY_OK) {
+            buf_puts(c->out, "{\"ok\":true,\"itemId\":");
+            buf_json_str(c->out, it->id, strlen(it->id));
+            buf_printf(c->out, ",\"tier\":\"%s\"}", tracker_tier_name(tier));
+        }
+    }
+    engine_release(c->e, s);
+    return rc;
+}
+
+static int m_prune(rpc_call *c)
+{
+    int dry = 0, strict = c->e->cfg.strict_mode;
+    int rc = bool_param(c, "dryRun", &dry);
+    if (rc == CLARITY_OK) rc = bool_param(c, "strictMode", &strict);
+    session *s;
+    if (rc == CLARITY_OK) rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    prune_result r;
+    rc = pruner_evaluate(&c->e->cfg, &s->t, strict, &r);
+    if (rc != CLARITY_OK) {
+        rc = fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
+    } else {
+        if (!dry) pruner_apply(&s->t, &r);
+        rc = dry ? CLARITY_OK : persist_or_fail(c, s);
+        if (rc == CLARITY_OK) view_prune_json(&r, s->id, !dry, strict, c->out);
+        pruner_result_free(&r);
+    }
+    engine_release(c->e, s);
+    return rc;
+}
+
+static int m_config(rpc_call *c)
+{
+    char *json = config_to_json(&c->e->cfg);
+    if (!json) return fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
+    buf_puts(c->out, json);
+    free(json);
+    return CLARITY_OK;
+}
+
+static int m_export(rpc_call *c)
+{
+    session *s;
+    int rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    buf_puts(c->out, "{\"namespace\":\"clarity\",\"key\":\"clarity:relevance_state\",\"session\":");
+    buf_json_str(c->out, s->id, strlen(s->id));
+    buf_puts(c->out, ",\"value\":");
+    persist_legacy_json(s, c->out);
+    buf_putc(c->out, '}');
+    engine_release(c->e, s);
+    return CLARITY_OK;
+}
+
+static int m_import(rpc_call *c)
+{
+    json_t *state = json_object_get(c->params, "state");
+    if (!json_is_object(state))
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS,
+                    "missing param \"state\" (an object in the original plugin's shape)%s", NULL);
+    char *text = json_dumps(state, JSON_COMPACT);
+    if (!text) return fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
+    session *s;
+    int rc = with_session(c, 1, &s);
+    if (rc == CLARITY_OK) {
+        char *msg = NULL;
+        rc = persist_import_legacy(c->e, s, text, &msg);
+        if (rc != CLARITY_OK) {
+            rc = fail(c, rc, rc == CLARITY_ESTORE ? RPC_STORE : RPC_INVALID_PARAMS, "%s",
+                      msg ? msg : "import failed");
+        } else {
+            buf_printf(c->out, "{\"ok\":true,\"items\":%zu,\"currentTurn\":%lld}", s->t.count,
+                       (long long)s->t.current_turn);
+        }
+        free(msg);
+        engine_release(c->e, s);
+    }
+    free(text);
+    return rc;
+}
+
+typedef struct method {
+    const char *name;
+    int needs_session;
+    int (*fn)(rpc_call *c);
+} method;
+
+static int m_anchor_on(rpc_call *c) { return m_anchor(c, 1); }
+static int m_anchor_off(rpc_call *c) { return m_anchor(c, 0); }
+
+static const method methods[] = {
+    {"clarity.getState", 1, m_get_state},     {"clarity.getScores", 1, m_get_scores},
+    {"clarity.anchor", 1, m_anchor_on},       {"clarity.unanchor", 1, m_anchor_off},
+    {"clarity.prune", 1, m_prune},            {"clarity.stats", 1, m_stats},
+    {"clarity.config", 0, m_config},          {"clarity.setTier", 1, m_set_tier},
+    {"clarity.exportState", 1, m_export},     {"clarity.importState", 1, m_import},
+};
+
+int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)
+{
+    rpc_call c = {e, NULL, NULL, out, err};
+    if (!method_name || strncmp(method_name, "clarity.", 8) != 0) return CLARITY_DECLINED;
+    const method *m = NULL;
+    for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
+        if (strcmp(methods[i].name, method_name) == 0) m = &methods[i];
+    if (!m) return fail(&c, CLARITY_ENOTFOUND, RPC_METHOD_NOT_FOUND, "unknown method: %s", method_name);
+    json_error_t jerr;
+    c.params = params_json && *params_json ? json_loads(params_json, 0, &jerr) : json_object();
+    if (!c.params) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "params: invalid JSON at line %d, column %d: %s", jerr.line,
+                 jerr.column, jerr.text);
+        return fail(&c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "%s", msg);
+    }
+    int rc = CLARITY_OK;
+    if (!json_is_object(c.params))
+        rc = fail(&c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "params must be a JSON object%s", NULL);
+    if (rc == CLARITY_OK && m->needs_session) rc = str_param(&c, "session", 1, &c.session_id);
+    if (rc == CLARITY_OK) rc = m->fn(&c);
+    if (rc == CLARITY_OK && buf_failed(out)) rc = CLARITY_ENOMEM;
+    json_decref(c.params);
+    return rc;
+}

@@ -1,0 +1,365 @@
+/* replay.c: feed a "turns JSONL" file through the hooks.
+ *
+ * Consecutive lines with the same (session, turn) form one turn.  Per turn:
+ *   before_agent_start  prompt = the turn's user texts joined by "\n\n"
+ *                       (empty when the turn has none), messages = the last
+ *                       (up to 8) messages of the previous turn of the
+ *                       session; the returned block is printed;
+ *   agent_end           the turn's assistant, tool and system messages,
+ *                       success = 1.
+ * A session ends at its meta line, at a change of session or at EOF:
+ * session_end with reason "replay-end" (then, with --json, one line of
+ * clarity.getScores {"session": S}).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../util/buf.h"
+#include "cli.h"
+#include "jsonconv.h"
+
+#define RECENT_MAX 8
+#define BAR_WIDTH 30
+
+typedef struct replay {
+    cli *c;
+    const char *name; /* for messages: the path or "<stdin>" */
+    char *session;    /* current session (owned) or NULL */
+    int64_t turn;
+    int in_turn;
+    buf prompt;
+    size_t n_user;
+    msgvec all, agent, prev, one;
+    int failed;
+    int broken_pipe;
+    /* progress bar on stderr */
+    int progress;
+    int bar_shown;
+    size_t done, total;
+} replay;
+
+/* ---- progress ------------------------------------------------------------- */
+
+static void bar_hide(replay *r)
+{
+    if (!r->bar_shown) return;
+    fputs("\r\033[K", stderr);
+    r->bar_shown = 0;
+}
+
+static void bar_show(replay *r)
+{
+    if (!r->progress) return;
+    size_t fill = r->total ? r->done * BAR_WIDTH / r->total : 0;
+    if (fill > BAR_WIDTH) fill = BAR_WIDTH;
+    char bar[BAR_WIDTH + 1];
+    memset(bar, '#', fill);
+    memset(bar + fill, ' ', BAR_WIDTH - fill);
+    bar[BAR_WIDTH] = '\0';
+    fprintf(stderr, "\r[%s] %zu/%zu sessions", bar, r->done, r->total);
+    r->bar_shown = 1;
+}
+
+/* Writes to stdout without tearing the progress bar. */
+static void out_begin(replay *r) { bar_hide(r); }
+static void out_end(replay *r)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) r->broken_pipe = 1;
+    bar_show(r);
+}
+
+static void line_error(replay *r, size_t lineno, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void line_error(replay *r, size_t lineno, const char *fmt, ...)
+{
+    bar_hide(r);
+    buf b;
+    buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s:%zu: %s\n", r->name, lineno, b.p ? b.p : "");
+    buf_free(&b);
+    bar_show(r);
+    r->failed = 1;
+}
+
+static void call_error(replay *r, const char *what, int rc, const clarity_result *res)
+{
+    bar_hide(r);
+    if (r->in_turn)
+        fprintf(stderr, "%s: session %s turn %lld: %s: %s\n", r->name, r->session,
+                (long long)r->turn, what, loader_errtext(&r->c->L, rc, res));
+    else
+        fprintf(stderr, "%s: session %s: %s: %s\n", r->name, r->session, what,
+                loader_errtext(&r->c->L, rc, res));
+    bar_show(r);
+    r->failed = 1;
+}
+
+/* ---- turns and sessions ------------------------------------------------------ */
+
+static void flush_turn(replay *r)
+{
+    if (!r->in_turn) return;
+    cli *c = r->c;
+    clarity_result res;
+
+    size_t first = r->prev.n > RECENT_MAX ? r->prev.n - RECENT_MAX : 0;
+    clarity_before_agent_start bas;
+    memset(&bas, 0, sizeof bas);
+    bas.struct_size = sizeof bas;
+    bas.session_id = r->session;
+    bas.workspace_dir = c->workspace;
+    bas.prompt = r->prompt.p ? r->prompt.p : "";
+    bas.prompt_len = r->prompt.len;
+    bas.messages = r->prev.n ? r->prev.v + first : NULL;
+    bas.n_messages = r->prev.n - first;
+    int rc = loader_event(&c->L, CLARITY_EV_BEFORE_AGENT_START, &bas, &res);
+    if (rc < 0 && rc != CLARITY_DECLINED) {
+        call_error(r, "before_agent_start", rc, &res);
+    } else if (!c->json) {
+        out_begin(r);
+        printf("--- session %s turn %lld ---\n", r->session, (long long)r->turn);
+        if (rc == CLARITY_OK && res.data && res.len) {
+            fwrite(res.data, 1, res.len, stdout);
+            if (res.data[res.len - 1] != '\n') putchar('\n');
+        }
+        out_end(r);
+    }
+    loader_release(&c->L, &res);
+
+    clarity_agent_end ae;
+    memset(&ae, 0, sizeof ae);
+    ae.struct_size = sizeof ae;
+    ae.session_id = r->session;
+    ae.messages = r->agent.n ? r->agent.v : NULL;
+    ae.n_messages = r->agent.n;
+    ae.success = 1;
+    rc = loader_event(&c->L, CLARITY_EV_AGENT_END, &ae, &res);
+    if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "agent_end", rc, &res);
+    loader_release(&c->L, &res);
+
+    if (hostsvc_log_enabled(c->hs, CLARITY_LOG_DEBUG)) {
+        json_t *j = msgs_to_json(r->agent.v, r->agent.n);
+        char *s = j ? json_compact(j) : NULL;
+        hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "session %s turn %lld: %zu user line(s), agent_end %s",
+                    r->session, (long long)r->turn, r->n_user, s ? s : "?");
+        free(s);
+        json_decref(j);
+    }
+
+    msgvec_swap(&r->prev, &r->all);
+    msgvec_clear(&r->all);
+    msgvec_clear(&r->agent);
+    buf_reset(&r->prompt);
+    r->n_user = 0;
+    r->in_turn = 0;
+}
+
+static void end_session(replay *r, const char *reason)
+{
+    if (!r->session) return;
+    cli *c = r->c;
+    flush_turn(r);
+    clarity_result res;
+    clarity_session_end se;
+    memset(&se, 0, sizeof se);
+    se.struct_size = sizeof se;
+    se.session_id = r->session;
+    se.reason = reason;
+    int rc = loader_event(&c->L, CLARITY_EV_SESSION_END, &se, &res);
+    if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "session_end", rc, &res);
+    loader_release(&c->L, &res);
+
+    if (c->json) {
+        json_t *params = json_pack("{s:s}", "session", r->session);
+        char *p = params ? json_compact(params) : NULL;
+        json_decref(params);
+        rc = p ? loader_rpc(&c->L, "clarity.getScores", p, &res) : CLARITY_ENOMEM;
+        free(p);
+        if (rc != CLARITY_OK) {
+            call_error(r, "clarity.getScores", rc, &res);
+        } else {
+            /* One line per session, whatever the plugin's formatting. */
+            json_t *j = result_json(&res);
+            char *line = j ? json_compact(j) : NULL;
+            out_begin(r);
+            if (line) puts(line);
+            else if (res.data) printf("%.*s\n", (int)res.len, res.data);
+            else puts("null");
+            out_end(r);
+            free(line);
+            json_decref(j);
+        }
+        loader_release(&c->L, &res);
+    }
+    free(r->session);
+    r->session = NULL;
+    msgvec_clear(&r->prev);
+    r->done++;
+    bar_show(r);
+}
+
+/* One parsed line.  Returns 0, or -1 on a bad line (already reported). */
+static int feed(replay *r, json_t *o, size_t lineno)
+{
+    if (!json_is_object(o)) {
+        line_error(r, lineno, "expected a JSON object");
+        return -1;
+    }
+    json_t *js = json_object_get(o, "session");
+    if (!json_is_string(js) || json_string_length(js) == 0 ||
+        strlen(json_string_value(js)) != json_string_length(js)) {
+        line_error(r, lineno, "\"session\": must be a non-empty string");
+        return -1;
+    }
+    const char *sid = json_string_value(js);
+    int same = r->session && strcmp(r->session, sid) == 0;
+    if (!same) end_session(r, "replay-end");
+    if (r->c->session && strcmp(r->c->session, sid) != 0) return 0; /* filtered out */
+
+    if (json_object_get(o, "meta")) {
+        if (same) end_session(r, "replay-end");
+        return 0;
+    }
+    json_t *jt = json_object_get(o, "turn");
+    if (!json_is_integer(jt)) {
+        line_error(r, lineno, "\"turn\": must be an integer");
+        return -1;
+    }
+    const char *err = NULL;
+    msgvec_clear(&r->one);
+    if (msgvec_push_json(&r->one, o, &err) != 0) {
+        line_error(r, lineno, "%s", err ? err : "out of memory");
+        return -1;
+    }
+    if (!r->session) {
+        r->session = util_strdup(sid);
+        if (!r->session) {
+            line_error(r, lineno, "out of memory");
+            return -1;
+        }
+    }
+    int64_t turn = json_integer_value(jt);
+    if (r->in_turn && turn != r->turn) flush_turn(r);
+    if (!r->in_turn) {
+        r->in_turn = 1;
+        r->turn = turn;
+    }
+    const clarity_message *m = &r->one.v[0];
+    int fail = msgvec_push_from(&r->all, &r->one, 0) != 0;
+    if (strcmp(m->role, "user") == 0) {
+        if (r->n_user++) buf_append(&r->prompt, "\n\n", 2);
+        buf_append(&r->prompt, m->text, m->text_len);
+        fail |= buf_failed(&r->prompt);
+    } else {
+        fail |= msgvec_push_from(&r->agent, &r->one, 0) != 0;
+    }
+    msgvec_clear(&r->one);
+    if (fail) {
+        line_error(r, lineno, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* First pass for the progress bar: the number of sessions to replay. */
+static size_t count_sessions(const char *path, const char *filter)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL, *last = NULL;
+    size_t cap = 0, total = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0 && !cli_stop) {
+        json_t *o = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, NULL);
+        const char *s = json_string_value(json_object_get(o, "session"));
+        if (s && (!filter || strcmp(s, filter) == 0) && !json_object_get(o, "meta") &&
+            (!last || strcmp(last, s) != 0)) {
+            total++;
+            free(last);
+            last = util_strdup(s);
+        } else if (s && filter && strcmp(s, filter) != 0) {
+            free(last);
+            last = NULL;
+        }
+        json_decref(o);
+    }
+    free(last);
+    free(line);
+    fclose(f);
+    return total;
+}
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') return 0;
+    return 1;
+}
+
+int cli_replay(cli *c, const char *path)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *f = is_stdin ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "clarity: %s: %s\n", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    replay r;
+    memset(&r, 0, sizeof r);
+    r.c = c;
+    r.name = is_stdin ? "<stdin>" : path;
+    buf_init(&r.prompt);
+    msgvec_init(&r.all);
+    msgvec_init(&r.agent);
+    msgvec_init(&r.prev);
+    msgvec_init(&r.one);
+    if (!c->json && !is_stdin && isatty(STDERR_FILENO)) {
+        r.total = count_sessions(path, c->session);
+        r.progress = 1;
+        bar_show(&r);
+    }
+
+    char *line = NULL;
+    size_t cap = 0, lineno = 0;
+    ssize_t n;
+    errno = 0;
+    while (!cli_stop && !r.broken_pipe && (n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        if (blank(line, (size_t)n)) continue;
+        json_error_t je;
+        json_t *o = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &je);
+        if (!o) {
+            line_error(&r, lineno, "%s (column %d)", je.text, je.column);
+            continue;
+        }
+        feed(&r, o, lineno);
+        json_decref(o);
+    }
+    int read_err = ferror(f) && !cli_stop;
+    if (read_err) {
+        bar_hide(&r);
+        fprintf(stderr, "clarity: %s: read error: %s\n", r.name, strerror(errno));
+        r.failed = 1;
+    }
+    end_session(&r, cli_stop ? "interrupted" : "replay-end");
+    if (r.bar_shown) fputc('\n', stderr);
+
+    free(line);
+    if (!is_stdin) fclose(f);
+    buf_free(&r.prompt);
+    msgvec_free(&r.all);
+    msgvec_free(&r.agent);
+    msgvec_free(&r.prev);
+    msgvec_free(&r.one);
+    if (cli_stop) return EXIT_INTERRUPTED;
+    if (r.broken_pipe) return EXIT_FAIL;
+    return r.failed ? EXIT_FAIL : EXIT_OK;
+}

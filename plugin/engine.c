@@ -1,0 +1,278 @@
+#include "engine.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../pruner/pruner.h"
+
+#undef uthash_nonfatal_oom
+#define uthash_nonfatal_oom(obj) (oom = 1)
+
+void engine_log(const engine *e, int level, const char *fmt, ...)
+{
+    if (!e->host.log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    e->host.log(e->host.ud, level, msg);
+}
+
+int64_t engine_now_ms(const engine *e)
+{
+    if (e->host.now_ms) return e->host.now_ms(e->host.ud);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void fill_tables(engine *e)
+{
+    double decay = pow(0.5, 1.0 / e->cfg.scoring.half_life);
+    for (int k = 0; k < ENGINE_POW_TABLE; k++) {
+        e->log2_tab[k] = log2((double)k + 1.0) * e->cfg.scoring.frequency_scale;
+        e->decay_tab[k] = pow(decay, (double)k);
+    }
+}
+
+static int open_store(engine *e, char **err)
+{
+    int want = e->cfg.storage.backend;
+    int host_kv = CLARITY_HAS_MEMBER(&e->host, clarity_host, kv_iter) && e->host.kv_get &&
+                  e->host.kv_put && e->host.kv_del && e->host.kv_iter;
+    if (want == CFG_STORE_AUTO) want = host_kv ? CFG_STORE_HOST : CFG_STORE_SQLITE;
+    switch (want) {
+    case CFG_STORE_HOST: return store_open_host(&e->host, &e->st, err);
+    case CFG_STORE_MEMORY: return store_open_memory(&e->st, err);
+    default:
+        return store_open_sqlite(e->cfg.storage.path ? e->cfg.storage.path : "clarity.db", &e->st,
+                                 err);
+    }
+}
+
+int engine_new(const clarity_host *host, const char *config_json, engine **out, char **err)
+{
+    *out = NULL;
+    engine *e = calloc(1, sizeof *e);
+    if (!e) return CLARITY_ENOMEM;
+    /* Copy only what the host's table holds; the rest stays NULL. */
+    size_t n = host->struct_size < sizeof e->host ? host->struct_size : sizeof e->host;
+    memcpy(&e->host, host, n);
+    e->host.struct_size = (uint32_t)sizeof e->host;
+    int rc = config_parse(&e->cfg, config_json, err);
+    if (rc != CLARITY_OK) {
+        free(e);
+        return rc;
+    }
+    rc = extract_new(&e->cfg, &e->ex, err);
+    if (rc == CLARITY_OK) rc = open_store(e, err);
+    if (rc != CLARITY_OK) {
+        extract_free(e->ex);
+        config_free(&e->cfg);
+        free(e);
+        return rc;
+    }
+    pthread_mutex_init(&e->reg_mu, NULL);
+    fill_tables(e);
+    *out = e;
+    engine_log(e, CLARITY_LOG_INFO, "clarity %s: store %s", CLARITY_VERSION,
+               store_backend_name(e->st));
+    return CLARITY_OK;
+}
+
+static void session_free(session *s)
+{
+    tracker_free(&s->t);
+    pthread_mutex_destroy(&s->mu);
+    free(s->id);
+    free(s->ns);
+    free(s->workspace);
+    free(s);
+}
+
+void engine_free(engine *e)
+{
+    if (!e) return;
+    session *s, *tmp;
+    HASH_ITER(hh, e->sessions, s, tmp)
+    {
+        if (s->loaded && persist_flush(e, s) != CLARITY_OK)
+            engine_log(e, CLARITY_LOG_ERROR, "clarity: could not persist session %s: %s", s->id,
+                       store_errmsg(e->st));
+        HASH_DEL(e->sessions, s);
+        session_free(s);
+    }
+    store_close(e->st);
+    extract_free(e->ex);
+    config_free(&e->cfg);
+    pthread_mutex_destroy(&e->reg_mu);
+    free(e);
+}
+
+static session *session_new(const engine *e, const char *id)
+{
+    session *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->id = strdup(id);
+    size_t n = strlen(id) + 16;
+    s->ns = malloc(n);
+    if (!s->id || !s->ns) {
+        free(s->id);
+        free(s->ns);
+        free(s);
+        return NULL;
+    }
+    snprintf(s->ns, n, "clarity:s:%s", id);
+    pthread_mutex_init(&s->mu, NULL);
+    tracker_init(&s->t, e->cfg.limits.history_length);
+    return s;
+}
+
+/* Drops idle resident sessions beyond the cap, least recently used first.
+ * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
+ * their state is flushed first so nothing is lost. */
+static void evict_idle(engine *e)
+{
+    size_t cap = (size_t)e->cfg.storage.max_resident_sessions;
+    while (e->n_sessions > cap) {
+        session *victim = NULL, *s, *tmp;
+        HASH_ITER(hh, e->sessions, s, tmp)
+        {
+            if (s->refs == 0 && (!victim || s->last_used < victim->last_used)) victim = s;
+        }
+        if (!victim) return;
+        if (victim->loaded && persist_flush(e, victim) != CLARITY_OK) {
+            engine_log(e, CLARITY_LOG_WARN, "clarity: keeping session %s resident: %s", victim->id,
+                       store_errmsg(e->st));
+            return;
+        }
+        HASH_DEL(e->sessions, victim);
+        e->n_sessions--;
+        session_free(victim);
+    }
+}
+
+int engine_acquire(engine *e, const char *session_id, int create, session **out)
+{
+    *out = NULL;
+    if (!session_id || !*session_id) return CLARITY_EINVAL;
+    int oom = 0;
+    pthread_mutex_lock(&e->reg_mu);
+    session *s = NULL;
+    HASH_FIND_STR(e->sessions, session_id, s);
+    if (!s) {
+        s = session_new(e, session_id);
+        if (s) HASH_ADD_KEYPTR(hh, e->sessions, s->id, strlen(s->id), s);
+        if (!s || oom) {
+            pthread_mutex_unlock(&e->reg_mu);
+            if (s) session_free(s);
+            return CLARITY_ENOMEM;
+        }
+        e->n_sessions++;
+    }
+    s->refs++;
+    s->last_used = ++e->clock;
+    pthread_mutex_unlock(&e->reg_mu);
+
+    pthread_mutex_lock(&s->mu);
+    int rc = CLARITY_OK;
+    if (!s->loaded) {
+        rc = persist_load(e, s);
+        if (rc == CLARITY_OK) s->loaded = 1;
+    }
+    if (rc == CLARITY_OK && !create && !s->exists_in_store && s->t.count == 0 &&
+        s->t.current_turn == 0)
+        rc = CLARITY_ENOTFOUND;
+    if (rc != CLARITY_OK) {
+        engine_release(e, s);
+        return rc;
+    }
+    *out = s;
+    return CLARITY_OK;
+}
+
+void engine_release(engine *e, session *s)
+{
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&e->reg_mu);
+    s->refs--;
+    s->last_used = ++e->clock;
+    /* A lookup that found nothing leaves no trace. */
+    int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty;
+    int clean = !s->t.dirty && !s->t.meta_dirty && s->t.n_deleted == 0;
+    if (s->refs == 0 && (empty || (s->unload && clean))) {
+        HASH_DEL(e->sessions, s);
+        e->n_sessions--;
+        session_free(s);
+    } else {
+        evict_idle(e);
+    }
+    pthread_mutex_unlock(&e->reg_mu);
+}
+
+void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown *out)
+{
+    const clarity_config *c = &e->cfg;
+    int64_t di = turn - it->last_mention_turn;
+    if (di < 0) di = 0;
+    double d = (double)di;
+    double window = c->scoring.recency_window;
+    out->frequency = it->mention_count >= 0 && it->mention_count < ENGINE_POW_TABLE
+                         ? e->log2_tab[it->mention_count]
+                         : log2((double)it->mention_count + 1.0) * c->scoring.frequency_scale;
+    out->recency = d <= window ? (1.0 - d / (window + 1.0)) * c->scoring.recency_bonus : 0.0;
+    out->utility = (double)it->reference_count * c->scoring.reference_weight;
+    out->staleness = 0.0;
+    if (d > window) {
+        double k = d - window;
+        /* recencyWindow is integral (config enforces it), so k is too. */
+        double p = k < ENGINE_POW_TABLE ? e->decay_tab[(int)k]
+                                        : pow(pow(0.5, 1.0 / c->scoring.half_life), k);
+        out->staleness = (1.0 - p) * out->frequency;
+    }
+    out->anchor = it->anchored ? c->scoring.anchor_bonus : 0.0;
+    double sum = out->frequency + out->recency + out->utility - out->staleness + out->anchor;
+    out->score = sum > 0 ? sum : 0.0;
+    int tier = it->tier >= 0 && it->tier < TIER__COUNT ? it->tier : TIER_NORMAL;
+    out->adjusted = out->score * c->pruning.tier_mult[tier];
+}
+
+typedef struct scored_ref {
+    item *it;
+    double score;
+} scored_ref;
+
+static int cmp_scored_asc(const void *a, const void *b)
+{
+    const scored_ref *x = a, *y = b;
+    if (x->score < y->score) return -1;
+    if (x->score > y->score) return 1;
+    return strcmp(y->it->id, x->it->id); /* larger id goes first */
+}
+
+void engine_enforce_cap(engine *e, session *s)
+{
+    size_t cap = (size_t)e->cfg.limits.max_tracked_items;
+    if (s->t.count <= cap) return;
+    size_t target = cap - cap / 10;
+    scored_ref *v = malloc(s->t.count * sizeof *v);
+    if (!v) return; /* retried on the next mention */
+    size_t n = 0;
+    for (item *it = s->t.items; it; it = it->hh.next) {
+        if (it->anchored) continue;
+        score_breakdown b;
+        engine_score(e, it, s->t.current_turn, &b);
+        v[n++] = (scored_ref){it, b.score};
+    }
+    qsort(v, n, sizeof *v, cmp_scored_asc);
+    size_t evicted = 0;
+    for (size_t i = 0; i < n && s->t.count > target; i++, evicted++) tracker_remove(&s->t, v[i].it);
+    free(v);
+    engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s evicted %zu items (cap %zu)", s->id,
+               evicted, cap);
+}

@@ -1,0 +1,93 @@
+/* engine.h: the plugin instance behind the ABI: config, extractor, store
+ * and the registry of sessions.  Internal to libclarity.so.
+ *
+ * Locking: reg_mu guards the registry (the hash of sessions, refs, LRU
+ * stamps).  Each session has its own mutex, held for the whole of a hook,
+ * command or RPC on it, so calls for one session are serialized and calls
+ * for different sessions run in parallel.  Lock order: reg_mu is never held
+ * while waiting for a session mutex.
+ */
+#ifndef PLUGIN_ENGINE_H
+#define PLUGIN_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../config/config.h"
+#include "../extract/extract.h"
+#include "../include/clarity.h"
+#include "../scorer/scorer.h"
+#include "../store/store.h"
+#include "../tracker/tracker.h"
+#include "../util/buf.h"
+
+#define ENGINE_POW_TABLE 1024 /* precomputed decay^k and log2(n+1) */
+
+typedef struct session {
+    char *id;  /* owned, hash key */
+    char *ns;  /* owned: store namespace of this session */
+    char *workspace; /* owned or NULL: last workspace the host told us */
+    pthread_mutex_t mu;
+    int refs;            /* guarded by engine.reg_mu */
+    uint64_t last_used;  /* guarded by engine.reg_mu: LRU stamp */
+    int loaded;          /* state read from the store */
+    int exists_in_store; /* store holds a meta record */
+    int unload;          /* leave memory at the last release (session_end) */
+    tracker t;
+    UT_hash_handle hh;
+} session;
+
+typedef struct engine {
+    clarity_host host; /* copy, zero-extended to our size */
+    clarity_config cfg;
+    extractor *ex;
+    store *st;
+    pthread_mutex_t reg_mu;
+    session *sessions;
+    size_t n_sessions;
+    uint64_t clock; /* LRU stamps */
+    double log2_tab[ENGINE_POW_TABLE];  /* log2(n + 1) * frequencyScale */
+    double decay_tab[ENGINE_POW_TABLE]; /* decay^k */
+} engine;
+
+/* ---- engine.c ---- */
+int engine_new(const clarity_host *host, const char *config_json, engine **out, char **err);
+void engine_free(engine *e);
+void engine_log(const engine *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t engine_now_ms(const engine *e);
+
+/* Finds (or, with create, makes) a session, loads its state, and returns it
+ * locked.  CLARITY_ENOTFOUND when !create and the session is unknown both in
+ * memory and in the store. */
+int engine_acquire(engine *e, const char *session_id, int create, session **out);
+/* Unlocks; may evict idle sessions beyond storage.maxResidentSessions. */
+void engine_release(engine *e, session *s);
+
+/* Fast score using the precomputed tables (same values as scorer_score). */
+void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown *out);
+/* Evicts the lowest-scoring unanchored items when the session holds more
+ * than limits.maxTrackedItems (down to 90% of it, so the scan amortizes). */
+void engine_enforce_cap(engine *e, session *s);
+
+/* ---- persist.c ---- */
+int persist_load(engine *e, session *s);
+/* Writes the dirty items, deleted ids and meta in one transaction. */
+int persist_flush(engine *e, session *s);
+/* Erases a session's stored state (used by import). */
+int persist_erase(engine *e, session *s);
+/* Encodes an item as the compact JSON stored per key. */
+void persist_item_json(const item *it, buf *out);
+/* The original plugin's storage shape:
+ * {currentTurn, lastPersistAt, items:[{id, mentionCount, referenceCount,
+ *  lastMentionTurn, anchored, createdAt}]} */
+void persist_legacy_json(const session *s, buf *out);
+/* Replaces the session's state by a value in the legacy shape (or our own
+ * richer item fields when present).  On error the state is unchanged. */
+int persist_import_legacy(engine *e, session *s, const char *json, char **err);
+
+/* ---- hooks.c ---- */
+int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);
+/* The [CLARITY CONTEXT] block for a session's current state. */
+void hooks_context_block(engine *e, session *s, buf *out);
+
+#endif

@@ -1,0 +1,324 @@
+/* hooks.c: the four hook events and the context block. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pruner/pruner.h"
+#include "engine.h"
+
+#define BLOCK_OPEN "[CLARITY CONTEXT]"
+#define BLOCK_CLOSE "[/CLARITY CONTEXT]"
+
+static char *errf(const char *fmt, const char *a, unsigned long long n, unsigned long long m)
+{
+    char b[256];
+    snprintf(b, sizeof b, fmt, a, n, m);
+    return strdup(b);
+}
+
+/* ---- context block ---------------------------------------------------- */
+
+typedef struct top_entry {
+    item *it;
+    double score;
+} top_entry;
+
+static int better(const top_entry *a, const top_entry *b)
+{
+    if (a->score != b->score) return a->score > b->score;
+    return strcmp(a->it->id, b->it->id) < 0;
+}
+
+void hooks_context_block(engine *e, session *s, buf *out)
+{
+    const clarity_config *c = &e->cfg;
+    size_t k = (size_t)c->context.max_items;
+    if (k == 0) return;
+    top_entry stack_top[32];
+    top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
+    if (!top) return;
+    size_t n = 0;
+    /* Keep the k best in a sorted array: items mostly fail the first
+     * comparison, so this stays linear in the number of items. */
+    for (item *it = s->t.items; it; it = it->hh.next) {
+        if (it->pruned) continue;
+        score_breakdown b;
+        engine_score(e, it, s->t.current_turn, &b);
+        if (b.score < c->context.min_score || b.score <= 0) continue;
+        top_entry cand = {it, b.score};
+        if (n == k && !better(&cand, &top[n - 1])) continue;
+        size_t pos = n < k ? n++ : k - 1;
+        while (pos > 0 && better(&cand, &top[pos - 1])) {
+            top[pos] = top[pos - 1];
+            pos--;
+        }
+        top[pos] = cand;
+    }
+    if (n == 0) goto done;
+    size_t budget = (size_t)c->context.max_chars;
+    size_t start = out->len;
+    buf_puts(out, BLOCK_OPEN "\n");
+    size_t closing = sizeof(BLOCK_CLOSE "\n") - 1;
+    char line[512];
+    for (size_t i = 0; i < n; i++) {
+        const char *mark = top[i].score >= c->context.high_score  ? "\xE2\x97\x8F" /* ● */
+                           : top[i].score >= c->context.mid_score ? "\xE2\x97\x90" /* ◐ */
+                                                                  : "\xE2\x97\x8B"; /* ○ */
+        int len = snprintf(line, sizeof line, "%s %s%.*s (%.0f)\n", mark,
+                           top[i].it->anchored ? "\xE2\x9A\x93 " : "", 400, top[i].it->id,
+                           top[i].score);
+        if (len < 0) break;
+        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+        if (out->len - start + l + closing > budget) break;
+        buf_append(out, line, l);
+    }
+    buf_puts(out, BLOCK_CLOSE "\n");
+done:
+    if (top != stack_top) free(top);
+}
+
+/* ---- before_agent_start ----------------------------------------------- */
+
+typedef struct mention_ctx {
+    engine *e;
+    session *s;
+    int64_t now;
+    int oom;
+} mention_ctx;
+
+static int on_mention(void *ud, const char *id, int category)
+{
+    mention_ctx *m = ud;
+    if (!tracker_mention(&m->s->t, id, category, m->now)) m->oom = 1;
+    return 0;
+}
+
+static int set_workspace(session *s, const char *ws)
+{
+    if (!ws || !*ws || (s->workspace && strcmp(s->workspace, ws) == 0)) return CLARITY_OK;
+    char *copy = strdup(ws);
+    if (!copy) return CLARITY_ENOMEM;
+    free(s->workspace);
+    s->workspace = copy;
+    s->t.meta_dirty = 1;
+    return CLARITY_OK;
+}
+
+static int before_agent_start(engine *e, const clarity_before_agent_start *p, buf *out, char **err)
+{
+    const char *prompt = p->prompt;
+    size_t len = p->prompt ? p->prompt_len : 0;
+    /* Hosts that pass only the conversation: the last user message is the prompt. */
+    const clarity_message *msgs = CLARITY_HAS_MEMBER(p, clarity_before_agent_start, n_messages)
+                                      ? p->messages
+                                      : NULL;
+    if (!prompt && msgs) {
+        for (size_t i = p->n_messages; i-- > 0;) {
+            if (msgs[i].role && strcmp(msgs[i].role, "user") == 0 && msgs[i].text) {
+                prompt = msgs[i].text;
+                len = msgs[i].text_len;
+                break;
+            }
+        }
+    }
+    if (len > e->cfg.limits.max_prompt_bytes) {
+        *err = errf("%sprompt: %llu bytes exceeds limits.maxPromptBytes (%llu)", "",
+                    (unsigned long long)len, (unsigned long long)e->cfg.limits.max_prompt_bytes);
+        return CLARITY_EINVAL;
+    }
+    session *s;
+    int rc = engine_acquire(e, p->session_id, 1, &s);
+    if (rc != CLARITY_OK) return rc;
+    const char *ws = CLARITY_HAS_MEMBER(p, clarity_before_agent_start, workspace_dir)
+                         ? p->workspace_dir
+                         : NULL;
+    rc = set_workspace(s, ws);
+    if (rc == CLARITY_OK && e->cfg.enabled && len > 0) {
+        buf clean;
+        buf_init(&clean);
+        extract_strip_own(prompt, len, &clean);
+        if (buf_failed(&clean)) {
+            rc = CLARITY_ENOMEM;
+        } else {
+            mention_ctx m = {e, s, engine_now_ms(e), 0};
+            int xrc = extract_mentions(e->ex, clean.p ? clean.p : "", clean.len, s->workspace,
+                                       on_mention, &m);
+            if (m.oom || xrc == CLARITY_ENOMEM) rc = CLARITY_ENOMEM;
+            else if (xrc != CLARITY_OK)
+                engine_log(e, CLARITY_LOG_WARN, "clarity: session %s: extraction stopped at a "
+                           "match limit; the prompt was only partly scanned", s->id);
+            engine_enforce_cap(e, s);
+        }
+        buf_free(&clean);
+    }
+    if (rc == CLARITY_OK && e->cfg.enabled) hooks_context_block(e, s, out);
+    engine_release(e, s);
+    return rc;
+}
+
+/* ---- agent_end --------------------------------------------------------- */
+
+typedef struct ref_ctx {
+    engine *e;
+    session *s;
+    int64_t now;
+    size_t refs;
+    int oom;
+} ref_ctx;
+
+static int on_candidate(void *ud, const char *id, int category)
+{
+    ref_ctx *r = ud;
+    item *it = tracker_find(&r->s->t, id);
+    if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
+    return 0;
+}
+
+/* A file the agent's tool call touched becomes tracked even when nobody
+ * named it: coding agents mostly find files by themselves. */
+static int on_tool_file(void *ud, const char *id, int category)
+{
+    ref_ctx *r = ud;
+    item *it = tracker_touch(&r->s->t, id, CAT_FILE, r->now);
+    if (!it) {
+        r->oom = 1;
+        return 1;
+    }
+    r->refs += (size_t)tracker_reference(&r->s->t, it);
+    return 0;
+}
+
+static int agent_end(engine *e, const clarity_agent_end *p, char **err)
+{
+    const clarity_message *msgs = p->messages;
+    size_t n = msgs ? p->n_messages : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (msgs[i].text && msgs[i].text_len > e->cfg.limits.max_prompt_bytes) {
+            *err = errf("%smessages[%llu].text exceeds limits.maxPromptBytes (%llu)", "",
+                        (unsigned long long)i, (unsigned long long)e->cfg.limits.max_prompt_bytes);
+            return CLARITY_EINVAL;
+        }
+    }
+    session *s;
+    int rc = engine_acquire(e, p->session_id, 1, &s);
+    if (rc != CLARITY_OK) return rc;
+    ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
+    for (size_t i = 0; e->cfg.enabled && i < n && !r.oom; i++) {
+        const clarity_message *m = &msgs[i];
+        if (!m->role || strcmp(m->role, "assistant") != 0) continue;
+        if (m->text && m->text_len) {
+            buf clean;
+            buf_init(&clean);
+            extract_strip_own(m->text, m->text_len, &clean);
+            if (!buf_failed(&clean) && clean.len)
+                extract_candidates(e->ex, clean.p, clean.len, s->workspace, on_candidate, &r);
+            r.oom |= buf_failed(&clean);
+            buf_free(&clean);
+        }
+        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
+            extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_tool_file, &r);
+            extract_candidates_json(e->ex, m->tool_args_json, s->workspace, on_candidate, &r);
+        }
+        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
+            char id[128];
+            snprintf(id, sizeof id, "tool:%s", m->tool_name);
+            for (char *c = id; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+            on_candidate(&r, id, CAT_TOOL);
+        }
+    }
+    if (r.oom) rc = CLARITY_ENOMEM;
+    engine_enforce_cap(e, s);
+    tracker_advance_turn(&s->t);
+    int prc = persist_flush(e, s);
+    if (prc != CLARITY_OK) {
+        *err = errf("%sturn %llu was not persisted: store error (%llu); it will be retried", "",
+                    (unsigned long long)s->t.current_turn, (unsigned long long)-prc);
+        engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %s", s->id, store_errmsg(e->st));
+        if (rc == CLARITY_OK) rc = prc;
+    }
+    engine_release(e, s);
+    return rc;
+}
+
+/* ---- before_compaction / session_end ----------------------------------- */
+
+static int before_compaction(engine *e, const clarity_before_compaction *p, buf *out)
+{
+    session *s;
+    int rc = engine_acquire(e, p->session_id, 1, &s);
+    if (rc != CLARITY_OK) return rc;
+    prune_result r;
+    rc = pruner_evaluate(&e->cfg, &s->t, e->cfg.strict_mode, &r);
+    if (rc == CLARITY_OK) {
+        pruner_apply(&s->t, &r);
+        pruner_report(&r, 1, e->cfg.strict_mode, out);
+        int64_t msgs = CLARITY_HAS_MEMBER(p, clarity_before_compaction, message_count)
+                           ? p->message_count : -1;
+        int64_t toks = CLARITY_HAS_MEMBER(p, clarity_before_compaction, token_count)
+                           ? p->token_count : -1;
+        if (msgs >= 0 || toks >= 0)
+            buf_printf(out, "Conversation at compaction: %lld messages, %lld tokens\n",
+                       (long long)msgs, (long long)toks);
+        pruner_result_free(&r);
+        if (s->t.count || s->exists_in_store) rc = persist_flush(e, s);
+    }
+    engine_release(e, s);
+    return rc;
+}
+
+static int session_end(engine *e, const clarity_session_end *p)
+{
+    session *s;
+    int rc = engine_acquire(e, p->session_id, 0, &s);
+    if (rc == CLARITY_ENOTFOUND) return CLARITY_OK; /* nothing to save */
+    if (rc != CLARITY_OK) return rc;
+    rc = persist_flush(e, s);
+    s->unload = rc == CLARITY_OK;
+    const char *reason = CLARITY_HAS_MEMBER(p, clarity_session_end, reason) ? p->reason : NULL;
+    engine_log(e, CLARITY_LOG_INFO, "clarity: session %s ended (%s): %zu items persisted", s->id,
+               reason ? reason : "no reason", s->t.count);
+    engine_release(e, s);
+    return rc;
+}
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+/* Payload structs must at least hold their session id. */
+#define PAYLOAD_OK(p, type) ((p) && CLARITY_HAS_MEMBER((p), type, session_id) && (p)->session_id)
+
+int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
+{
+    if (!ev || !CLARITY_HAS_MEMBER(ev, clarity_event, data) || ev->version != 1 || !ev->data) {
+        if (ev && CLARITY_HAS_MEMBER(ev, clarity_event, data) && ev->version > 1)
+            return CLARITY_DECLINED;
+        *err = strdup("event: missing payload");
+        return CLARITY_EINVAL;
+    }
+    switch (ev->id) {
+    case CLARITY_EV_BEFORE_AGENT_START: {
+        const clarity_before_agent_start *p = ev->data;
+        if (!PAYLOAD_OK(p, clarity_before_agent_start)) goto bad;
+        return before_agent_start(e, p, out, err);
+    }
+    case CLARITY_EV_AGENT_END: {
+        const clarity_agent_end *p = ev->data;
+        if (!PAYLOAD_OK(p, clarity_agent_end)) goto bad;
+        return agent_end(e, p, err);
+    }
+    case CLARITY_EV_BEFORE_COMPACTION: {
+        const clarity_before_compaction *p = ev->data;
+        if (!PAYLOAD_OK(p, clarity_before_compaction)) goto bad;
+        return before_compaction(e, p, out);
+    }
+    case CLARITY_EV_SESSION_END: {
+        const clarity_session_end *p = ev->data;
+        if (!PAYLOAD_OK(p, clarity_session_end)) goto bad;
+        return session_end(e, p);
+    }
+    default:
+        return CLARITY_DECLINED;
+    }
+bad:
+    *err = strdup("event: payload needs struct_size and a session_id");
+    return CLARITY_EINVAL;
+}

@@ -1,0 +1,229 @@
+/* store.c: the public store API: argument checks, locking, transactions,
+ * errors; the backends (store_sqlite.c, store_host.c, store_memory.c) do
+ * the storage through a store_vt.
+ *
+ * Locking: every call takes the store's mutex.  store_begin takes it and
+ * keeps it until store_commit/store_rollback, so one transaction at a time
+ * runs and other threads wait for it.  The mutex is recursive so that the
+ * thread that owns a transaction can call get/put/del/del_ns/iter inside it
+ * (and an iteration callback can call back into the store).  While the
+ * mutex is held, in_txn can only be set by the holding thread, so a thread
+ * that finds in_txn set after locking owns the transaction.
+ *
+ * Errors: the message of the last failure is kept both in the store and in
+ * a thread-local copy, so that store_errmsg() called right after a failing
+ * call returns that call's message even when other threads use the store.
+ */
+#include "store_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local struct {
+    const store *s;
+    char msg[STORE_ERR_MAX];
+} tl_err;
+
+int store_create(const store_vt *vt, void *impl, store **out)
+{
+    *out = NULL;
+    store *s = calloc(1, sizeof *s);
+    if (!s) return CLARITY_ENOMEM;
+    pthread_mutexattr_t a;
+    int ok = pthread_mutexattr_init(&a) == 0;
+    if (ok) {
+        ok = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+             pthread_mutex_init(&s->mu, &a) == 0;
+        pthread_mutexattr_destroy(&a);
+    }
+    if (!ok) {
+        free(s);
+        return CLARITY_ESTORE;
+    }
+    s->vt = vt;
+    s->impl = impl;
+    *out = s;
+    return CLARITY_OK;
+}
+
+int store_fail(store *s, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tl_err.msg, sizeof tl_err.msg, fmt, ap);
+    va_end(ap);
+    tl_err.s = s;
+    memcpy(s->err, tl_err.msg, sizeof s->err);
+    return rc;
+}
+
+void store_open_err(char **err, const char *fmt, ...)
+{
+    if (!err) return;
+    *err = NULL;
+    va_list ap, cp;
+    va_start(ap, fmt);
+    va_copy(cp, ap);
+    int n = vsnprintf(NULL, 0, fmt, cp);
+    va_end(cp);
+    if (n >= 0) {
+        char *m = malloc((size_t)n + 1);
+        if (m) {
+            vsnprintf(m, (size_t)n + 1, fmt, ap);
+            *err = m;
+        }
+    }
+    va_end(ap);
+}
+
+char *store_dup_val(const char *src, size_t len)
+{
+    if (len == SIZE_MAX) return NULL;
+    char *p = malloc(len + 1);
+    if (!p) return NULL;
+    if (len) memcpy(p, src, len);
+    p[len] = '\0';
+    return p;
+}
+
+static void lock(store *s) { pthread_mutex_lock(&s->mu); }
+static void unlock(store *s) { pthread_mutex_unlock(&s->mu); }
+
+const char *store_backend_name(const store *s) { return s ? s->vt->name : "none"; }
+
+void store_close(store *s)
+{
+    if (!s) return;
+    /* The caller guarantees no other thread uses s any more.  A transaction
+     * left open by this thread is rolled back (never committed). */
+    lock(s);
+    if (s->in_txn) {
+        s->vt->rollback(s);
+        s->in_txn = 0;
+        unlock(s);
+    }
+    s->vt->close(s);
+    unlock(s);
+    pthread_mutex_destroy(&s->mu);
+    if (tl_err.s == s) tl_err.s = NULL;
+    free(s);
+}
+
+int store_get(store *s, const char *ns, const char *key, char **val, size_t *len)
+{
+    if (val) *val = NULL;
+    if (len) *len = 0;
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    int rc = (!ns || !key || !val || !len)
+                 ? store_fail(s, CLARITY_EINVAL, "store_get: NULL argument")
+                 : s->vt->get(s, ns, key, val, len);
+    unlock(s);
+    return rc;
+}
+
+int store_put(store *s, const char *ns, const char *key, const char *val, size_t len)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    int rc = (!ns || !key || (!val && len))
+                 ? store_fail(s, CLARITY_EINVAL, "store_put: NULL argument")
+                 : s->vt->put(s, ns, key, val ? val : "", len);
+    unlock(s);
+    return rc;
+}
+
+int store_del(store *s, const char *ns, const char *key)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    int rc = (!ns || !key) ? store_fail(s, CLARITY_EINVAL, "store_del: NULL argument")
+                           : s->vt->del(s, ns, key);
+    unlock(s);
+    return rc;
+}
+
+int store_del_ns(store *s, const char *ns)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    int rc = !ns ? store_fail(s, CLARITY_EINVAL, "store_del_ns: NULL argument")
+                 : s->vt->del_ns(s, ns);
+    unlock(s);
+    return rc;
+}
+
+int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    int rc = (!ns || !cb) ? store_fail(s, CLARITY_EINVAL, "store_iter: NULL argument")
+                          : s->vt->iter(s, ns, prefix ? prefix : "", cb, ud);
+    unlock(s);
+    return rc;
+}
+
+int store_begin(store *s)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    if (s->in_txn) {
+        /* Only the owner can see in_txn set: this is a nested begin. */
+        int rc = store_fail(s, CLARITY_EINVAL, "store_begin: a transaction is already open");
+        unlock(s);
+        return rc;
+    }
+    int rc = s->vt->begin(s);
+    if (rc != CLARITY_OK) {
+        unlock(s);
+        return rc;
+    }
+    s->in_txn = 1;
+    return CLARITY_OK; /* the mutex stays held until commit/rollback */
+}
+
+int store_commit(store *s)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    if (!s->in_txn) {
+        int rc = store_fail(s, CLARITY_EINVAL, "store_commit: no transaction is open");
+        unlock(s);
+        return rc;
+    }
+    int rc = s->vt->commit(s);
+    s->in_txn = 0;
+    unlock(s); /* this call's lock */
+    unlock(s); /* store_begin's lock */
+    return rc;
+}
+
+void store_rollback(store *s)
+{
+    if (!s) return;
+    lock(s);
+    if (!s->in_txn) {
+        unlock(s);
+        return;
+    }
+    s->vt->rollback(s);
+    s->in_txn = 0;
+    unlock(s);
+    unlock(s);
+}
+
+const char *store_errmsg(const store *s)
+{
+    if (!s) return "no store";
+    if (tl_err.s == s) return tl_err.msg;
+    /* The last error happened on another thread: copy it under the lock.
+     * The mutex is logically mutable; the store itself is not changed. */
+    store *m = (store *)s;
+    lock(m);
+    memcpy(tl_err.msg, m->err, sizeof tl_err.msg);
+    unlock(m);
+    tl_err.s = s;
+    return tl_err.msg[0] ? tl_err.msg : "no error";
+}

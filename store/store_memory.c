@@ -1,0 +1,324 @@
+/* store_memory.c: the process-local backend.
+ *
+ * Not persistent and not crash-safe: for tests and for hosts that want no
+ * persistence.  Entries live in one array sorted by (ns, key) bytewise, so
+ * lookups are binary searches and iteration is naturally in key order.
+ *
+ * Transactions behave like SQLite's: writes are applied at once and an undo
+ * log keeps what each one replaced; store_rollback replays the log
+ * backwards, store_commit drops it.  Undoing never allocates: the array's
+ * capacity never shrinks, and replaying the log backwards only goes through
+ * sizes the array already had.  Every write allocates what it needs before
+ * changing anything, so CLARITY_ENOMEM leaves the store unchanged.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/buf.h"
+#include "store_impl.h"
+
+/* One entry.  nk holds ns, NUL, key, NUL; key = nk + nslen + 1.
+ * In the undo log, absent != 0 records "this key did not exist". */
+typedef struct ment {
+    char *nk;
+    size_t nslen;
+    char *val; /* NUL-terminated copy; len excludes the NUL */
+    size_t len;
+    int absent;
+} ment;
+
+typedef struct mem {
+    ment **v;
+    size_t n, cap;
+    ment **undo; /* prior states, oldest first; only during a transaction */
+    size_t n_undo, cap_undo;
+    int in_txn;
+} mem;
+
+static mem *M(store *s) { return s->impl; }
+
+static const char *ment_key(const ment *e) { return e->nk + e->nslen + 1; }
+
+static void ment_free(ment *e)
+{
+    if (!e) return;
+    free(e->nk);
+    free(e->val);
+    free(e);
+}
+
+static ment *ment_new(const char *ns, const char *key, const char *val, size_t len, int absent)
+{
+    size_t a = strlen(ns), b = strlen(key);
+    ment *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->nk = malloc(a + b + 2);
+    e->val = absent ? NULL : store_dup_val(val, len);
+    if (!e->nk || (!absent && !e->val)) {
+        ment_free(e);
+        return NULL;
+    }
+    memcpy(e->nk, ns, a + 1);
+    memcpy(e->nk + a + 1, key, b + 1);
+    e->nslen = a;
+    e->len = len;
+    e->absent = absent;
+    return e;
+}
+
+static int cmp(const ment *e, const char *ns, const char *key)
+{
+    int c = strcmp(e->nk, ns);
+    return c ? c : strcmp(ment_key(e), key);
+}
+
+/* Index of the first entry >= (ns, key); *found when it is equal. */
+static size_t lower_bound(const mem *m, const char *ns, const char *key, int *found)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp(m->v[mid], ns, key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    *found = lo < m->n && cmp(m->v[lo], ns, key) == 0;
+    return lo;
+}
+
+static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem) return -1;
+        c *= 2;
+    }
+    void *p = realloc(*(void **)pp, c * elem);
+    if (!p) return -1;
+    *(void **)pp = p;
+    *cap = c;
+    return 0;
+}
+
+static int reserve_undo(mem *m, size_t extra)
+{
+    if (!m->in_txn) return 0;
+    if (extra > SIZE_MAX - m->n_undo) return -1;
+    return grow(&m->undo, &m->cap_undo, m->n_undo + extra, sizeof *m->undo);
+}
+
+static void insert_at(mem *m, size_t i, ment *e)
+{
+    memmove(m->v + i + 1, m->v + i, (m->n - i) * sizeof *m->v);
+    m->v[i] = e;
+    m->n++;
+}
+
+static void remove_at(mem *m, size_t i)
+{
+    memmove(m->v + i, m->v + i + 1, (m->n - i - 1) * sizeof *m->v);
+    m->n--;
+}
+
+/* Keeps the replaced entry (or a tombstone) in the undo log, or frees it. */
+static void retire(mem *m, ment *old)
+{
+    if (m->in_txn) m->undo[m->n_undo++] = old;
+    else ment_free(old);
+}
+
+static int oom(store *s) { return store_fail(s, CLARITY_ENOMEM, "store: out of memory"); }
+
+static int mem_get(store *s, const char *ns, const char *key, char **val, size_t *len)
+{
+    mem *m = M(s);
+    int found;
+    size_t i = lower_bound(m, ns, key, &found);
+    if (!found) return store_fail(s, CLARITY_ENOTFOUND, "store: key not found");
+    char *v = store_dup_val(m->v[i]->val, m->v[i]->len);
+    if (!v) return oom(s);
+    *val = v;
+    *len = m->v[i]->len;
+    return CLARITY_OK;
+}
+
+static int mem_put(store *s, const char *ns, const char *key, const char *val, size_t len)
+{
+    mem *m = M(s);
+    int found;
+    size_t i = lower_bound(m, ns, key, &found);
+    ment *e = ment_new(ns, key, val, len, 0);
+    ment *tomb = (!found && m->in_txn) ? ment_new(ns, key, NULL, 0, 1) : NULL;
+    if (!e || (!found && m->in_txn && !tomb) || reserve_undo(m, 1) != 0 ||
+        (!found && grow(&m->v, &m->cap, m->n + 1, sizeof *m->v) != 0)) {
+        ment_free(e);
+        ment_free(tomb);
+        return oom(s);
+    }
+    if (found) {
+        retire(m, m->v[i]);
+        m->v[i] = e;
+    } else {
+        insert_at(m, i, e);
+        if (tomb) retire(m, tomb);
+    }
+    return CLARITY_OK;
+}
+
+static int mem_del(store *s, const char *ns, const char *key)
+{
+    mem *m = M(s);
+    int found;
+    size_t i = lower_bound(m, ns, key, &found);
+    if (!found) return CLARITY_OK;
+    if (reserve_undo(m, 1) != 0) return oom(s);
+    ment *old = m->v[i];
+    remove_at(m, i);
+    retire(m, old);
+    return CLARITY_OK;
+}
+
+static int mem_del_ns(store *s, const char *ns)
+{
+    mem *m = M(s);
+    int found;
+    size_t lo = lower_bound(m, ns, "", &found), hi = lo;
+    while (hi < m->n && strcmp(m->v[hi]->nk, ns) == 0) hi++;
+    if (hi == lo) return CLARITY_OK;
+    if (reserve_undo(m, hi - lo) != 0) return oom(s);
+    /* Undo re-inserts them by binary search, so their log order is free. */
+    for (size_t i = lo; i < hi; i++) retire(m, m->v[i]);
+    memmove(m->v + lo, m->v + hi, (m->n - hi) * sizeof *m->v);
+    m->n -= hi - lo;
+    return CLARITY_OK;
+}
+
+/* One entry at a time: the current entry is copied out before its callback
+ * and the next one is searched for afresh, so callbacks may modify the store
+ * (later keys they write are visited, keys they delete are not). */
+static int mem_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+{
+    mem *m = M(s);
+    size_t plen = strlen(prefix);
+    buf key, val;
+    buf_init(&key);
+    buf_init(&val);
+    buf_puts(&key, prefix);
+    int ret = CLARITY_OK, found;
+    if (buf_failed(&key)) ret = oom(s);
+    while (ret == CLARITY_OK) {
+        size_t i = lower_bound(m, ns, key.p, &found);
+        if (i == m->n || strcmp(m->v[i]->nk, ns) != 0 ||
+            strncmp(ment_key(m->v[i]), prefix, plen) != 0)
+            break;
+        const ment *e = m->v[i];
+        buf_reset(&key);
+        buf_puts(&key, ment_key(e));
+        buf_reset(&val);
+        buf_append(&val, e->val, e->len);
+        if (buf_failed(&key) || buf_failed(&val)) {
+            ret = oom(s);
+            break;
+        }
+        if (cb(ud, key.p, val.p, val.len)) break;
+        /* No key holds a NUL, so the smallest key above this one is key+"\x01". */
+        buf_putc(&key, '\x01');
+        if (buf_failed(&key)) ret = oom(s);
+    }
+    buf_free(&key);
+    buf_free(&val);
+    return ret;
+}
+
+static int mem_begin(store *s)
+{
+    mem *m = M(s);
+    m->in_txn = 1;
+    m->n_undo = 0;
+    return CLARITY_OK;
+}
+
+static void drop_undo(mem *m)
+{
+    for (size_t i = 0; i < m->n_undo; i++) ment_free(m->undo[i]);
+    m->n_undo = 0;
+    m->in_txn = 0;
+    /* Keep the log small between transactions. */
+    if (m->cap_undo > 1024) {
+        free(m->undo);
+        m->undo = NULL;
+        m->cap_undo = 0;
+    }
+}
+
+static int mem_commit(store *s)
+{
+    drop_undo(M(s));
+    return CLARITY_OK;
+}
+
+static void mem_rollback(store *s)
+{
+    mem *m = M(s);
+    while (m->n_undo > 0) {
+        ment *prior = m->undo[--m->n_undo];
+        int found;
+        size_t i = lower_bound(m, prior->nk, ment_key(prior), &found);
+        if (found) {
+            ment_free(m->v[i]);
+            if (prior->absent) {
+                remove_at(m, i);
+                ment_free(prior);
+            } else {
+                m->v[i] = prior;
+            }
+        } else if (prior->absent) {
+            ment_free(prior);
+        } else {
+            insert_at(m, i, prior); /* within capacity, see the top comment */
+        }
+    }
+    drop_undo(m);
+}
+
+static void mem_close(store *s)
+{
+    mem *m = M(s);
+    drop_undo(m);
+    for (size_t i = 0; i < m->n; i++) ment_free(m->v[i]);
+    free(m->v);
+    free(m->undo);
+    free(m);
+}
+
+static const store_vt memory_vt = {
+    .name = "memory",
+    .get = mem_get,
+    .put = mem_put,
+    .del = mem_del,
+    .del_ns = mem_del_ns,
+    .iter = mem_iter,
+    .begin = mem_begin,
+    .commit = mem_commit,
+    .rollback = mem_rollback,
+    .close = mem_close,
+};
+
+int store_open_memory(store **out, char **err)
+{
+    if (err) *err = NULL;
+    if (!out) return CLARITY_EINVAL;
+    *out = NULL;
+    mem *m = calloc(1, sizeof *m);
+    if (!m) {
+        store_open_err(err, "store: out of memory");
+        return CLARITY_ENOMEM;
+    }
+    int rc = store_create(&memory_vt, m, out);
+    if (rc != CLARITY_OK) {
+        free(m);
+        store_open_err(err, "store: cannot create the memory store");
+    }
+    return rc;
+}

@@ -1,0 +1,406 @@
+/* store_sqlite.c: the embedded SQLite backend.
+ *
+ * One connection per store (SQLITE_OPEN_FULLMUTEX; store.c serializes the
+ * calls anyway).  Durability: journal_mode=WAL with synchronous=NORMAL.  A
+ * committed transaction survives the process being killed (kill -9, crash)
+ * and the file is never corrupted by that; it is NOT guaranteed to survive a
+ * power loss or OS crash (the WAL is fsync'ed only at checkpoints), where
+ * the last transactions before the failure may be lost (still without
+ * corruption).  Where WAL cannot be enabled (":memory:", some network file
+ * systems) synchronous=FULL is used instead.
+ *
+ * Every statement is prepared once at open (SQLITE_PREPARE_PERSISTENT) and
+ * reused with sqlite3_reset/sqlite3_clear_bindings.
+ *
+ * Iteration reads at most ITER_PAGE_ROWS rows / ITER_PAGE_BYTES bytes, resets
+ * the statement, and only then runs the callbacks for that page; the next
+ * page starts after the last key seen.  So callbacks may call back into the
+ * store (even iterate again) and no statement is left running across them.
+ *
+ * PRAGMA quick_check is not run at open: it reads the whole file (O(size)),
+ * too slow for a plugin that is loaded at gateway start.
+ */
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/buf.h"
+#include "store_impl.h"
+
+#define SCHEMA_VERSION 1
+#define ITER_PAGE_ROWS 256
+#define ITER_PAGE_BYTES (1u << 20)
+
+typedef struct sq {
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *get, *put, *del, *del_ns, *iter_rng, *iter_from;
+    sqlite3_stmt *begin, *commit, *rollback;
+} sq;
+
+static sq *SQ(store *s) { return s->impl; }
+
+/* Resets a statement after use so it holds no lock nor bound pointer. */
+static void done(sqlite3_stmt *st)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+static int fail_db(store *s, const char *what)
+{
+    sq *q = SQ(s);
+    int ec = sqlite3_extended_errcode(q->db);
+    return store_fail(s, (ec & 0xff) == SQLITE_NOMEM ? CLARITY_ENOMEM : CLARITY_ESTORE,
+                      "store: sqlite %s failed on '%s': %s (%d)", what, q->path,
+                      sqlite3_errmsg(q->db), ec);
+}
+
+static int bind_nk(sqlite3_stmt *st, const char *ns, const char *key)
+{
+    int rc = sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && key) rc = sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    return rc;
+}
+
+static int sq_get(store *s, const char *ns, const char *key, char **val, size_t *len)
+{
+    sq *q = SQ(s);
+    int rc = bind_nk(q->get, ns, key);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q->get);
+    if (rc == SQLITE_DONE) {
+        done(q->get);
+        return store_fail(s, CLARITY_ENOTFOUND, "store: key not found");
+    }
+    if (rc != SQLITE_ROW) {
+        rc = fail_db(s, "get");
+        done(q->get);
+        return rc;
+    }
+    const char *p = sqlite3_column_blob(q->get, 0);
+    size_t n = (size_t)sqlite3_column_bytes(q->get, 0);
+    if (!p && n == 0 && sqlite3_errcode(q->db) == SQLITE_NOMEM) {
+        done(q->get);
+        return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    }
+    char *v = store_dup_val(p, n);
+    done(q->get);
+    if (!v) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    *val = v;
+    *len = n;
+    return CLARITY_OK;
+}
+
+/* Runs a statement that returns no rows. */
+static int run(store *s, sqlite3_stmt *st, int brc, const char *what)
+{
+    int rc = brc == SQLITE_OK ? sqlite3_step(st) : brc;
+    int ret = rc == SQLITE_DONE ? CLARITY_OK : fail_db(s, what);
+    done(st);
+    return ret;
+}
+
+static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
+{
+    sq *q = SQ(s);
+    int rc = bind_nk(q->put, ns, key);
+    /* A non-NULL pointer even for len 0: a NULL one would bind SQL NULL. */
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_blob64(q->put, 3, val ? val : "", (sqlite3_uint64)len, SQLITE_STATIC);
+    return run(s, q->put, rc, "put");
+}
+
+static int sq_del(store *s, const char *ns, const char *key)
+{
+    sq *q = SQ(s);
+    return run(s, q->del, bind_nk(q->del, ns, key), "del");
+}
+
+static int sq_del_ns(store *s, const char *ns)
+{
+    sq *q = SQ(s);
+    return run(s, q->del_ns, bind_nk(q->del_ns, ns, NULL), "del_ns");
+}
+
+/* Keys are compared bytewise (BINARY collation = memcmp).  The keys that
+ * start with prefix p are exactly those in [p, succ(p)) where succ(p) drops
+ * trailing 0xFF bytes and increments the last byte; when nothing is left
+ * (p empty or all 0xFF) there is no upper bound.  Returns 1 when upper was
+ * set. */
+static int prefix_upper(const char *prefix, buf *upper)
+{
+    size_t n = strlen(prefix);
+    while (n > 0 && (unsigned char)prefix[n - 1] == 0xFF) n--;
+    if (n == 0) return 0;
+    buf_append(upper, prefix, n);
+    if (!buf_failed(upper)) upper->p[n - 1] = (char)((unsigned char)upper->p[n - 1] + 1);
+    return 1;
+}
+
+typedef struct row {
+    size_t koff, voff, vlen;
+} row;
+
+static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+{
+    sq *q = SQ(s);
+    buf lower, upper, page;
+    buf_init(&lower);
+    buf_init(&upper);
+    buf_init(&page);
+    row *rows = malloc(ITER_PAGE_ROWS * sizeof *rows);
+    int has_upper = prefix_upper(prefix, &upper);
+    buf_puts(&lower, prefix);
+    int ret = CLARITY_OK;
+    if (!rows || buf_failed(&lower) || buf_failed(&upper)) ret = CLARITY_ENOMEM;
+    sqlite3_stmt *st = has_upper ? q->iter_rng : q->iter_from;
+    int more = ret == CLARITY_OK;
+    while (more) {
+        more = 0;
+        buf_reset(&page);
+        size_t n = 0;
+        int rc = bind_nk(st, ns, lower.p);
+        if (rc == SQLITE_OK && has_upper) rc = sqlite3_bind_text(st, 3, upper.p, -1, SQLITE_STATIC);
+        while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+            if ((rc = sqlite3_step(st)) != SQLITE_ROW) break;
+            const char *k = (const char *)sqlite3_column_text(st, 0);
+            size_t kn = (size_t)sqlite3_column_bytes(st, 0);
+            const char *v = sqlite3_column_blob(st, 1);
+            size_t vn = (size_t)sqlite3_column_bytes(st, 1);
+            if (!k) break; /* out of memory converting the key */
+            rows[n].koff = page.len;
+            buf_append(&page, k, kn);
+            buf_putc(&page, '\0');
+            rows[n].voff = page.len;
+            rows[n].vlen = vn;
+            buf_append(&page, v ? v : "", vn);
+            if (buf_failed(&page)) break;
+            if (++n == ITER_PAGE_ROWS || page.len >= ITER_PAGE_BYTES) {
+                more = 1;
+                rc = SQLITE_DONE;
+                break;
+            }
+        }
+        if (buf_failed(&page)) ret = CLARITY_ENOMEM;
+        else if (rc != SQLITE_DONE && rc != SQLITE_ROW) ret = fail_db(s, "iter");
+        else if (rc == SQLITE_ROW) ret = CLARITY_ENOMEM; /* column_text failed */
+        done(st);
+        if (ret != CLARITY_OK) break;
+        /* The statement is reset: the callbacks may use the store freely. */
+        for (size_t i = 0; i < n; i++) {
+            if (cb(ud, page.p + rows[i].koff, page.p + rows[i].voff, rows[i].vlen)) {
+                more = 0;
+                break;
+            }
+        }
+        if (more) {
+            /* No key holds a NUL, so the smallest key above last is last+"\x01". */
+            const char *last = page.p + rows[n - 1].koff;
+            buf_reset(&lower);
+            buf_puts(&lower, last);
+            buf_putc(&lower, '\x01');
+            if (buf_failed(&lower)) ret = CLARITY_ENOMEM;
+            more = ret == CLARITY_OK;
+        }
+    }
+    if (ret == CLARITY_ENOMEM) store_fail(s, ret, "store: out of memory");
+    free(rows);
+    buf_free(&lower);
+    buf_free(&upper);
+    buf_free(&page);
+    return ret;
+}
+
+static int sq_begin(store *s)
+{
+    sq *q = SQ(s);
+    return run(s, q->begin, SQLITE_OK, "BEGIN IMMEDIATE");
+}
+
+static void sq_rollback(store *s)
+{
+    sq *q = SQ(s);
+    /* SQLite may already have rolled back by itself (IOERR, FULL, NOMEM...). */
+    if (!sqlite3_get_autocommit(q->db)) {
+        sqlite3_step(q->rollback);
+        done(q->rollback);
+    }
+}
+
+static int sq_commit(store *s)
+{
+    sq *q = SQ(s);
+    int rc = run(s, q->commit, SQLITE_OK, "COMMIT");
+    if (rc != CLARITY_OK) sq_rollback(s); /* the transaction ends either way */
+    return rc;
+}
+
+static void sq_free(sq *q)
+{
+    sqlite3_stmt **all[] = {&q->get,      &q->put,       &q->del,   &q->del_ns,  &q->iter_rng,
+                            &q->iter_from, &q->begin, &q->commit, &q->rollback};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        sqlite3_finalize(*all[i]);
+        *all[i] = NULL;
+    }
+    sqlite3_close_v2(q->db); /* harmless on NULL */
+    free(q->path);
+    free(q);
+}
+
+static void sq_close(store *s) { sq_free(SQ(s)); }
+
+static const store_vt sqlite_vt = {
+    .name = "sqlite",
+    .get = sq_get,
+    .put = sq_put,
+    .del = sq_del,
+    .del_ns = sq_del_ns,
+    .iter = sq_iter,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .close = sq_close,
+};
+
+/* ---- open ---------------------------------------------------------------- */
+
+static int open_fail(sq *q, char **err, const char *what)
+{
+    int ec = q->db ? sqlite3_extended_errcode(q->db) : SQLITE_NOMEM;
+    int rc = (ec & 0xff) == SQLITE_NOMEM ? CLARITY_ENOMEM : CLARITY_ESTORE;
+    store_open_err(err, "store: cannot open sqlite database '%s': %s: %s", q->path, what,
+                   q->db ? sqlite3_errmsg(q->db) : "out of memory");
+    sq_free(q);
+    return rc;
+}
+
+/* Runs one statement, optionally returning the first column of the first
+ * row (malloc'ed) in *text. */
+static int exec1(sqlite3 *db, const char *sql, char **text)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && text) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        *text = t ? strdup(t) : NULL;
+        if (!*text && t) rc = SQLITE_NOMEM;
+    }
+    if (rc == SQLITE_ROW) rc = SQLITE_DONE;
+    if (rc == SQLITE_DONE) rc = sqlite3_finalize(st);
+    else sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+}
+
+int store_open_sqlite(const char *path, store **out, char **err)
+{
+    if (err) *err = NULL;
+    if (!out) return CLARITY_EINVAL;
+    *out = NULL;
+    if (!path || !*path) {
+        store_open_err(err, "store: sqlite database path is empty");
+        return CLARITY_EINVAL;
+    }
+    sq *q = calloc(1, sizeof *q);
+    if (!q) return CLARITY_ENOMEM;
+    q->path = strdup(path);
+    if (!q->path) {
+        free(q);
+        return CLARITY_ENOMEM;
+    }
+    int rc = sqlite3_open_v2(path, &q->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                             NULL);
+    if (rc != SQLITE_OK) return open_fail(q, err, "open");
+    sqlite3_extended_result_codes(q->db, 1);
+    /* Same as PRAGMA busy_timeout=5000: another process (the CLI, a second
+     * gateway) holding the write lock is waited for up to 5 s. */
+    sqlite3_busy_timeout(q->db, 5000);
+
+    /* The first statement reads the header: "file is not a database" and
+     * unreadable files are reported here. */
+    char *mode = NULL;
+    rc = exec1(q->db, "PRAGMA journal_mode=WAL", &mode);
+    if (rc != SQLITE_OK) {
+        free(mode);
+        return open_fail(q, err, "journal_mode=WAL");
+    }
+    int wal = mode && strcmp(mode, "wal") == 0;
+    free(mode);
+    rc = exec1(q->db, wal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", NULL);
+    if (rc != SQLITE_OK) return open_fail(q, err, "synchronous");
+    if (sqlite3_db_readonly(q->db, "main") == 1) {
+        store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only",
+                       path);
+        sq_free(q);
+        return CLARITY_ESTORE;
+    }
+
+    /* Schema, created or checked in one write transaction. */
+    rc = exec1(q->db, "BEGIN IMMEDIATE", NULL);
+    if (rc != SQLITE_OK) return open_fail(q, err, "BEGIN");
+    static const char *const schema[] = {
+        "CREATE TABLE IF NOT EXISTS kv(ns TEXT NOT NULL, key TEXT NOT NULL, val BLOB NOT NULL,"
+        " PRIMARY KEY(ns, key)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT)",
+        "INSERT OR IGNORE INTO meta(k, v) VALUES('schema_version', '1')",
+    };
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof schema / sizeof schema[0]; i++)
+        rc = exec1(q->db, schema[i], NULL);
+    char *ver = NULL;
+    if (rc == SQLITE_OK) rc = exec1(q->db, "SELECT v FROM meta WHERE k='schema_version'", &ver);
+    if (rc == SQLITE_OK) rc = exec1(q->db, "COMMIT", NULL);
+    if (rc != SQLITE_OK) {
+        free(ver);
+        if (!sqlite3_get_autocommit(q->db)) {
+            /* Keep the failing statement's message: roll back afterwards. */
+            char *m = strdup(sqlite3_errmsg(q->db));
+            exec1(q->db, "ROLLBACK", NULL);
+            store_open_err(err, "store: cannot open sqlite database '%s': schema: %s", path,
+                           m ? m : "error");
+            free(m);
+            sq_free(q);
+            return CLARITY_ESTORE;
+        }
+        return open_fail(q, err, "schema");
+    }
+    long v = ver ? strtol(ver, NULL, 10) : 0;
+    free(ver);
+    if (v < 1 || v > SCHEMA_VERSION) {
+        store_open_err(err,
+                       "store: cannot open sqlite database '%s': schema version %ld is not "
+                       "supported (this build reads version %d)",
+                       path, v, SCHEMA_VERSION);
+        sq_free(q);
+        return CLARITY_ESTORE;
+    }
+
+    if ((rc = prep(q->db, "SELECT val FROM kv WHERE ns=?1 AND key=?2", &q->get)) ||
+        (rc = prep(q->db, "INSERT OR REPLACE INTO kv(ns, key, val) VALUES(?1, ?2, ?3)", &q->put)) ||
+        (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1 AND key=?2", &q->del)) ||
+        (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1", &q->del_ns)) ||
+        (rc = prep(q->db,
+                   "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 AND key<?3 ORDER BY key",
+                   &q->iter_rng)) ||
+        (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 ORDER BY key",
+                   &q->iter_from)) ||
+        (rc = prep(q->db, "BEGIN IMMEDIATE", &q->begin)) ||
+        (rc = prep(q->db, "COMMIT", &q->commit)) || (rc = prep(q->db, "ROLLBACK", &q->rollback)))
+        return open_fail(q, err, "prepare");
+
+    rc = store_create(&sqlite_vt, q, out);
+    if (rc != CLARITY_OK) {
+        sq_free(q);
+        store_open_err(err, "store: cannot open sqlite database '%s': out of resources", path);
+    }
+    return rc;
+}

@@ -1,0 +1,506 @@
+/* test_cli.c: the reference gateway (build/clarity) end to end, against the
+ * real plugin next to it.  Run from the repository root (make test):
+ * CLARITY_BUILD names the build directory (default "build").  Every test
+ * keeps its state in a fresh temporary directory. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runproc.h"
+
+#define DEMO "examples/demo.jsonl"
+#define DEMO_CONFIG "examples/config.json"
+#define DEMO_TURNS 12
+#define TIMEOUT_MS 60000
+
+static char *tmpdir;
+static char *state_db; /* <tmpdir>/state.db */
+
+static void setup(void)
+{
+    tmpdir = runproc_mkdtemp("clarity-cli-test");
+    cr_assert_not_null(tmpdir, "mkdtemp failed");
+    state_db = runproc_join(tmpdir, "state.db");
+    cr_assert_not_null(state_db);
+}
+
+static void teardown(void)
+{
+    if (tmpdir) runproc_rmtree(tmpdir);
+    free(tmpdir);
+    free(state_db);
+    tmpdir = state_db = NULL;
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *build_dir(void)
+{
+    const char *b = getenv("CLARITY_BUILD");
+    return b && *b ? b : "build";
+}
+
+static char *cli_path(void) { return runproc_join(build_dir(), "clarity"); }
+
+/* Runs the CLI with the given arguments (NULL-terminated) and stdin. */
+static void run_cli(runproc_result *r, const char *in, ...)
+{
+    const char *argv[64];
+    char *exe = cli_path();
+    cr_assert_not_null(exe);
+    int n = 0;
+    argv[n++] = exe;
+    va_list ap;
+    va_start(ap, in);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 63) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    int rc = runproc(argv, NULL, in, in ? strlen(in) : 0, TIMEOUT_MS, r);
+    free(exe);
+    cr_assert_eq(rc, 0, "could not run the CLI");
+    cr_assert_not(r->timed_out, "the CLI timed out; stderr:\n%s", r->err);
+}
+
+static json_t *parse(const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *j = json_loadb(text, len, 0, &je);
+    cr_assert_not_null(j, "not JSON (%s): %.*s", je.text, (int)(len > 400 ? 400 : len), text);
+    return j;
+}
+
+static json_t *find_item(json_t *items, const char *id)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        const char *s = json_string_value(json_object_get(it, "id"));
+        if (s && strcmp(s, id) == 0) return it;
+    }
+    return NULL;
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    cr_assert(json_is_number(v), "\"%s\" is not a number", key);
+    return json_number_value(v);
+}
+
+/* Checks one getScores answer: shape, the score formula of scorer.h term by
+ * term (optionally times a tier multiplier), and the demo's items. */
+static void check_scores(json_t *s, const char *session, int expect_ticket)
+{
+    cr_assert(json_is_object(s));
+    cr_assert_str_eq(json_string_value(json_object_get(s, "session")), session);
+    cr_assert(json_is_integer(json_object_get(s, "currentTurn")));
+    cr_assert_eq(json_integer_value(json_object_get(s, "currentTurn")), DEMO_TURNS,
+                 "currentTurn is %lld after %d replayed turns",
+                 (long long)json_integer_value(json_object_get(s, "currentTurn")), DEMO_TURNS);
+    json_t *items = json_object_get(s, "items");
+    cr_assert(json_is_array(items) && json_array_size(items) > 0, "no items");
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        const char *id = json_string_value(json_object_get(it, "id"));
+        const char *cat = json_string_value(json_object_get(it, "category"));
+        cr_assert(id && *id, "item %zu has no id", i);
+        cr_assert(cat && (strcmp(cat, "project") == 0 || strcmp(cat, "tool") == 0 ||
+                          strcmp(cat, "file") == 0 || strcmp(cat, "keyword") == 0 ||
+                          strcmp(cat, "custom") == 0),
+                  "item %s: bad category %s", id, cat ? cat : "(none)");
+        double score = num(it, "score");
+        json_t *bd = json_object_get(it, "breakdown");
+        cr_assert(json_is_object(bd), "item %s has no breakdown", id);
+        double f = num(bd, "frequency"), r = num(bd, "recency"), u = num(bd, "utility"),
+               st = num(bd, "stalenessPenalty"), a = num(bd, "anchor");
+        cr_assert(f >= 0 && r >= 0 && u >= 0 && st >= 0 && a >= 0, "item %s: negative term", id);
+        cr_assert(score >= 0, "item %s: negative score", id);
+        double sum = f + r + u - st + a;
+        if (sum < 0) sum = 0;
+        static const double mult[] = {1.0, 2.0, 1.5, 0.8};
+        int ok = 0;
+        for (size_t k = 0; k < sizeof mult / sizeof *mult; k++)
+            if (fabs(score - sum * mult[k]) < 1e-6 * (1 + sum)) ok = 1;
+        cr_assert(ok, "item %s: score %g is not max(0, %g + %g + %g - %g + %g) (x tier)", id, score,
+                  f, r, u, st, a);
+    }
+    /* Ids as documented in extract.h, all mentioned in the demo's prompts. */
+    const char *expected[] = {"claracore", "focus_engine", "file:src/auth/session.ts",
+                              "file:memory/active-context.md", "file:soul.md"};
+    for (size_t k = 0; k < sizeof expected / sizeof *expected; k++)
+        cr_assert_not_null(find_item(items, expected[k]), "no item %s", expected[k]);
+    json_t *cc = find_item(items, "claracore");
+    cr_assert_str_eq(json_string_value(json_object_get(cc, "category")), "project");
+    if (expect_ticket) {
+        json_t *t = find_item(items, "ticket:auth-142");
+        cr_assert_not_null(t, "no item ticket:auth-142 from extraction.customPatterns");
+        cr_assert_str_eq(json_string_value(json_object_get(t, "category")), "custom");
+    }
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (*s == '\n') n++;
+    return n;
+}
+
+/* ---- usage (no plugin needed) ---------------------------------------------- */
+
+Test(cli, help_and_version)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "--help", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "usage: clarity") != NULL);
+    cr_assert(strstr(r.out, "replay") && strstr(r.out, "serve") && strstr(r.out, "--host-kv"));
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "help", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "usage: clarity") != NULL);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "--version", NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strncmp(r.out, "clarity ", 8) == 0, "version: %s", r.out);
+    cr_assert(strstr(r.out, "ABI 1") != NULL);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "frobnicate", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "unknown command 'frobnicate'") != NULL, "stderr: %s", r.err);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "rpc", "--json", "clarity.getScores", NULL);
+    cr_assert_eq(r.status, 64);
+    runproc_free(&r);
+}
+
+/* ---- replay ------------------------------------------------------------------ */
+
+Test(cli, replay_demo_prints_blocks)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "replay", DEMO, "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert(strstr(r.out, "--- session demo turn 1 ---\n") == r.out, "output starts: %.200s", r.out);
+    cr_assert(strstr(r.out, "[CLARITY CONTEXT]") != NULL, "no context block:\n%s", r.out);
+    for (int t = 1; t <= DEMO_TURNS; t++) {
+        char hdr[64];
+        snprintf(hdr, sizeof hdr, "--- session demo turn %d ---\n", t);
+        cr_assert(strstr(r.out, hdr) != NULL, "missing %s", hdr);
+    }
+    cr_assert(strstr(r.out, "turn 13 ---") == NULL);
+    /* By the last turn ClaraCore (named in 3 prompts) is in the block. */
+    const char *last = strstr(r.out, "--- session demo turn 12 ---\n");
+    cr_assert(strstr(last, "[CLARITY CONTEXT]") != NULL, "turn 12 has no block:\n%s", last);
+    cr_assert(strcasestr(last, "claracore") != NULL, "turn 12 block lacks ClaraCore:\n%s", last);
+    runproc_free(&r);
+}
+
+Test(cli, replay_json_one_line_per_session)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "replay", DEMO, "--json", "--config", DEMO_CONFIG, "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert_eq(count_lines(r.out), 1, "expected one line, got:\n%s", r.out);
+    cr_assert(strstr(r.out, "--- session") == NULL);
+    json_t *s = parse(r.out, r.out_len);
+    check_scores(s, "demo", 1);
+    json_decref(s);
+    runproc_free(&r);
+}
+
+Test(cli, replay_two_sessions_from_stdin_and_bad_lines)
+{
+    const char *in =
+        "{\"session\":\"a\",\"turn\":1,\"role\":\"user\",\"text\":\"Start ClaraCore work\"}\n"
+        "this is not json\n"
+        "{\"session\":\"a\",\"turn\":1,\"role\":\"assistant\",\"text\":\"ok\",\"tool_name\":\"Read\","
+        "\"tool_args\":{\"file_path\":\"src/auth/session.ts\"}}\n"
+        "{\"session\":\"a\",\"turn\":1,\"role\":\"robot\",\"text\":\"?\"}\n"
+        "{\"session\":\"a\",\"meta\":{\"n_turns\":1}}\n"
+        "{\"session\":\"b\",\"turn\":1,\"role\":\"user\",\"text\":\"Hello focus-engine\"}\n";
+    runproc_result r;
+    run_cli(&r, in, "replay", "-", "--json", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 1, "bad lines must give exit 1 (got %d)", r.status);
+    cr_assert(strstr(r.err, "<stdin>:2: ") != NULL, "stderr: %s", r.err);
+    cr_assert(strstr(r.err, "<stdin>:4: ") != NULL, "stderr: %s", r.err);
+    cr_assert_eq(count_lines(r.out), 2, "one line per session:\n%s", r.out);
+    char *nl = strchr(r.out, '\n');
+    json_t *a = parse(r.out, (size_t)(nl - r.out));
+    json_t *b = parse(nl + 1, strlen(nl + 1));
+    cr_assert_str_eq(json_string_value(json_object_get(a, "session")), "a");
+    cr_assert_str_eq(json_string_value(json_object_get(b, "session")), "b");
+    cr_assert_eq(json_integer_value(json_object_get(a, "currentTurn")), 1);
+    cr_assert_not_null(find_item(json_object_get(a, "items"), "claracore"));
+    cr_assert_not_null(find_item(json_object_get(b, "items"), "focus_engine"));
+    cr_assert_null(find_item(json_object_get(b, "items"), "claracore"), "sessions leak into each other");
+    json_decref(a);
+    json_decref(b);
+    runproc_free(&r);
+}
+
+/* ---- cmd / rpc, persistence across processes -------------------------------------- */
+
+Test(cli, anchor_persists_across_runs)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "replay", DEMO, "--state", state_db, "--quiet", NULL);
+    cr_assert_eq(r.status, 0, "replay: %s", r.err);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "cmd", "--session", "demo", "--state", state_db, "/clarity anchor ClaraCore", NULL);
+    cr_assert_eq(r.status, 0, "anchor: exit %d: %s", r.status, r.err);
+    cr_assert(r.out_len > 0, "anchor printed nothing");
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "rpc", "clarity.getScores", "{\"session\":\"demo\"}", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "getScores: exit %d: %s", r.status, r.err);
+    json_t *s = parse(r.out, r.out_len);
+    check_scores(s, "demo", 0);
+    json_t *cc = find_item(json_object_get(s, "items"), "claracore");
+    cr_assert(json_is_true(json_object_get(cc, "anchored")), "claracore is not anchored");
+    cr_assert_float_eq(num(json_object_get(cc, "breakdown"), "anchor"), 100.0, 1e-9);
+    json_t *other = find_item(json_object_get(s, "items"), "focus_engine");
+    cr_assert(!json_is_true(json_object_get(other, "anchored")));
+    json_decref(s);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "cmd", "--state", state_db, "--session", "demo", "/clarity scores", NULL);
+    cr_assert_eq(r.status, 0, "scores: %s", r.err);
+    cr_assert(strcasestr(r.out, "claracore") != NULL, "/clarity scores output:\n%s", r.out);
+    runproc_free(&r);
+}
+
+Test(cli, cmd_not_clarity_is_declined)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "cmd", "--state", state_db, "/help", NULL);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "not a /clarity command") != NULL, "stderr: %s", r.err);
+    cr_assert_eq(r.out_len, 0);
+    runproc_free(&r);
+}
+
+Test(cli, rpc_malformed_params)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "rpc", "clarity.getScores", "{\"session\":", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 2, "exit %d", r.status);
+    json_t *e = parse(r.out, r.out_len);
+    cr_assert(json_is_integer(json_object_get(e, "code")), "no integer code: %s", r.out);
+    cr_assert_lt(json_integer_value(json_object_get(e, "code")), 0);
+    cr_assert(json_is_string(json_object_get(e, "message")));
+    json_decref(e);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "rpc", "other.method", "{}", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 2);
+    e = parse(r.out, r.out_len);
+    cr_assert_eq(json_integer_value(json_object_get(e, "code")), -32601);
+    json_decref(e);
+    runproc_free(&r);
+}
+
+Test(cli, export_import_roundtrip)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "replay", DEMO, "--state", state_db, "--quiet", NULL);
+    cr_assert_eq(r.status, 0, "replay: %s", r.err);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "export", "--session", "demo", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "export: exit %d: %s", r.status, r.err);
+    json_t *st = parse(r.out, r.out_len);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "key")), "clarity:relevance_state");
+    json_t *value = json_object_get(st, "value");
+    cr_assert_eq(json_integer_value(json_object_get(value, "currentTurn")), DEMO_TURNS);
+    cr_assert(json_is_array(json_object_get(value, "items")));
+    cr_assert(json_array_size(json_object_get(value, "items")) > 0);
+    json_decref(st);
+    char *file = runproc_join(tmpdir, "demo-state.json");
+    cr_assert_eq(runproc_write_file(file, r.out), 0);
+    runproc_free(&r);
+
+    run_cli(&r, NULL, "import", "--session", "copy", file, "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "import: exit %d: %s %s", r.status, r.out, r.err);
+    json_t *ok = parse(r.out, r.out_len);
+    cr_assert(json_is_true(json_object_get(ok, "ok")), "import: %s", r.out);
+    cr_assert_eq(json_integer_value(json_object_get(ok, "currentTurn")), DEMO_TURNS);
+    json_decref(ok);
+    runproc_free(&r);
+    free(file);
+
+    run_cli(&r, NULL, "rpc", "clarity.getScores", "{\"session\":\"copy\"}", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *s = parse(r.out, r.out_len);
+    check_scores(s, "copy", 0);
+    json_decref(s);
+    runproc_free(&r);
+}
+
+Test(cli, host_kv_file)
+{
+    char *kv = runproc_join(tmpdir, "kv.json");
+    runproc_result r;
+    run_cli(&r, NULL, "replay", DEMO, "--host-kv", kv, "--state", state_db, "--quiet", NULL);
+    cr_assert_eq(r.status, 0, "replay: %s", r.err);
+    runproc_free(&r);
+    struct stat sb;
+    cr_assert_eq(stat(kv, &sb), 0, "no kv file written");
+    cr_assert_neq(stat(state_db, &sb), 0, "the SQLite store was used despite --host-kv");
+
+    run_cli(&r, NULL, "rpc", "clarity.getScores", "{\"session\":\"demo\"}", "--host-kv", kv, "--state",
+            state_db, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *s = parse(r.out, r.out_len);
+    check_scores(s, "demo", 0);
+    json_decref(s);
+    runproc_free(&r);
+
+    FILE *f = fopen(kv, "r");
+    cr_assert_not_null(f);
+    json_t *j = json_loadf(f, 0, NULL);
+    fclose(f);
+    cr_assert(json_is_object(j) && json_object_size(j) > 0, "kv file is not a non-empty object");
+    json_decref(j);
+    free(kv);
+}
+
+/* ---- serve -------------------------------------------------------------------- */
+
+Test(cli, serve_jsonrpc_sequence)
+{
+    const char *in =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hook.before_agent_start\",\"params\":{\"session\":\"s1\","
+        "\"prompt\":\"Working on ClaraCore: fix the expiry check in src/auth/session.ts\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hook.agent_end\",\"params\":{\"session\":\"s1\","
+        "\"messages\":[{\"role\":\"assistant\",\"text\":\"Reading src/auth/session.ts\",\"tool_name\":"
+        "\"Read\",\"tool_args\":{\"file_path\":\"src/auth/session.ts\"}}],\"success\":true}}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"hook.session_end\",\"params\":{\"session\":\"nobody\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"clarity.getScores\",\"params\":{\"session\":\"s1\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"no.such.method\",\"params\":{}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"hook.agent_end\",\"params\":{\"messages\":[]}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"shutdown\"}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"clarity.getScores\",\"params\":{\"session\":\"s1\"}}\n";
+    runproc_result r;
+    run_cli(&r, in, "serve", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert_eq(count_lines(r.out), 7, "expected 7 responses (no reply to the notification, "
+                                        "nothing after shutdown):\n%s", r.out);
+    json_t *resp[7];
+    const char *p = r.out;
+    for (int i = 0; i < 7; i++) {
+        const char *nl = strchr(p, '\n');
+        resp[i] = parse(p, (size_t)(nl - p));
+        cr_assert_str_eq(json_string_value(json_object_get(resp[i], "jsonrpc")), "2.0");
+        p = nl + 1;
+    }
+    /* 1: the block */
+    cr_assert_eq(json_integer_value(json_object_get(resp[0], "id")), 1);
+    json_t *res = json_object_get(resp[0], "result");
+    cr_assert(json_is_string(json_object_get(res, "prependContext")), "response 1: %s", r.out);
+    /* 2: ok */
+    cr_assert_eq(json_integer_value(json_object_get(resp[1], "id")), 2);
+    cr_assert(json_is_true(json_object_get(json_object_get(resp[1], "result"), "ok")));
+    /* 3: the scores after one turn */
+    cr_assert_eq(json_integer_value(json_object_get(resp[2], "id")), 3);
+    res = json_object_get(resp[2], "result");
+    cr_assert_str_eq(json_string_value(json_object_get(res, "session")), "s1");
+    cr_assert_eq(json_integer_value(json_object_get(res, "currentTurn")), 1);
+    cr_assert_not_null(find_item(json_object_get(res, "items"), "claracore"));
+    cr_assert_not_null(find_item(json_object_get(res, "items"), "file:src/auth/session.ts"));
+    /* 4: method not found */
+    cr_assert_eq(json_integer_value(json_object_get(resp[3], "id")), 4);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(resp[3], "error"), "code")), -32601);
+    cr_assert_null(json_object_get(resp[3], "result"));
+    /* 5: parse error, id null */
+    cr_assert(json_is_null(json_object_get(resp[4], "id")));
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(resp[4], "error"), "code")), -32700);
+    /* 6: invalid params (no session) */
+    cr_assert_str_eq(json_string_value(json_object_get(resp[5], "id")), "p");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(resp[5], "error"), "code")), -32602);
+    /* 7: shutdown */
+    cr_assert_eq(json_integer_value(json_object_get(resp[6], "id")), 6);
+    cr_assert(json_is_true(json_object_get(json_object_get(resp[6], "result"), "ok")));
+    for (int i = 0; i < 7; i++) json_decref(resp[i]);
+    runproc_free(&r);
+}
+
+Test(cli, serve_eof_exits_cleanly)
+{
+    runproc_result r;
+    run_cli(&r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"command\",\"params\":{\"session\":\"x\","
+                "\"line\":\"/clarity scores\"}}\n",
+            "serve", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_eq(count_lines(r.out), 1);
+    json_t *j = parse(r.out, r.out_len);
+    cr_assert(json_is_string(json_object_get(json_object_get(j, "result"), "text")), "%s", r.out);
+    json_decref(j);
+    runproc_free(&r);
+}
+
+/* ---- failures ------------------------------------------------------------------ */
+
+Test(cli, bad_config_names_the_key)
+{
+    char *cfg = runproc_join(tmpdir, "bad.json");
+    cr_assert_eq(runproc_write_file(cfg, "{\"scoring\":{\"halfLife\":-1}}\n"), 0);
+    runproc_result r;
+    run_cli(&r, NULL, "cmd", "--config", cfg, "--state", state_db, "/clarity scores", NULL);
+    cr_assert_neq(r.status, 0);
+    cr_assert_eq(r.status, 1, "exit %d", r.status);
+    cr_assert(strstr(r.err, "scoring.halfLife") != NULL, "stderr: %s", r.err);
+    cr_assert_eq(r.out_len, 0);
+    runproc_free(&r);
+
+    cr_assert_eq(runproc_write_file(cfg, "{\"scoring\": \n"), 0);
+    run_cli(&r, NULL, "cmd", "--config", cfg, "--state", state_db, "/clarity scores", NULL);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "bad.json:2:") != NULL, "stderr: %s", r.err);
+    runproc_free(&r);
+    free(cfg);
+}
+
+Test(cli, missing_plugin_fails_cleanly)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "cmd", "--plugin", "/nonexistent/dir/libclarity.so", "--state", state_db,
+            "/clarity scores", NULL);
+    cr_assert_eq(r.status, 1, "exit %d", r.status);
+    cr_assert(strstr(r.err, "cannot load plugin /nonexistent/dir/libclarity.so") != NULL, "stderr: %s",
+              r.err);
+    cr_assert_eq(r.out_len, 0);
+    runproc_free(&r);
+}
+
+Test(cli, minimal_host_example)
+{
+    char *exe = runproc_join(build_dir(), "minimal_host");
+    char *so = runproc_join(build_dir(), "libclarity.so");
+    const char *argv[] = {exe, so, NULL};
+    runproc_result r;
+    cr_assert_eq(runproc(argv, NULL, NULL, 0, TIMEOUT_MS, &r), 0);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert(strstr(r.out, "== before_agent_start") != NULL);
+    cr_assert(strstr(r.out, "== /clarity scores") != NULL);
+    cr_assert(strcasestr(strstr(r.out, "== /clarity scores"), "claracore") != NULL, "%s", r.out);
+    runproc_free(&r);
+    free(exe);
+    free(so);
+}

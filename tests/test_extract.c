@@ -1,0 +1,735 @@
+/* test_extract.c: extract/ (mentions, candidates, paths, lookup forms). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../extract/extract.h"
+#include "../extract/stopwords.h"
+#include "../include/clarity.h"
+#include "../tracker/tracker.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static const char *const TOOLS[] = {"read",      "write",  "edit",    "exec",          "browser",
+                                    "web_search", "web_fetch", "memory_search", "recall",
+                                    "reflect",   "tts",    "subagents", "process",     "nodes",
+                                    "message",   "canvas", "Read",    "Edit",          "Write",
+                                    "Bash",      "Grep",   "Glob"};
+
+/* A config built by hand (config.c is another module).  Strings are not
+ * owned: never pass it to config_free(). */
+static void make_cfg(clarity_config *c)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < sizeof TOOLS / sizeof TOOLS[0]; i++) c->extraction.tools[i] = (char *)TOOLS[i];
+    c->extraction.n_tools = sizeof TOOLS / sizeof TOOLS[0];
+    c->extraction.min_word_length = 5;
+    c->extraction.max_keywords_per_message = 8;
+    c->extraction.projects = c->extraction.tool_names = c->extraction.memory_files = 1;
+    c->extraction.source_files = c->extraction.keywords = 1;
+}
+
+static void add_custom(clarity_config *c, const char *name, const char *pat)
+{
+    c->extraction.custom[c->extraction.n_custom].name = (char *)name;
+    c->extraction.custom[c->extraction.n_custom].pattern = (char *)pat;
+    c->extraction.n_custom++;
+}
+
+typedef struct col {
+    size_t n, cap;
+    char **ids;
+    int *cats;
+    size_t stop_after; /* 0 = never stop */
+} col;
+
+static int collect(void *ud, const char *id, int cat)
+{
+    col *c = ud;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 64;
+        c->ids = realloc(c->ids, c->cap * sizeof *c->ids);
+        c->cats = realloc(c->cats, c->cap * sizeof *c->cats);
+        cr_assert(c->ids && c->cats);
+    }
+    c->ids[c->n] = strdup(id);
+    c->cats[c->n] = cat;
+    c->n++;
+    return c->stop_after && c->n >= c->stop_after;
+}
+
+static void col_free(col *c)
+{
+    for (size_t i = 0; i < c->n; i++) free(c->ids[i]);
+    free(c->ids);
+    free(c->cats);
+    free(c);
+}
+
+static col *col_new(void)
+{
+    col *c = calloc(1, sizeof *c);
+    cr_assert_not_null(c);
+    return c;
+}
+
+static long idx(const col *c, const char *id)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->ids[i], id) == 0) return (long)i;
+    return -1;
+}
+
+static int has(const col *c, const char *id) { return idx(c, id) >= 0; }
+
+/* The ids as one string, for assertion messages. */
+static const char *dump(const col *c)
+{
+    static __thread char s[4096];
+    s[0] = '\0';
+    for (size_t i = 0; i < c->n && strlen(s) + strlen(c->ids[i]) + 2 < sizeof s; i++) {
+        strcat(s, c->ids[i]);
+        strcat(s, " ");
+    }
+    return s;
+}
+
+static extractor *new_ex(const clarity_config *cfg)
+{
+    extractor *ex = NULL;
+    char *err = NULL;
+    int rc = extract_new(cfg, &ex, &err);
+    cr_assert_eq(rc, CLARITY_OK, "extract_new: %s", err ? err : "?");
+    cr_assert_null(err);
+    cr_assert_not_null(ex);
+    return ex;
+}
+
+static extractor *default_ex(void)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    return new_ex(&cfg);
+}
+
+static col *mentions(const extractor *ex, const char *text, const char *ws)
+{
+    col *c = col_new();
+    cr_assert_eq(extract_mentions(ex, text, strlen(text), ws, collect, c), CLARITY_OK);
+    return c;
+}
+
+static col *candidates(const extractor *ex, const char *text, const char *ws)
+{
+    col *c = col_new();
+    cr_assert_eq(extract_candidates(ex, text, strlen(text), ws, collect, c), CLARITY_OK);
+    return c;
+}
+
+/* ----------------------------------------------------------- mentions */
+
+Test(mentions, project_camelcase)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "Working on ClaraCore with OpenClaw, not on Claracore or CLARA.", NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "claracore");
+    cr_assert_eq(c->cats[0], CAT_PROJECT);
+    cr_assert_str_eq(c->ids[1], "openclaw");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, project_hyphenated_not_in_paths)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "the focus-engine is slow; see src/auth-service/x.ts and my-lib.py.", NULL);
+    cr_assert(has(c, "focus_engine"));
+    cr_assert_eq(c->cats[idx(c, "focus_engine")], CAT_PROJECT);
+    cr_assert(has(c, "file:src/auth-service/x.ts"));
+    cr_assert(has(c, "file:my-lib.py"));
+    cr_assert(!has(c, "auth_service"));
+    cr_assert(!has(c, "my_lib"));
+    col_free(c);
+    c = mentions(ex, "I shipped focus-engine.", NULL); /* a sentence end is not a path */
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "focus_engine");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, tools_whole_words_case_sensitive)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "I already used web_search, then Bash and READ; webxsearch no", NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:web_search");
+    cr_assert_eq(c->cats[0], CAT_TOOL);
+    cr_assert_str_eq(c->ids[1], "tool:bash");
+    col_free(c);
+    c = mentions(ex, "Read it, then read it again", NULL); /* Read and read: one id */
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:read");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, memory_files)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "Check SOUL.md and memory/active-context.md, then docs/api/Guide.md.", NULL);
+    cr_assert_eq(c->n, 3, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:soul.md");
+    cr_assert_eq(c->cats[0], CAT_FILE);
+    cr_assert_str_eq(c->ids[1], "file:memory/active-context.md");
+    cr_assert_str_eq(c->ids[2], "file:docs/api/guide.md");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, source_files)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex,
+                      "Change src/auth/session.ts, ./lib/a.py and utils.go; see "
+                      "https://example.com/app.js and notes.txt",
+                      NULL);
+    cr_assert_eq(c->n, 3, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:src/auth/session.ts");
+    cr_assert_eq(c->cats[0], CAT_FILE);
+    cr_assert_str_eq(c->ids[1], "file:lib/a.py");
+    cr_assert_str_eq(c->ids[2], "file:utils.go");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, absolute_path_made_relative)
+{
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "open /home/u/proj/src/x.c and /etc/app/conf.yaml", "/home/u/proj/");
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:src/x.c");
+    cr_assert_str_eq(c->ids[1], "file:/etc/app/conf.yaml");
+    col_free(c);
+    c = mentions(ex, "open /home/u/proj/src/x.c", NULL);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:/home/u/proj/src/x.c");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, keywords_frequency_and_length)
+{
+    extractor *ex = default_ex();
+    const char *t = "refactoring parser refactoring parser refactoring; "
+                    "internationalization once. session session session session "
+                    "12345 12345 12345 tiny tiny tiny";
+    col *c = mentions(ex, t, NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "keyword:refactoring"); /* count 3 before count 1 */
+    cr_assert_eq(c->cats[0], CAT_KEYWORD);
+    cr_assert_str_eq(c->ids[1], "keyword:internationalization");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, keywords_cap_and_order)
+{
+    extractor *ex = default_ex();
+    char t[2048] = "";
+    const char *w[] = {"alpha", "bravo", "charlie", "delta", "echoo", "foxtrot",
+                       "golfy", "hotel", "india", "juliet"};
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 10; i++) {
+            strcat(t, w[i]);
+            strcat(t, " ");
+        }
+    strcat(t, "juliet juliet"); /* juliet: 5 times, first */
+    col *c = mentions(ex, t, NULL);
+    cr_assert_eq(c->n, 8, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "keyword:juliet");
+    cr_assert_str_eq(c->ids[1], "keyword:alpha");
+    cr_assert_str_eq(c->ids[7], "keyword:golfy");
+    cr_assert(!has(c, "keyword:hotel"));
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, stopwords)
+{
+    cr_assert(stopword_is("session", 7));
+    cr_assert(stopword_is("because", 7));
+    cr_assert(stopword_is("response", 8));
+    cr_assert(!stopword_is("refactoring", 11));
+    cr_assert(!stopword_is("sessions_x", 10));
+    cr_assert_gt(stopword_count(), 300);
+    extractor *ex = default_ex();
+    col *c = mentions(ex, "Model model MODEL prompt prompt prompt context context context", NULL);
+    cr_assert_eq(c->n, 0, "got: %s", dump(c));
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, custom_patterns)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "ticket", "JIRA-\\d+");
+    extractor *ex = new_ex(&cfg);
+    col *c = mentions(ex, "fix JIRA-123 and JIRA-7, again JIRA-123", NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "ticket:jira-123");
+    cr_assert_eq(c->cats[0], CAT_CUSTOM);
+    cr_assert_str_eq(c->ids[1], "ticket:jira-7");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, bad_custom_pattern)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "a", "x+");
+    add_custom(&cfg, "b", "y");
+    add_custom(&cfg, "c", "(abc");
+    extractor *ex = (extractor *)1;
+    char *err = NULL;
+    cr_assert_eq(extract_new(&cfg, &ex, &err), CLARITY_ECONFIG);
+    cr_assert_null(ex);
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, "extraction.customPatterns[2].pattern") != NULL, "%s", err);
+    cr_assert(strstr(err, "missing closing parenthesis") != NULL, "%s", err);
+    cr_assert(strstr(err, "offset 4") != NULL, "%s", err);
+    free(err);
+
+    make_cfg(&cfg);
+    cfg.extraction.exclude[0] = (char *)"[z-a]";
+    cfg.extraction.n_exclude = 1;
+    err = NULL;
+    cr_assert_eq(extract_new(&cfg, &ex, &err), CLARITY_ECONFIG);
+    cr_assert(strstr(err, "extraction.exclude[0]") && strstr(err, "offset"), "%s", err);
+    free(err);
+}
+
+Test(mentions, exclusions)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    cfg.extraction.exclude[0] = (char *)"^keyword:secret";
+    cfg.extraction.exclude[1] = (char *)"^tool:exec$";
+    cfg.extraction.n_exclude = 2;
+    extractor *ex = new_ex(&cfg);
+    col *c = mentions(ex,
+                      "exec edit claude-sonnet gpt-turbo GithubCopilot secretive secretive secretive "
+                      "copilotish copilotish copilotish keepword keepword keepword",
+                      NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:edit");
+    cr_assert_str_eq(c->ids[1], "keyword:keepword");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, short_pattern_ids_dropped)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    cfg.extraction.min_word_length = 6;
+    add_custom(&cfg, "t", "#\\d+");
+    extractor *ex = new_ex(&cfg);
+    col *c = mentions(ex, "x-y abc-d abcd-efg #1 #1234", NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "abcd_efg");
+    cr_assert_str_eq(c->ids[1], "t:#1234");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, category_order_dedup_and_switches)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "ticket", "JIRA-\\d+");
+    extractor *ex = new_ex(&cfg);
+    const char *t = "JIRA-1 ClaraCore src/a.ts SOUL.md web_search pipeline pipeline pipeline "
+                    "ClaraCore web_search";
+    col *c = mentions(ex, t, NULL);
+    cr_assert_eq(c->n, 6, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:web_search");
+    cr_assert_str_eq(c->ids[1], "file:soul.md");
+    cr_assert_str_eq(c->ids[2], "file:src/a.ts");
+    cr_assert_str_eq(c->ids[3], "claracore");
+    cr_assert_str_eq(c->ids[4], "ticket:jira-1");
+    cr_assert_str_eq(c->ids[5], "keyword:pipeline");
+    col_free(c);
+    extract_free(ex);
+
+    cfg.extraction.projects = cfg.extraction.tool_names = cfg.extraction.keywords = 0;
+    cfg.extraction.memory_files = 0;
+    ex = new_ex(&cfg);
+    c = mentions(ex, t, NULL);
+    cr_assert_eq(c->n, 2, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:src/a.ts");
+    cr_assert_str_eq(c->ids[1], "ticket:jira-1");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, callback_stops)
+{
+    extractor *ex = default_ex();
+    col *c = col_new();
+    c->stop_after = 1;
+    cr_assert_eq(extract_mentions(ex, "web_search Bash ClaraCore", 25, NULL, collect, c), CLARITY_OK);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:web_search");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, invalid_utf8_and_nul)
+{
+    extractor *ex = default_ex();
+    static const char t[] = "\xff\xfe broken \xc3( \0 ClaraCore \xe2\x82 SOUL.md \xed\xa0\x80 "
+                            "\xc3( src/b.ts tool web_search \x80\x80";
+    col *c = col_new();
+    cr_assert_eq(extract_mentions(ex, t, sizeof t - 1, NULL, collect, c), CLARITY_OK);
+    cr_assert(has(c, "claracore"));
+    cr_assert(has(c, "file:soul.md"));
+    cr_assert(has(c, "tool:web_search"));
+    cr_assert(has(c, "file:src/b.ts"));
+    col_free(c);
+    c = col_new();
+    cr_assert_eq(extract_candidates(ex, t, sizeof t - 1, NULL, collect, c), CLARITY_OK);
+    cr_assert(has(c, "claracore"));
+    cr_assert(has(c, "tool:web_search"));
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, text_bounded_by_len)
+{
+    extractor *ex = default_ex();
+    col *c = col_new();
+    const char *t = "ClaraCore OpenClaw";
+    cr_assert_eq(extract_mentions(ex, t, 9, NULL, collect, c), CLARITY_OK);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "claracore");
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(mentions, large_input, .timeout = 60)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "ticket", "JIRA-\\d+");
+    extractor *ex = new_ex(&cfg);
+    size_t n = 8u << 20;
+    char *t = malloc(n);
+    cr_assert_not_null(t);
+    uint32_t s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        unsigned r = (s >> 16) & 0xff;
+        t[i] = r < 40 ? ' ' : r < 44 ? '/' : r < 48 ? '.' : r < 52 ? '-' : r < 54 ? '\0'
+             : r < 58 ? (char)(0x80 | (r & 0x3f)) : (char)('a' + r % 26);
+    }
+    memcpy(t + n - 40, " ClaraCore src/end.ts web_search JIRA-9 ", 40);
+    col *c = col_new();
+    c->stop_after = 0;
+    int rc = extract_mentions(ex, t, n, "/ws", collect, c);
+    cr_assert_eq(rc, CLARITY_OK);
+    cr_assert(has(c, "claracore"));
+    cr_assert(has(c, "file:src/end.ts"));
+    cr_assert(has(c, "tool:web_search"));
+    cr_assert(has(c, "ticket:jira-9"));
+    col_free(c);
+    c = col_new();
+    /* candidates over-report; just run through */
+    rc = extract_candidates(ex, t, n, "/ws", collect, c);
+    cr_assert_eq(rc, CLARITY_OK);
+    cr_assert_gt(c->n, 0);
+    col_free(c);
+    free(t);
+    extract_free(ex);
+}
+
+Test(mentions, match_limit_reports_error_and_keeps_results, .timeout = 60)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "evil", "(a|aa)+$");
+    add_custom(&cfg, "ok", "OK-\\d");
+    extractor *ex = new_ex(&cfg);
+    char t[256];
+    memset(t, 'a', sizeof t);
+    memcpy(t, "ClaraCore OK-1 ", 15);
+    t[sizeof t - 1] = 'b';
+    col *c = col_new();
+    cr_assert_eq(extract_mentions(ex, t, sizeof t, NULL, collect, c), CLARITY_ERR);
+    cr_assert(has(c, "claracore"));
+    cr_assert(has(c, "ok:ok-1"));
+    col_free(c);
+    extract_free(ex);
+}
+
+typedef struct thr_arg {
+    const extractor *ex;
+    int ok;
+} thr_arg;
+
+static void *thr_main(void *p)
+{
+    thr_arg *a = p;
+    a->ok = 1;
+    for (int i = 0; i < 200; i++) {
+        col *c = calloc(1, sizeof *c);
+        const char *t = "ClaraCore web_search src/a.ts SOUL.md refactoring refactoring refactoring";
+        int rc = extract_mentions(a->ex, t, strlen(t), NULL, collect, c);
+        if (rc != 0 || c->n != 5 || strcmp(c->ids[4], "keyword:refactoring") != 0) a->ok = 0;
+        col_free(c);
+    }
+    return NULL;
+}
+
+Test(mentions, shared_by_threads)
+{
+    extractor *ex = default_ex();
+    pthread_t th[4];
+    thr_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i].ex = ex;
+        cr_assert_eq(pthread_create(&th[i], NULL, thr_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert(args[i].ok);
+    }
+    extract_free(ex);
+}
+
+/* ---------------------------------------------------------- strip_own */
+
+Test(strip_own, with_end_marker)
+{
+    const char *t = "before\n[CLARITY CONTEXT]\nitems: a, b\n[/CLARITY CONTEXT]\nafter "
+                    "[CLARITY CONTEXT]x[/CLARITY CONTEXT]end";
+    buf b;
+    buf_init(&b);
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "before\n\nafter end");
+    buf_free(&b);
+}
+
+Test(strip_own, without_end_marker)
+{
+    const char *t = "hello\n[CLARITY CONTEXT]\nitems: a\nmore\n\nquestion ClaraCore";
+    buf b;
+    buf_init(&b);
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "hello\nquestion ClaraCore");
+    buf_reset(&b);
+    t = "hi [CLARITY CONTEXT] cut off";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "hi ");
+    buf_reset(&b);
+    extract_strip_own("plain", 5, &b);
+    cr_assert_str_eq(b.p, "plain");
+    buf_free(&b);
+}
+
+/* --------------------------------------------------------- candidates */
+
+Test(candidates, word_boundaries)
+{
+    extractor *ex = default_ex();
+    col *c = candidates(ex, "I updated focus-engine and src/auth/session.ts using web_search already", NULL);
+    cr_assert(has(c, "focus_engine"));
+    cr_assert(has(c, "file:src/auth/session.ts"));
+    cr_assert(has(c, "tool:web_search"));
+    cr_assert(has(c, "keyword:updated") == 0); /* a stopword */
+    cr_assert(!has(c, "tool:read"));
+    cr_assert(!has(c, "tool:web"));
+    cr_assert(!has(c, "file:session.ts"));
+    cr_assert_eq(c->cats[idx(c, "focus_engine")], CAT_PROJECT);
+    cr_assert_eq(c->cats[idx(c, "file:src/auth/session.ts")], CAT_FILE);
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(candidates, forms)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "ticket", "JIRA-\\d+");
+    extractor *ex = new_ex(&cfg);
+    col *c = candidates(ex, "ClaraCore focus_engine SOUL.md /ws/lib/x.py JIRA-42 Bash Bash", "/ws");
+    cr_assert(has(c, "claracore"));
+    cr_assert(has(c, "tool:claracore"));
+    cr_assert(has(c, "keyword:claracore"));
+    cr_assert(has(c, "focus_engine"));
+    cr_assert(has(c, "file:soul.md"));
+    cr_assert(has(c, "file:lib/x.py"));
+    cr_assert(has(c, "ticket:jira-42"));
+    cr_assert(has(c, "tool:bash"));
+    for (size_t i = 0; i < c->n; i++)
+        for (size_t j = i + 1; j < c->n; j++) cr_assert_str_neq(c->ids[i], c->ids[j]);
+    col_free(c);
+    c = candidates(ex, "see /elsewhere/src/a.ts", "/ws"); /* tails of unresolved paths */
+    cr_assert(has(c, "file:/elsewhere/src/a.ts"));
+    cr_assert(has(c, "file:src/a.ts"));
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(candidates, json)
+{
+    extractor *ex = default_ex();
+    col *c = col_new();
+    cr_assert_eq(extract_candidates_json(ex, "{\"file_path\":\"/ws/src/a.ts\",\"command\":\"grep ClaraCore\"}",
+                                         "/ws", collect, c),
+                 CLARITY_OK);
+    cr_assert(has(c, "file:src/a.ts"));
+    cr_assert(has(c, "claracore"));
+    cr_assert(!has(c, "file:/ws/src/a.ts"));
+    col_free(c);
+
+    c = col_new();
+    cr_assert_eq(extract_candidates_json(ex, "{\"args\":{\"files\":[\"docs/x\",\"README.md\"]},\"n\":3}",
+                                         NULL, collect, c),
+                 CLARITY_OK);
+    cr_assert(has(c, "file:docs/x")); /* a path key: reported even without extension */
+    cr_assert(has(c, "file:readme.md"));
+    col_free(c);
+
+    c = col_new(); /* malformed: scanned as text */
+    cr_assert_eq(extract_candidates_json(ex, "{\"path\": src/b.go ClaraCore", NULL, collect, c),
+                 CLARITY_OK);
+    cr_assert(has(c, "file:src/b.go"));
+    cr_assert(has(c, "claracore"));
+    col_free(c);
+    extract_free(ex);
+}
+
+Test(candidates, tool_files)
+{
+    extractor *ex = default_ex();
+    col *c = col_new();
+    const char *j = "{\"file_path\":\"/ws/./src//a.ts\",\"content\":\"see b.ts\","
+                    "\"edits\":[{\"path\":\"/ws/SOUL.md\"}],\"paths\":[\"lib/c.py\",7]}";
+    cr_assert_eq(extract_tool_files(ex, j, "/ws/", collect, c), CLARITY_OK);
+    cr_assert_eq(c->n, 3, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:src/a.ts");
+    cr_assert_eq(c->cats[0], CAT_FILE);
+    cr_assert_str_eq(c->ids[1], "file:soul.md");
+    cr_assert_str_eq(c->ids[2], "file:lib/c.py");
+    col_free(c);
+    c = col_new();
+    cr_assert_eq(extract_tool_files(ex, "not json /ws/a.ts", "/ws", collect, c), CLARITY_OK);
+    cr_assert_eq(c->n, 0, "got: %s", dump(c));
+    col_free(c);
+    extract_free(ex);
+}
+
+/* ------------------------------------------------------ normalize_path */
+
+static void norm_is(const char *in, const char *ws, const char *want)
+{
+    char *p = extract_normalize_path(in, strlen(in), ws);
+    cr_assert_not_null(p);
+    cr_assert_str_eq(p, want, "normalize(%s, %s) = %s, want %s", in, ws ? ws : "NULL", p, want);
+    free(p);
+}
+
+Test(normalize, paths)
+{
+    norm_is("./lib/a.py", NULL, "lib/a.py");
+    norm_is("src//auth/./x/../session.ts", NULL, "src/auth/session.ts");
+    norm_is("src/auth/", NULL, "src/auth");
+    norm_is("../up/a.c", NULL, "../up/a.c");
+    norm_is("a/../../b.c", NULL, "../b.c");
+    norm_is("/../etc/x.c", NULL, "/etc/x.c");
+    norm_is("/", NULL, "/");
+    norm_is("./", NULL, ".");
+    norm_is("/home/u/proj/src/x.c", "/home/u/proj", "src/x.c");
+    norm_is("/home/u/proj/src/x.c", "/home/u/proj/", "src/x.c");
+    norm_is("/home/u/proj/../proj/src/x.c", "/home/u//proj", "src/x.c");
+    norm_is("/home/u/project/x.c", "/home/u/proj", "/home/u/project/x.c");
+    norm_is("/home/u/proj", "/home/u/proj", ".");
+    norm_is("src/x.c", "/home/u/proj", "src/x.c");
+    norm_is("/a/b.c", "/", "a/b.c");
+    char *p = extract_normalize_path("src/a.ts/extra", 8, NULL);
+    cr_assert_str_eq(p, "src/a.ts");
+    free(p);
+}
+
+/* -------------------------------------------------------- lookup forms */
+
+Test(lookup, order_and_prefixes)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    add_custom(&cfg, "ticket", "JIRA-\\d+");
+    extractor *ex = new_ex(&cfg);
+    col *c = col_new();
+    cr_assert_eq(extract_lookup_forms(ex, " ClaraCore ", NULL, collect, c), CLARITY_OK);
+    cr_assert_eq(c->n, 3, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "claracore");
+    cr_assert_eq(c->cats[0], CAT_PROJECT);
+    cr_assert_str_eq(c->ids[1], "tool:claracore");
+    cr_assert_eq(c->cats[1], CAT_TOOL);
+    cr_assert_str_eq(c->ids[2], "keyword:claracore");
+    cr_assert_eq(c->cats[2], CAT_KEYWORD);
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "SOUL.md", NULL, collect, c);
+    cr_assert_eq(c->n, 5, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "soul.md");
+    cr_assert_str_eq(c->ids[1], "file:SOUL.md");
+    cr_assert_str_eq(c->ids[2], "file:soul.md");
+    cr_assert_str_eq(c->ids[3], "tool:soul.md");
+    cr_assert_str_eq(c->ids[4], "keyword:soul.md");
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "focus-engine", NULL, collect, c);
+    cr_assert_str_eq(c->ids[0], "focus_engine");
+    cr_assert_str_eq(c->ids[1], "tool:focus-engine");
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "/ws/./src/a.ts", "/ws", collect, c);
+    cr_assert_str_eq(c->ids[1], "file:src/a.ts");
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "tool:web_search", NULL, collect, c);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "tool:web_search");
+    cr_assert_eq(c->cats[0], CAT_TOOL);
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "file:/ws/lib/../src/b.py", "/ws", collect, c);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "file:src/b.py");
+    col_free(c);
+
+    c = col_new();
+    extract_lookup_forms(ex, "ticket:jira-5", NULL, collect, c);
+    cr_assert_eq(c->n, 1, "got: %s", dump(c));
+    cr_assert_str_eq(c->ids[0], "ticket:jira-5");
+    cr_assert_eq(c->cats[0], CAT_CUSTOM);
+    col_free(c);
+
+    c = col_new(); /* unknown prefix: an ordinary name */
+    extract_lookup_forms(ex, "foo:bar", NULL, collect, c);
+    cr_assert_str_eq(c->ids[0], "foo:bar");
+    cr_assert_eq(c->cats[0], CAT_PROJECT);
+    col_free(c);
+    extract_free(ex);
+}

@@ -1,0 +1,190 @@
+/* Persistence through the plugin: SQLite round trip, the host's kv, kill -9,
+ * idle session eviction, the per-session item cap. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testhost.h"
+
+static char *cfg_for(const char *db, const char *extra)
+{
+    static __thread char cfg[1024];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"%s}%s}", db,
+             "", extra ? extra : "");
+    return cfg;
+}
+
+static json_t *scores(th_host *h, const char *session)
+{
+    char params[256];
+    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.getScores", params, &j), 0, "getScores %s", session);
+    return j;
+}
+
+static void turn(th_host *h, const char *session, int i)
+{
+    char prompt[256];
+    snprintf(prompt, sizeof prompt, "ClaraCore step %d on src/mod%d.ts with focus-engine", i, i % 7);
+    cr_assert_eq(th_before(h, session, NULL, prompt, strlen(prompt), NULL), 0);
+    cr_assert_eq(th_end(h, session, "ClaraCore updated", "Edit", "{\"file_path\":\"src/mod1.ts\"}"), 0);
+}
+
+Test(persist, sqlite_round_trip_restores_scores)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    for (int i = 0; i < 12; i++) turn(&h, "a", i);
+    cr_assert_eq(th_cmd(&h, "a", "/clarity anchor focus-engine", NULL, NULL), 0);
+    json_t *before = scores(&h, "a");
+    th_close(&h);
+
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    json_t *after = scores(&h, "a");
+    cr_assert(json_equal(before, after), "state after reload differs:\n%s\n%s",
+              json_dumps(before, 0), json_dumps(after, 0));
+    cr_assert_eq(json_integer_value(json_object_get(after, "currentTurn")), 12);
+    json_decref(before);
+    json_decref(after);
+    th_close(&h);
+    unlink(db);
+}
+
+Test(persist, host_kv_backend_is_used_when_offered)
+{
+    th_host h;
+    cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
+    for (int i = 0; i < 3; i++) turn(&h, "k", i);
+    /* meta + one key per item, in the session's namespace */
+    size_t keys = th_kv_count(&h, "clarity:s:k");
+    json_t *j = scores(&h, "k");
+    cr_assert_eq(keys, json_array_size(json_object_get(j, "items")) + 1);
+    json_decref(j);
+    json_t *st = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"k\"}", &st), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(st, "store")), "host");
+    json_decref(st);
+    th_close(&h);
+}
+
+Test(persist, only_changed_items_are_written_per_turn)
+{
+    /* after a turn that mentions nothing, only meta changes: the host sees
+     * no new item keys and the values of old ones are untouched */
+    th_host h;
+    cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
+    turn(&h, "d", 0);
+    size_t keys = th_kv_count(&h, "clarity:s:d");
+    cr_assert_eq(th_end(&h, "d", "nothing relevant here", NULL, NULL), 0);
+    cr_assert_eq(th_kv_count(&h, "clarity:s:d"), keys);
+    th_close(&h);
+}
+
+Test(persist, restart_after_kill_9_keeps_every_finished_turn, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        close(fd[0]);
+        th_host c;
+        if (th_open(&c, cfg_for(db, NULL), 0, NULL) != 0) _exit(3);
+        for (int i = 0;; i++) {
+            turn(&c, "crash", i);
+            /* agent_end returned: turn i+1 must survive */
+            int done = i + 1;
+            if (write(fd[1], &done, sizeof done) != sizeof done) _exit(4);
+        }
+    }
+    close(fd[1]);
+    int last = 0, v;
+    while (last < 40 && read(fd[0], &v, sizeof v) == sizeof v) last = v;
+    kill(pid, SIGKILL);
+    /* drain what the child wrote before it died */
+    while (read(fd[0], &v, sizeof v) == sizeof v) last = v;
+    int status;
+    waitpid(pid, &status, 0);
+    close(fd[0]);
+    cr_assert(WIFSIGNALED(status), "child should have been killed");
+
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    json_t *j = scores(&h, "crash");
+    int64_t turn_now = json_integer_value(json_object_get(j, "currentTurn"));
+    cr_assert_geq(turn_now, last, "restored turn %lld < last finished turn %d", (long long)turn_now, last);
+    /* the restored item stats are those of that turn: mentioned once per turn */
+    json_t *it = th_item(j, "claracore");
+    cr_assert_eq(json_integer_value(json_object_get(it, "mentionCount")), turn_now);
+    cr_assert_eq(json_integer_value(json_object_get(it, "referenceCount")), turn_now);
+    json_decref(j);
+    th_close(&h);
+    char check[512];
+    snprintf(check, sizeof check, "sqlite3 '%s' 'PRAGMA integrity_check' 2>&1", db);
+    FILE *f = popen(check, "r");
+    char line[64] = {0};
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    pclose(f);
+    cr_assert_str_eq(line, "ok\n");
+    unlink(db);
+}
+
+Test(persist, idle_sessions_leave_memory_and_come_back)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host h;
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":2}}", db);
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    char sid[32];
+    for (int s = 0; s < 6; s++) {
+        snprintf(sid, sizeof sid, "sess%d", s);
+        for (int i = 0; i <= s; i++) turn(&h, sid, i);
+    }
+    for (int s = 0; s < 6; s++) {
+        snprintf(sid, sizeof sid, "sess%d", s);
+        json_t *j = scores(&h, sid);
+        cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), s + 1);
+        cr_assert_eq(json_integer_value(json_object_get(th_item(j, "claracore"), "mentionCount")), s + 1);
+        json_decref(j);
+    }
+    cr_assert_eq(th_session_end(&h, "sess5"), 0);
+    json_t *j = scores(&h, "sess5");
+    cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 6);
+    json_decref(j);
+    th_close(&h);
+    unlink(db);
+}
+
+Test(persist, item_cap_evicts_lowest_unanchored)
+{
+    th_host h;
+    cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":20}}", 0, NULL), 0);
+    const char *p = "ClaraCore";
+    cr_assert_eq(th_before(&h, "c", NULL, p, strlen(p), NULL), 0);
+    cr_assert_eq(th_cmd(&h, "c", "/clarity anchor ClaraCore", NULL, NULL), 0);
+    char prompt[128];
+    for (int i = 0; i < 30; i++) {
+        snprintf(prompt, sizeof prompt, "Item%cmber%c", 'A' + i % 26, 'a' + i / 26);
+        cr_assert_eq(th_before(&h, "c", NULL, prompt, strlen(prompt), NULL), 0);
+        cr_assert_eq(th_end(&h, "c", "ok", NULL, NULL), 0);
+    }
+    json_t *j = scores(&h, "c");
+    size_t n = json_array_size(json_object_get(j, "items"));
+    cr_assert_leq(n, 20);
+    cr_assert_not_null(th_item(j, "claracore"), "anchored items are never evicted");
+    /* the newest mention survives, the oldest went */
+    cr_assert_not_null(th_item(j, "itemdmberb"));
+    cr_assert_null(th_item(j, "itemambera"));
+    json_decref(j);
+    th_close(&h);
+}

@@ -1,0 +1,224 @@
+/* Slash commands and RPC methods, with their errors. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testhost.h"
+
+static th_host h;
+static void setup(void)
+{
+    cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
+    const char *p = "ClaraCore uses focus-engine; see SOUL.md and run web_search";
+    cr_assert_eq(th_before(&h, "s", NULL, p, strlen(p), NULL), 0);
+    cr_assert_eq(th_end(&h, "s", "ClaraCore looks fine", NULL, NULL), 0);
+}
+static void teardown(void) { th_close(&h); }
+TestSuite(rpc, .init = setup, .fini = teardown);
+
+static void expect_error(const char *method, const char *params, int rc, int code, const char *needle)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, method, params, &j), rc, "%s %s", method, params);
+    cr_assert_not_null(j, "error answer must be JSON");
+    cr_assert_eq(json_integer_value(json_object_get(j, "code")), code, "%s", json_dumps(j, 0));
+    const char *msg = json_string_value(json_object_get(j, "message"));
+    cr_assert_not_null(msg);
+    cr_assert_not_null(strstr(msg, needle), "message \"%s\" lacks \"%s\"", msg, needle);
+    json_decref(j);
+}
+
+Test(rpc, get_scores_shape_and_order)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "session")), "s");
+    cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 1);
+    json_t *items = json_object_get(j, "items");
+    cr_assert_gt(json_array_size(items), 3);
+    double prev = 1e18;
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it)
+    {
+        double s = json_real_value(json_object_get(it, "score"));
+        cr_assert_leq(s, prev, "items must be sorted by score");
+        prev = s;
+        json_t *b = json_object_get(it, "breakdown");
+        const char *keys[] = {"frequency", "recency", "utility", "stalenessPenalty", "anchor"};
+        for (size_t k = 0; k < 5; k++) cr_assert(json_is_number(json_object_get(b, keys[k])), "%s", keys[k]);
+        cr_assert(json_is_string(json_object_get(it, "category")));
+        cr_assert(json_is_integer(json_object_get(it, "mentionCount")));
+        cr_assert(json_is_integer(json_object_get(it, "referenceCount")));
+        cr_assert(json_is_integer(json_object_get(it, "lastMentionTurn")));
+        cr_assert(json_is_boolean(json_object_get(it, "anchored")));
+        cr_assert(json_is_string(json_object_get(it, "tier")));
+    }
+    /* claracore was referenced: 10 + 15 (d=1) + 15 = 40, the top item */
+    json_t *top = json_array_get(items, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(top, "id")), "claracore");
+    cr_assert_float_eq(json_real_value(json_object_get(top, "score")), 40.0, 1e-9);
+    json_decref(j);
+}
+
+Test(rpc, anchor_finds_items_by_their_written_name)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.anchor", "{\"session\":\"s\",\"itemId\":\"ClaraCore\"}", &j), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "itemId")), "claracore");
+    cr_assert(json_is_false(json_object_get(j, "created")));
+    json_decref(j);
+    cr_assert_eq(th_rpc(&h, "clarity.anchor", "{\"session\":\"s\",\"itemId\":\"focus-engine\",\"reason\":\"core\"}", &j), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "itemId")), "focus_engine");
+    json_decref(j);
+    cr_assert_eq(th_rpc(&h, "clarity.anchor", "{\"session\":\"s\",\"itemId\":\"web_search\"}", &j), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "itemId")), "tool:web_search");
+    json_decref(j);
+    cr_assert_eq(th_rpc(&h, "clarity.getState", "{\"session\":\"s\"}", &j), 0);
+    size_t i;
+    json_t *it;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "items"), i, it)
+    {
+        if (!strcmp(json_string_value(json_object_get(it, "id")), "focus_engine")) {
+            cr_assert(json_is_true(json_object_get(it, "anchored")));
+            cr_assert_str_eq(json_string_value(json_object_get(it, "anchorReason")), "core");
+            seen = 1;
+        }
+    }
+    cr_assert(seen);
+    json_decref(j);
+    cr_assert_eq(th_rpc(&h, "clarity.unanchor", "{\"session\":\"s\",\"itemId\":\"ClaraCore\"}", &j), 0);
+    cr_assert(json_is_false(json_object_get(j, "anchored")));
+    json_decref(j);
+}
+
+Test(rpc, errors_are_json_rpc_objects)
+{
+    expect_error("clarity.anchor", "{\"session\":\"s\"}", CLARITY_EINVAL, -32602, "itemId");
+    expect_error("clarity.getScores", "{}", CLARITY_EINVAL, -32602, "session");
+    expect_error("clarity.getScores", "{\"session\": 5}", CLARITY_EINVAL, -32602, "session");
+    expect_error("clarity.getScores", "{\"session\":", CLARITY_EINVAL, -32602, "invalid JSON");
+    expect_error("clarity.getScores", "[1,2]", CLARITY_EINVAL, -32602, "object");
+    expect_error("clarity.nope", "{}", CLARITY_ENOTFOUND, -32601, "clarity.nope");
+    expect_error("clarity.getScores", "{\"session\":\"ghost\"}", CLARITY_ENOTFOUND, -32001, "ghost");
+    expect_error("clarity.unanchor", "{\"session\":\"s\",\"itemId\":\"NoSuchThing\"}", CLARITY_ENOTFOUND, -32002, "NoSuchThing");
+    expect_error("clarity.setTier", "{\"session\":\"s\",\"itemId\":\"ClaraCore\",\"tier\":\"gold\"}", CLARITY_EINVAL, -32602, "gold");
+    expect_error("clarity.importState", "{\"session\":\"s\",\"state\":{\"items\":[{\"mentionCount\":1}]}}", CLARITY_EINVAL, -32602, "items[0]");
+    /* a failed call leaves the state as it was */
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"s\"}", &j), 0);
+    cr_assert_eq(json_integer_value(json_object_get(j, "anchoredItems")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 1);
+    json_decref(j);
+}
+
+Test(rpc, prune_dry_run_changes_nothing)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.prune", "{\"session\":\"s\",\"dryRun\":true}", &j), 0);
+    cr_assert(json_is_false(json_object_get(j, "applied")));
+    cr_assert(json_is_string(json_object_get(j, "report")));
+    cr_assert(json_is_array(json_object_get(j, "decisions")));
+    json_decref(j);
+}
+
+Test(rpc, config_shows_the_effective_config)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.config", "{\"session\":\"s\"}", &j), 0);
+    json_t *sc = json_object_get(j, "scoring");
+    cr_assert_float_eq(json_number_value(json_object_get(sc, "halfLife")), 5.0, 1e-9);
+    cr_assert_float_eq(json_number_value(json_object_get(sc, "anchorBonus")), 100.0, 1e-9);
+    cr_assert_eq(json_number_value(json_object_get(json_object_get(j, "pruning"), "maxContextItems")), 50);
+    json_decref(j);
+}
+
+Test(rpc, export_and_import_in_the_original_shape)
+{
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.exportState", "{\"session\":\"s\"}", &j), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "namespace")), "clarity");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "key")), "clarity:relevance_state");
+    json_t *v = json_object_get(j, "value");
+    cr_assert_eq(json_integer_value(json_object_get(v, "currentTurn")), 1);
+    json_t *first = json_array_get(json_object_get(v, "items"), 0);
+    const char *keys[] = {"id", "mentionCount", "referenceCount", "lastMentionTurn", "anchored", "createdAt"};
+    for (size_t k = 0; k < 6; k++) cr_assert_not_null(json_object_get(first, keys[k]), "%s", keys[k]);
+    /* import into another session: same scores */
+    json_t *params = json_pack("{s:s, s:O}", "session", "copy", "state", v);
+    char *ps = json_dumps(params, 0);
+    json_t *r = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.importState", ps, &r), 0);
+    cr_assert_eq(json_integer_value(json_object_get(r, "items")), json_array_size(json_object_get(v, "items")));
+    json_t *a = NULL, *b = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &a), 0);
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"copy\"}", &b), 0);
+    json_object_set_new(a, "session", json_string("copy"));
+    cr_assert(json_equal(a, b), "imported scores differ");
+    /* a hand-written state of the original plugin imports too */
+    const char *orig = "{\"session\":\"orig\",\"state\":{\"currentTurn\":7,\"lastPersistAt\":1700000000000,"
+                       "\"items\":[{\"id\":\"tool:exec\",\"mentionCount\":4,\"referenceCount\":2,"
+                       "\"lastMentionTurn\":6,\"anchored\":true,\"createdAt\":1}]}}";
+    json_t *o = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.importState", orig, &o), 0);
+    json_decref(o);
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"orig\"}", &o), 0);
+    json_t *it = th_item(o, "tool:exec");
+    cr_assert_not_null(it);
+    /* log2(5)*10 + (1 - 1/4)*20 + 2*15 + 100 */
+    cr_assert_float_eq(json_real_value(json_object_get(it, "score")), 23.219 + 15 + 30 + 100, 1e-3);
+    json_decref(o);
+    json_decref(a);
+    json_decref(b);
+    json_decref(r);
+    free(ps);
+    json_decref(params);
+    json_decref(j);
+}
+
+Test(rpc, slash_commands)
+{
+    char *out = NULL, *err = NULL;
+    cr_assert_eq(th_cmd(&h, "s", "/clarity", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "Turn 1"), "%s", out);
+    cr_assert_not_null(strstr(out, "claracore"));
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity scores", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "stale"), "%s", out);
+    cr_assert_not_null(strstr(out, "claracore"));
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity anchor ClaraCore -- the main project", &out, NULL), 0);
+    cr_assert_str_eq(out, "Anchored: claracore\n");
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity unanchor ClaraCore", &out, NULL), 0);
+    cr_assert_str_eq(out, "Unanchored: claracore\n");
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity tier SOUL.md essential", &out, NULL), 0);
+    cr_assert_str_eq(out, "Tier of file:soul.md: essential\n");
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity stats", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "halfLife 5"), "%s", out);
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity config", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "\"strictMode\""), "%s", out);
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity help", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "/clarity anchor <item>"));
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity prune", &out, NULL), 0);
+    cr_assert_not_null(strstr(out, "[CLARITY PRUNE REPORT]"));
+    free(out);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity frobnicate", &out, &err), CLARITY_EINVAL);
+    cr_assert_not_null(strstr(err, "frobnicate"));
+    free(out);
+    free(err);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity unanchor Nothing", &out, &err), CLARITY_ENOTFOUND);
+    cr_assert_not_null(strstr(err, "unknown item"));
+    free(out);
+    free(err);
+    cr_assert_eq(th_cmd(&h, "s", "/clarity anchor", &out, &err), CLARITY_EINVAL);
+    cr_assert_not_null(strstr(err, "usage"));
+    free(out);
+    free(err);
+}

@@ -1,0 +1,1170 @@
+/* test_store.c: the store module on its three backends (sqlite, memory,
+ * host through an in-test kv), plus sqlite durability across kill -9. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../store/store.h"
+
+/* ---- temp directory ------------------------------------------------------ */
+
+static char g_dir[64];
+
+static void rm_tree(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void path_in_dir(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", g_dir, name);
+}
+
+/* ---- an in-test host kv: an unsorted array behind a mutex ----------------- */
+
+typedef struct hent {
+    char *ns, *key, *val;
+    size_t len;
+} hent;
+
+typedef struct thost {
+    pthread_mutex_t mu;
+    hent *v;
+    size_t n, cap;
+    hent *snap; /* copy taken by kv_begin */
+    size_t n_snap;
+    int in_txn;
+    long outstanding; /* kv_get buffers not yet given back through kv_free */
+    int fail_put;     /* kv_put returns this when non-zero */
+    int begins, commits, rollbacks;
+} thost;
+
+static thost g_th;
+
+static char *dupn(const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    cr_assert_not_null(p);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+static void hent_free(hent *e)
+{
+    free(e->ns);
+    free(e->key);
+    free(e->val);
+}
+
+static hent *th_find(thost *h, const char *ns, const char *key)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->v[i].ns, ns) == 0 && strcmp(h->v[i].key, key) == 0) return &h->v[i];
+    return NULL;
+}
+
+static int th_get(void *ud, const char *ns, const char *key, char **val, size_t *len)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    hent *e = th_find(h, ns, key);
+    int rc = CLARITY_ENOTFOUND;
+    if (e) {
+        *val = malloc(e->len ? e->len : 1); /* deliberately not NUL-terminated */
+        memcpy(*val, e->val, e->len);
+        *len = e->len;
+        h->outstanding++;
+        rc = CLARITY_OK;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static void th_free(void *ud, char *val)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    h->outstanding--;
+    pthread_mutex_unlock(&h->mu);
+    free(val);
+}
+
+static int th_put(void *ud, const char *ns, const char *key, const char *val, size_t len)
+{
+    thost *h = ud;
+    if (h->fail_put) return h->fail_put;
+    pthread_mutex_lock(&h->mu);
+    hent *e = th_find(h, ns, key);
+    if (e) {
+        free(e->val);
+    } else {
+        if (h->n == h->cap) {
+            h->cap = h->cap ? h->cap * 2 : 16;
+            h->v = realloc(h->v, h->cap * sizeof *h->v);
+        }
+        e = &h->v[h->n++];
+        e->ns = dupn(ns, strlen(ns));
+        e->key = dupn(key, strlen(key));
+    }
+    e->val = dupn(val, len);
+    e->len = len;
+    pthread_mutex_unlock(&h->mu);
+    return CLARITY_OK;
+}
+
+static int th_del(void *ud, const char *ns, const char *key)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    hent *e = th_find(h, ns, key);
+    int rc = CLARITY_ENOTFOUND;
+    if (e) {
+        hent_free(e);
+        *e = h->v[--h->n]; /* swap with the last: the order gets scrambled */
+        rc = CLARITY_OK;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static int th_iter(void *ud, const char *ns, const char *prefix, clarity_kv_iter_cb cb,
+                   void *cbud)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; i < h->n; i++) {
+        if (strcmp(h->v[i].ns, ns) || strncmp(h->v[i].key, prefix, pl)) continue;
+        if (cb(cbud, h->v[i].key, h->v[i].val, h->v[i].len)) break;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return CLARITY_OK;
+}
+
+static hent *copy_all(const hent *v, size_t n)
+{
+    hent *c = malloc((n ? n : 1) * sizeof *c);
+    for (size_t i = 0; i < n; i++) {
+        c[i].ns = dupn(v[i].ns, strlen(v[i].ns));
+        c[i].key = dupn(v[i].key, strlen(v[i].key));
+        c[i].val = dupn(v[i].val, v[i].len);
+        c[i].len = v[i].len;
+    }
+    return c;
+}
+
+static void free_all(hent *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) hent_free(&v[i]);
+    free(v);
+}
+
+static int th_begin(void *ud)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    h->snap = copy_all(h->v, h->n);
+    h->n_snap = h->n;
+    h->in_txn = 1;
+    h->begins++;
+    pthread_mutex_unlock(&h->mu);
+    return CLARITY_OK;
+}
+
+static int th_commit(void *ud)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    free_all(h->snap, h->n_snap);
+    h->snap = NULL;
+    h->in_txn = 0;
+    h->commits++;
+    pthread_mutex_unlock(&h->mu);
+    return CLARITY_OK;
+}
+
+static int th_rollback(void *ud)
+{
+    thost *h = ud;
+    pthread_mutex_lock(&h->mu);
+    free_all(h->v, h->n);
+    h->v = h->snap;
+    h->n = h->cap = h->n_snap;
+    if (h->cap == 0) {
+        free(h->v);
+        h->v = NULL;
+    }
+    h->snap = NULL;
+    h->in_txn = 0;
+    h->rollbacks++;
+    pthread_mutex_unlock(&h->mu);
+    return CLARITY_OK;
+}
+
+static clarity_host make_host(thost *h)
+{
+    clarity_host host;
+    memset(&host, 0, sizeof host);
+    host.struct_size = sizeof host;
+    host.abi_version = CLARITY_ABI_VERSION;
+    host.ud = h;
+    host.kv_get = th_get;
+    host.kv_put = th_put;
+    host.kv_del = th_del;
+    host.kv_free = th_free;
+    host.kv_iter = th_iter;
+    host.kv_begin = th_begin;
+    host.kv_commit = th_commit;
+    host.kv_rollback = th_rollback;
+    return host;
+}
+
+static clarity_host g_host;
+
+static void setup(void)
+{
+    strcpy(g_dir, "/tmp/clarity_store_XXXXXX");
+    cr_assert_not_null(mkdtemp(g_dir));
+    memset(&g_th, 0, sizeof g_th);
+    pthread_mutex_init(&g_th.mu, NULL);
+    g_host = make_host(&g_th);
+}
+
+static void teardown(void)
+{
+    rm_tree(g_dir);
+    free_all(g_th.v, g_th.n);
+    if (g_th.snap) free_all(g_th.snap, g_th.n_snap);
+    pthread_mutex_destroy(&g_th.mu);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+/* ---- opening each backend ------------------------------------------------- */
+
+enum { K_SQLITE, K_MEMORY, K_HOST };
+
+static store *open_kind(int kind)
+{
+    store *s = NULL;
+    char *err = NULL;
+    int rc;
+    if (kind == K_SQLITE) {
+        char p[128];
+        path_in_dir(p, sizeof p, "t.db");
+        rc = store_open_sqlite(p, &s, &err);
+    } else if (kind == K_MEMORY) {
+        rc = store_open_memory(&s, &err);
+    } else {
+        rc = store_open_host(&g_host, &s, &err);
+    }
+    cr_assert_eq(rc, CLARITY_OK, "open failed: %s", err ? err : "(no message)");
+    cr_assert_null(err);
+    cr_assert_not_null(s);
+    static const char *const names[] = {"sqlite", "memory", "host"};
+    cr_assert_str_eq(store_backend_name(s), names[kind]);
+    return s;
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void put_s(store *s, const char *ns, const char *key, const char *val)
+{
+    int rc = store_put(s, ns, key, val, strlen(val));
+    cr_assert_eq(rc, CLARITY_OK, "put %s/%s: %d %s", ns, key, rc, store_errmsg(s));
+}
+
+static void expect_val(store *s, const char *ns, const char *key, const char *want)
+{
+    char *v = NULL;
+    size_t n = 0;
+    int rc = store_get(s, ns, key, &v, &n);
+    cr_assert_eq(rc, CLARITY_OK, "get %s/%s: %d %s", ns, key, rc, store_errmsg(s));
+    cr_assert_eq(n, strlen(want), "get %s/%s: length %zu, want %zu", ns, key, n, strlen(want));
+    cr_assert_eq(memcmp(v, want, n), 0, "get %s/%s: '%s', want '%s'", ns, key, v, want);
+    cr_assert_eq(v[n], '\0');
+    free(v);
+}
+
+static void expect_missing(store *s, const char *ns, const char *key)
+{
+    char *v = (char *)"x";
+    size_t n = 7;
+    cr_assert_eq(store_get(s, ns, key, &v, &n), CLARITY_ENOTFOUND, "%s/%s should be missing", ns,
+                 key);
+    cr_assert_null(v);
+    cr_assert_eq(n, 0);
+}
+
+/* Collects "key=val;" of an iteration, stopping after `stop_after` keys. */
+typedef struct acc {
+    char text[8192];
+    int count;
+    int stop_after;
+} acc;
+
+static int acc_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    acc *a = ud;
+    size_t l = strlen(a->text);
+    snprintf(a->text + l, sizeof a->text - l, "%s=%.*s;", key, (int)len, val);
+    a->count++;
+    return a->stop_after && a->count >= a->stop_after;
+}
+
+static const char *iter_text(store *s, const char *ns, const char *prefix, int stop_after,
+                             acc *a)
+{
+    memset(a, 0, sizeof *a);
+    a->stop_after = stop_after;
+    int rc = store_iter(s, ns, prefix, acc_cb, a);
+    cr_assert_eq(rc, CLARITY_OK, "iter: %d %s", rc, store_errmsg(s));
+    return a->text;
+}
+
+/* ---- checks shared by all backends ---------------------------------------- */
+
+static void check_basic(store *s)
+{
+    expect_missing(s, "ns", "a");
+    put_s(s, "ns", "a", "one");
+    expect_val(s, "ns", "a", "one");
+    put_s(s, "ns", "a", "two"); /* overwrite */
+    expect_val(s, "ns", "a", "two");
+    put_s(s, "other", "a", "elsewhere"); /* same key, other namespace */
+    expect_val(s, "ns", "a", "two");
+    expect_val(s, "other", "a", "elsewhere");
+    cr_assert_eq(store_del(s, "ns", "a"), CLARITY_OK);
+    expect_missing(s, "ns", "a");
+    expect_val(s, "other", "a", "elsewhere");
+    cr_assert_eq(store_del(s, "ns", "a"), CLARITY_OK, "del of a missing key is idempotent");
+    cr_assert_eq(store_del(s, "nope", "nope"), CLARITY_OK);
+    /* Empty key, empty value. */
+    cr_assert_eq(store_put(s, "ns", "", "", 0), CLARITY_OK);
+    expect_val(s, "ns", "", "");
+    cr_assert_eq(store_put(s, "ns", "e", NULL, 0), CLARITY_OK);
+    expect_val(s, "ns", "e", "");
+    /* Bad arguments. */
+    char *v;
+    size_t n;
+    cr_assert_eq(store_put(s, "ns", "x", NULL, 3), CLARITY_EINVAL);
+    cr_assert_eq(store_get(s, NULL, "x", &v, &n), CLARITY_EINVAL);
+    cr_assert_eq(store_del(s, "ns", NULL), CLARITY_EINVAL);
+    cr_assert_eq(store_iter(s, "ns", "", NULL, NULL), CLARITY_EINVAL);
+    cr_assert(strstr(store_errmsg(s), "NULL") != NULL, "errmsg: %s", store_errmsg(s));
+    cr_assert_eq(store_get(NULL, "ns", "x", &v, &n), CLARITY_EINVAL);
+}
+
+static void check_iter(store *s)
+{
+    static const char *const keys[] = {"i:zeta", "i:alpha", "m", "i:beta", "i:",     "i;x",
+                                       "h",      "i:Beta",  "i:alpha2", "i:\xc3\xa9t\xc3\xa9"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) put_s(s, "it", keys[i], keys[i]);
+    put_s(s, "it2", "i:aaa", "other ns");
+    put_s(s, "i", "t:x", "ns prefix of another ns");
+    acc a;
+    /* Bytewise order: 'B' < 'a' < 'b' < 'z' < 0xC3. */
+    cr_assert_str_eq(iter_text(s, "it", "i:", 0, &a),
+                     "i:=i:;i:Beta=i:Beta;i:alpha=i:alpha;i:alpha2=i:alpha2;i:beta=i:beta;"
+                     "i:zeta=i:zeta;i:\xc3\xa9t\xc3\xa9=i:\xc3\xa9t\xc3\xa9;");
+    cr_assert_eq(a.count, 7);
+    cr_assert_str_eq(iter_text(s, "it", "", 0, &a),
+                     "h=h;i:=i:;i:Beta=i:Beta;i:alpha=i:alpha;i:alpha2=i:alpha2;i:beta=i:beta;"
+                     "i:zeta=i:zeta;i:\xc3\xa9t\xc3\xa9=i:\xc3\xa9t\xc3\xa9;i;x=i;x;m=m;");
+    cr_assert_eq(a.count, 10);
+    cr_assert_str_eq(iter_text(s, "it", "i:alpha", 0, &a), "i:alpha=i:alpha;i:alpha2=i:alpha2;");
+    /* Stop: the callback's non-zero return ends the walk with CLARITY_OK. */
+    cr_assert_str_eq(iter_text(s, "it", "i:", 2, &a), "i:=i:;i:Beta=i:Beta;");
+    cr_assert_eq(a.count, 2);
+    cr_assert_str_eq(iter_text(s, "it", "i:alpha", 1, &a), "i:alpha=i:alpha;");
+    cr_assert_str_eq(iter_text(s, "it", "q", 0, &a), "");
+    cr_assert_eq(a.count, 0);
+    cr_assert_str_eq(iter_text(s, "nothing", "", 0, &a), "");
+    /* NULL prefix means all keys. */
+    memset(&a, 0, sizeof a);
+    cr_assert_eq(store_iter(s, "it2", NULL, acc_cb, &a), CLARITY_OK);
+    cr_assert_str_eq(a.text, "i:aaa=other ns;");
+}
+
+/* Prefixes ending in 0xFF bytes have no simple successor. */
+static void check_iter_high_bytes(store *s)
+{
+    static const char *const keys[] = {"a\xff", "a\xff\xff", "a\xff" "b", "b", "a", "a\xfe",
+                                       "\xff",  "\xff\xff",  "\xff" "a", "\x01", "a\x01"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) put_s(s, "hb", keys[i], "v");
+    acc a;
+    cr_assert_str_eq(iter_text(s, "hb", "a\xff", 0, &a), "a\xff=v;a\xff" "b=v;a\xff\xff=v;");
+    cr_assert_str_eq(iter_text(s, "hb", "\xff", 0, &a), "\xff=v;\xff" "a=v;\xff\xff=v;");
+    cr_assert_str_eq(iter_text(s, "hb", "\xff\xff", 0, &a), "\xff\xff=v;");
+    cr_assert_str_eq(iter_text(s, "hb", "a", 0, &a),
+                     "a=v;a\x01=v;a\xfe=v;a\xff=v;a\xff" "b=v;a\xff\xff=v;");
+    cr_assert_str_eq(iter_text(s, "hb", "\x01", 0, &a), "\x01=v;");
+    memset(&a, 0, sizeof a);
+    cr_assert_eq(store_iter(s, "hb", "", acc_cb, &a), CLARITY_OK);
+    cr_assert_eq(a.count, 11);
+}
+
+static void check_del_ns(store *s)
+{
+    char k[32];
+    for (int i = 0; i < 50; i++) {
+        snprintf(k, sizeof k, "k%02d", i);
+        put_s(s, "gone", k, k);
+        put_s(s, "kept", k, k);
+    }
+    put_s(s, "gone2", "k", "prefix-sharing namespace");
+    cr_assert_eq(store_del_ns(s, "gone"), CLARITY_OK, "%s", store_errmsg(s));
+    acc a;
+    iter_text(s, "gone", "", 0, &a);
+    cr_assert_eq(a.count, 0);
+    iter_text(s, "kept", "", 0, &a);
+    cr_assert_eq(a.count, 50);
+    expect_missing(s, "gone", "k07");
+    expect_val(s, "kept", "k07", "k07");
+    expect_val(s, "gone2", "k", "prefix-sharing namespace");
+    cr_assert_eq(store_del_ns(s, "gone"), CLARITY_OK, "deleting an empty namespace is fine");
+    cr_assert_eq(store_del_ns(s, "never"), CLARITY_OK);
+}
+
+typedef struct bin_seen {
+    size_t nul_len, big_len;
+    int nul_ok, big_ok;
+    const char *big;
+} bin_seen;
+
+static const char k_bin[] = {'a', 0, 'b', 0, 0, (char)0xff, 'c'};
+
+static int bin_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    bin_seen *seen = ud;
+    if (strcmp(key, "nul") == 0) {
+        seen->nul_len = len;
+        seen->nul_ok = len == sizeof k_bin && memcmp(val, k_bin, len) == 0;
+    } else if (strcmp(key, "big") == 0) {
+        seen->big_len = len;
+        seen->big_ok = memcmp(val, seen->big, len) == 0;
+    }
+    return 0;
+}
+
+static void check_binary_values(store *s)
+{
+    const char *bin = k_bin;
+    cr_assert_eq(store_put(s, "b", "nul", bin, sizeof k_bin), CLARITY_OK);
+    char *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(store_get(s, "b", "nul", &v, &n), CLARITY_OK);
+    cr_assert_eq(n, sizeof k_bin);
+    cr_assert_eq(memcmp(v, bin, n), 0);
+    cr_assert_eq(v[n], '\0');
+    free(v);
+
+    size_t big = 1u << 20;
+    char *p = malloc(big);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < big; i++) p[i] = (char)((i * 7 + i / 251) & 0xff);
+    cr_assert_eq(store_put(s, "b", "big", p, big), CLARITY_OK, "%s", store_errmsg(s));
+    cr_assert_eq(store_get(s, "b", "big", &v, &n), CLARITY_OK);
+    cr_assert_eq(n, big);
+    cr_assert_eq(memcmp(v, p, big), 0);
+    cr_assert_eq(v[n], '\0');
+    free(v);
+
+    /* Iteration hands values over with their length, NULs included. */
+    bin_seen seen = {0, 0, 0, 0, p};
+    cr_assert_eq(store_iter(s, "b", "", bin_cb, &seen), CLARITY_OK);
+    cr_assert_eq(seen.nul_len, sizeof k_bin);
+    cr_assert(seen.nul_ok);
+    cr_assert_eq(seen.big_len, big);
+    cr_assert(seen.big_ok);
+    free(p);
+}
+
+
+static void check_rollback(store *s)
+{
+    put_s(s, "r", "keep", "old");
+    put_s(s, "r", "doomed", "still here");
+    put_s(s, "r2", "x", "ns survives");
+    cr_assert_eq(store_begin(s), CLARITY_OK, "%s", store_errmsg(s));
+    put_s(s, "r", "keep", "new");
+    put_s(s, "r", "fresh", "1");
+    put_s(s, "r", "fresh", "2");
+    cr_assert_eq(store_del(s, "r", "doomed"), CLARITY_OK);
+    cr_assert_eq(store_del_ns(s, "r2"), CLARITY_OK);
+    /* Reads inside the transaction see its writes. */
+    expect_val(s, "r", "keep", "new");
+    expect_val(s, "r", "fresh", "2");
+    expect_missing(s, "r", "doomed");
+    expect_missing(s, "r2", "x");
+    acc a;
+    cr_assert_str_eq(iter_text(s, "r", "", 0, &a), "fresh=2;keep=new;");
+    store_rollback(s);
+    expect_val(s, "r", "keep", "old");
+    expect_missing(s, "r", "fresh");
+    expect_val(s, "r", "doomed", "still here");
+    expect_val(s, "r2", "x", "ns survives");
+    cr_assert_str_eq(iter_text(s, "r", "", 0, &a), "doomed=still here;keep=old;");
+
+    /* Commit keeps them. */
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_s(s, "r", "keep", "committed");
+    cr_assert_eq(store_del(s, "r", "doomed"), CLARITY_OK);
+    cr_assert_eq(store_commit(s), CLARITY_OK, "%s", store_errmsg(s));
+    expect_val(s, "r", "keep", "committed");
+    expect_missing(s, "r", "doomed");
+
+    /* Misuse: nested begin, commit/rollback without a transaction. */
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    cr_assert_eq(store_begin(s), CLARITY_EINVAL);
+    cr_assert(strstr(store_errmsg(s), "already") != NULL, "%s", store_errmsg(s));
+    put_s(s, "r", "after-nested", "ok"); /* still inside the first transaction */
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    expect_val(s, "r", "after-nested", "ok");
+    cr_assert_eq(store_commit(s), CLARITY_EINVAL);
+    store_rollback(s); /* harmless */
+    expect_val(s, "r", "keep", "committed");
+}
+
+/* Randomized: many writes in a transaction, rolled back, leave the exact
+ * previous content. */
+static void dump_all(store *s, const char *ns, acc *a) { iter_text(s, ns, "", 0, a); }
+
+static void check_rollback_random(store *s)
+{
+    char k[16], v[16];
+    unsigned x = 12345;
+    for (int i = 0; i < 60; i++) {
+        snprintf(k, sizeof k, "k%02u", (x = x * 1103515245u + 12345u) % 80);
+        snprintf(v, sizeof v, "v%d", i);
+        put_s(s, "rr", k, v);
+    }
+    acc before, after;
+    dump_all(s, "rr", &before);
+    cr_assert_gt(before.count, 20);
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    for (int i = 0; i < 300; i++) {
+        x = x * 1103515245u + 12345u;
+        snprintf(k, sizeof k, "k%02u", (x >> 8) % 80);
+        switch ((x >> 4) % 7) {
+        case 0: cr_assert_eq(store_del(s, "rr", k), CLARITY_OK); break;
+        case 1:
+            if (i % 50 == 0) cr_assert_eq(store_del_ns(s, "rr"), CLARITY_OK);
+            break;
+        default:
+            snprintf(v, sizeof v, "t%d", i);
+            put_s(s, "rr", k, v);
+        }
+    }
+    store_rollback(s);
+    dump_all(s, "rr", &after);
+    cr_assert_eq(after.count, before.count);
+    cr_assert_str_eq(after.text, before.text);
+}
+
+/* A callback may call back into the store from the iterating thread. */
+typedef struct reenter {
+    store *s;
+    int seen;
+    int errors;
+} reenter;
+
+static int reenter_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    reenter *r = ud;
+    char *v = NULL;
+    size_t n = 0;
+    if (store_get(r->s, "re", key, &v, &n) != CLARITY_OK || n != len || memcmp(v, val, n))
+        r->errors++;
+    free(v);
+    if (store_put(r->s, "re-copy", key, val, len) != CLARITY_OK) r->errors++;
+    if (strcmp(key, "b") == 0 && store_del(r->s, "re", "b") != CLARITY_OK) r->errors++;
+    acc a;
+    memset(&a, 0, sizeof a);
+    if (store_iter(r->s, "re", "a", acc_cb, &a) != CLARITY_OK) r->errors++;
+    r->seen++;
+    return 0;
+}
+
+static void check_reentrant(store *s)
+{
+    put_s(s, "re", "a", "1");
+    put_s(s, "re", "b", "2");
+    put_s(s, "re", "c", "3");
+    reenter r = {s, 0, 0};
+    cr_assert_eq(store_iter(s, "re", "", reenter_cb, &r), CLARITY_OK);
+    cr_assert_eq(r.errors, 0);
+    cr_assert_eq(r.seen, 3);
+    acc a;
+    cr_assert_str_eq(iter_text(s, "re-copy", "", 0, &a), "a=1;b=2;c=3;");
+    cr_assert_str_eq(iter_text(s, "re", "", 0, &a), "a=1;c=3;");
+    /* The same inside a transaction. */
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    r.seen = 0;
+    cr_assert_eq(store_iter(s, "re", "", reenter_cb, &r), CLARITY_OK);
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    cr_assert_eq(r.errors, 0);
+    cr_assert_eq(r.seen, 2);
+}
+
+typedef struct many_state {
+    int next, bad;
+} many_state;
+
+static int many_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    many_state *st = ud;
+    char k[32], v[32];
+    snprintf(k, sizeof k, "p:%05d", st->next);
+    snprintf(v, sizeof v, "%d", st->next * 3);
+    if (strcmp(key, k) || len != strlen(v) || memcmp(val, v, len)) st->bad++;
+    st->next++;
+    return 0;
+}
+
+/* Many pages of iteration (more than any internal page size). */
+static void check_iter_many(store *s)
+{
+    char k[32], v[32];
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    for (int i = 2999; i >= 0; i--) {
+        snprintf(k, sizeof k, "p:%05d", i);
+        snprintf(v, sizeof v, "%d", i * 3);
+        put_s(s, "many", k, v);
+    }
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    many_state st = {0, 0};
+    cr_assert_eq(store_iter(s, "many", "p:", many_cb, &st), CLARITY_OK);
+    cr_assert_eq(st.bad, 0);
+    cr_assert_eq(st.next, 3000);
+}
+
+
+/* 4 writer threads x 1000 keys in transactions of 10, and a reader that
+ * must only ever see whole transactions. */
+#define N_THREADS 4
+#define N_KEYS 1000
+#define BATCH 10
+
+typedef struct worker {
+    store *s;
+    int id;
+    int errors;
+    volatile int *stop;
+} worker;
+
+static void *writer(void *arg)
+{
+    worker *w = arg;
+    char k[32], v[32];
+    for (int j = 0; j < N_KEYS; j++) {
+        if (j % BATCH == 0 && store_begin(w->s) != CLARITY_OK) w->errors++;
+        snprintf(k, sizeof k, "t%d:%04d", w->id, j);
+        snprintf(v, sizeof v, "v%d.%d", w->id, j);
+        if (store_put(w->s, "conc", k, v, strlen(v)) != CLARITY_OK) w->errors++;
+        char *got = NULL;
+        size_t n = 0;
+        if (store_get(w->s, "conc", k, &got, &n) != CLARITY_OK || n != strlen(v) ||
+            memcmp(got, v, n) != 0)
+            w->errors++;
+        free(got);
+        if (j % BATCH == BATCH - 1 && store_commit(w->s) != CLARITY_OK) w->errors++;
+    }
+    return NULL;
+}
+
+static int count_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    (*(int *)ud)++;
+    return 0;
+}
+
+static void *reader(void *arg)
+{
+    worker *w = arg;
+    int rounds = 0;
+    while (!*w->stop || rounds < 3) {
+        int n = 0;
+        if (store_iter(w->s, "conc", "", count_cb, &n) != CLARITY_OK) w->errors++;
+        if (n % BATCH != 0) w->errors++; /* saw half a transaction */
+        rounds++;
+    }
+    return NULL;
+}
+
+typedef struct verify {
+    int count, bad;
+} verify;
+
+static int verify_cb(void *ud, const char *key, const char *val, size_t len)
+{
+    verify *c = ud;
+    int t, j;
+    char v[32];
+    if (sscanf(key, "t%d:%d", &t, &j) != 2) {
+        c->bad++;
+        return 0;
+    }
+    snprintf(v, sizeof v, "v%d.%d", t, j);
+    if (len != strlen(v) || memcmp(val, v, len)) c->bad++;
+    c->count++;
+    return 0;
+}
+
+static void check_concurrent(store *s)
+{
+    pthread_t th[N_THREADS + 1];
+    worker w[N_THREADS + 1];
+    volatile int stop = 0;
+    for (int i = 0; i <= N_THREADS; i++) {
+        w[i] = (worker){s, i, 0, &stop};
+        cr_assert_eq(pthread_create(&th[i], NULL, i < N_THREADS ? writer : reader, &w[i]), 0);
+    }
+    for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
+    stop = 1;
+    pthread_join(th[N_THREADS], NULL);
+    for (int i = 0; i <= N_THREADS; i++) cr_assert_eq(w[i].errors, 0, "thread %d errors", i);
+    verify c = {0, 0};
+    cr_assert_eq(store_iter(s, "conc", "", verify_cb, &c), CLARITY_OK);
+    cr_assert_eq(c.count, N_THREADS * N_KEYS);
+    cr_assert_eq(c.bad, 0);
+    for (int i = 0; i < N_THREADS; i++) {
+        char k[32], v[32];
+        snprintf(k, sizeof k, "t%d:%04d", i, N_KEYS - 1);
+        snprintf(v, sizeof v, "v%d.%d", i, N_KEYS - 1);
+        expect_val(s, "conc", k, v);
+    }
+}
+
+/* A transaction holds the store: another thread's call waits for commit. */
+typedef struct blocked {
+    store *s;
+    volatile int done;
+    int rc;
+} blocked;
+
+static void *blocked_put(void *arg)
+{
+    blocked *b = arg;
+    b->rc = store_put(b->s, "lock", "other", "x", 1);
+    b->done = 1;
+    return NULL;
+}
+
+static void check_txn_excludes(store *s)
+{
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    blocked b = {s, 0, -99};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, blocked_put, &b), 0);
+    usleep(100 * 1000);
+    cr_assert_eq(b.done, 0, "a put from another thread ran inside the transaction");
+    put_s(s, "lock", "mine", "y");
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    pthread_join(t, NULL);
+    cr_assert_eq(b.done, 1);
+    cr_assert_eq(b.rc, CLARITY_OK);
+    expect_val(s, "lock", "other", "x");
+    expect_val(s, "lock", "mine", "y");
+}
+
+static void check_errmsg(store *s)
+{
+    expect_missing(s, "em", "nothing");
+    cr_assert(strstr(store_errmsg(s), "not found") != NULL, "%s", store_errmsg(s));
+    cr_assert_str_eq(store_errmsg(NULL), "no store");
+}
+
+#define BACKEND_TESTS(kname, K)                                                                   \
+    Test(store, kname##_basic)                                                                    \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_basic(s);                                                                           \
+        check_errmsg(s);                                                                          \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_iter)                                                                     \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_iter(s);                                                                            \
+        check_iter_high_bytes(s);                                                                 \
+        check_iter_many(s);                                                                       \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_del_ns)                                                                   \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_del_ns(s);                                                                          \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_binary_and_large_values)                                                  \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_binary_values(s);                                                                   \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_transactions)                                                             \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_rollback(s);                                                                        \
+        check_rollback_random(s);                                                                 \
+        check_txn_excludes(s);                                                                    \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_reentrant_callbacks)                                                      \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_reentrant(s);                                                                       \
+        store_close(s);                                                                           \
+    }                                                                                             \
+    Test(store, kname##_concurrent)                                                               \
+    {                                                                                             \
+        store *s = open_kind(K);                                                                  \
+        check_concurrent(s);                                                                      \
+        store_close(s);                                                                           \
+    }
+
+BACKEND_TESTS(sqlite, K_SQLITE)
+BACKEND_TESTS(memory, K_MEMORY)
+BACKEND_TESTS(host, K_HOST)
+
+/* ---- sqlite only ---------------------------------------------------------- */
+
+static store *open_sqlite_at(const char *path)
+{
+    store *s = NULL;
+    char *err = NULL;
+    int rc = store_open_sqlite(path, &s, &err);
+    cr_assert_eq(rc, CLARITY_OK, "open %s: %s", path, err ? err : "");
+    return s;
+}
+
+/* Runs one SQL statement on the file directly; returns the first column of
+ * the first row (static buffer) or "". */
+static const char *sql1(const char *path, const char *sql)
+{
+    static char out[256];
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+                 sqlite3_errmsg(db));
+    out[0] = '\0';
+    int rc = sqlite3_step(st);
+    cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql, sqlite3_errmsg(db));
+    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(out, sizeof out, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+Test(store, sqlite_persists_across_reopen)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "persist.db");
+    store *s = open_sqlite_at(p);
+    put_s(s, "p", "plain", "autocommitted");
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_s(s, "p", "turn", "7");
+    put_s(s, "p", "item", "seven");
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_s(s, "p", "turn", "8");
+    put_s(s, "p", "ghost", "rolled back");
+    store_rollback(s);
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_s(s, "p", "open", "left open at close");
+    store_close(s); /* an open transaction is rolled back, not committed */
+
+    s = open_sqlite_at(p);
+    expect_val(s, "p", "plain", "autocommitted");
+    expect_val(s, "p", "turn", "7");
+    expect_val(s, "p", "item", "seven");
+    expect_missing(s, "p", "ghost");
+    expect_missing(s, "p", "open");
+    store_close(s);
+
+    /* The file is in WAL mode, with the schema version recorded. */
+    cr_assert_str_eq(sql1(p, "PRAGMA journal_mode"), "wal");
+    cr_assert_str_eq(sql1(p, "SELECT v FROM meta WHERE k='schema_version'"), "1");
+    cr_assert_str_eq(sql1(p, "SELECT count(*) FROM kv WHERE ns='p'"), "3");
+}
+
+Test(store, sqlite_memory_path)
+{
+    store *s = open_sqlite_at(":memory:");
+    cr_assert_str_eq(store_backend_name(s), "sqlite");
+    check_basic(s);
+    check_rollback(s);
+    store_close(s);
+}
+
+Test(store, sqlite_invalid_path_fails)
+{
+    store *s = (store *)&s; /* must be reset */
+    char *err = NULL;
+    int rc = store_open_sqlite("/nonexistent/dir/x.db", &s, &err);
+    cr_assert_eq(rc, CLARITY_ESTORE);
+    cr_assert_null(s);
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, "/nonexistent/dir/x.db") != NULL, "%s", err);
+    cr_assert(strstr(err, "unable to open database file") != NULL, "%s", err);
+    free(err);
+    /* err may be NULL. */
+    cr_assert_eq(store_open_sqlite("/nonexistent/dir/x.db", &s, NULL), CLARITY_ESTORE);
+    cr_assert_eq(store_open_sqlite("", &s, NULL), CLARITY_EINVAL);
+    struct stat sb;
+    cr_assert_neq(stat("/nonexistent/dir", &sb), 0, "no directory was created");
+}
+
+Test(store, sqlite_not_a_database_fails)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "garbage.db");
+    char junk[8192];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)("not a database, just text "[i % 26]);
+    FILE *f = fopen(p, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    fclose(f);
+
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_sqlite(p, &s, &err), CLARITY_ESTORE);
+    cr_assert_null(s);
+    cr_assert_not_null(err);
+    cr_assert(strstr(err, p) != NULL, "%s", err);
+    cr_assert(strstr(err, "not a database") != NULL, "%s", err);
+    free(err);
+
+    /* The file was left alone. */
+    char back[sizeof junk + 16];
+    f = fopen(p, "rb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fread(back, 1, sizeof back, f), sizeof junk);
+    fclose(f);
+    cr_assert_eq(memcmp(back, junk, sizeof junk), 0);
+}
+
+Test(store, sqlite_newer_schema_refused)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "future.db");
+    store_close(open_sqlite_at(p));
+    sql1(p, "UPDATE meta SET v='99' WHERE k='schema_version'");
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_sqlite(p, &s, &err), CLARITY_ESTORE);
+    cr_assert_null(s);
+    cr_assert(err && strstr(err, "schema version 99") && strstr(err, p), "%s", err);
+    free(err);
+}
+
+/* A child writes turns (turn n and 10 items, one transaction each) and
+ * reports each commit; it is killed with SIGKILL mid-loop.  Every reported
+ * turn must be in the file, whole, and the file must be intact.  Three
+ * rounds on the same file, each child continuing from the stored turn. */
+static long stored_turn(const char *p)
+{
+    const char *t = sql1(p, "SELECT CAST(val AS TEXT) FROM kv WHERE ns='k' AND key='turn'");
+    return *t ? strtol(t, NULL, 10) : 0;
+}
+
+static void child_loop(const char *p, int wfd, long start)
+{
+    store *s = NULL;
+    if (store_open_sqlite(p, &s, NULL) != CLARITY_OK) _exit(2);
+    char k[16], v[32];
+    for (long n = start; n < start + 1000000; n++) {
+        int rc = store_begin(s);
+        snprintf(v, sizeof v, "%ld", n);
+        if (rc == CLARITY_OK) rc = store_put(s, "k", "turn", v, strlen(v));
+        for (int i = 0; rc == CLARITY_OK && i < 10; i++) {
+            snprintf(k, sizeof k, "item%d", i);
+            rc = store_put(s, "k", k, v, strlen(v));
+        }
+        if (rc == CLARITY_OK) rc = store_commit(s);
+        else store_rollback(s);
+        if (rc != CLARITY_OK) _exit(3);
+        if (write(wfd, &n, sizeof n) != (ssize_t)sizeof n) _exit(4);
+    }
+    _exit(0);
+}
+
+Test(store, sqlite_survives_kill9)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "kill.db");
+    store_close(open_sqlite_at(p));
+    for (int round = 0; round < 3; round++) {
+        long start = stored_turn(p) + 1;
+        int fds[2];
+        cr_assert_eq(pipe(fds), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0) {
+            close(fds[0]);
+            child_loop(p, fds[1], start);
+        }
+        close(fds[1]);
+        long n = 0, last = 0;
+        int reads = 0, want = 20 + round * 37;
+        while (reads < want && read(fds[0], &n, sizeof n) == (ssize_t)sizeof n) {
+            last = n;
+            reads++;
+        }
+        cr_assert_eq(reads, want, "child stopped early");
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+        while (read(fds[0], &n, sizeof n) == (ssize_t)sizeof n) last = n; /* drain */
+        close(fds[0]);
+
+        cr_assert_str_eq(sql1(p, "PRAGMA integrity_check"), "ok");
+        long turn = stored_turn(p);
+        cr_assert_geq(turn, last, "round %d: stored turn %ld < reported %ld", round, turn, last);
+        cr_assert_geq(last, start);
+        char q[128];
+        snprintf(q, sizeof q,
+                 "SELECT count(*) FROM kv WHERE ns='k' AND key LIKE 'item%%' AND "
+                 "CAST(val AS TEXT)='%ld'",
+                 turn);
+        cr_assert_str_eq(sql1(p, q), "10", "round %d: items not all of turn %ld", round, turn);
+        cr_assert_str_eq(sql1(p, "SELECT count(*) FROM kv WHERE ns='k'"), "11");
+
+        /* And through the store. */
+        store *s = open_sqlite_at(p);
+        char v[32];
+        snprintf(v, sizeof v, "%ld", turn);
+        expect_val(s, "k", "turn", v);
+        expect_val(s, "k", "item9", v);
+        store_close(s);
+    }
+}
+
+/* ---- host only ------------------------------------------------------------ */
+
+static void expect_host_refused(const clarity_host *h, const char *member)
+{
+    store *s = (store *)&s;
+    char *err = NULL;
+    cr_assert_eq(store_open_host(h, &s, &err), CLARITY_EINVAL, "missing %s accepted", member);
+    cr_assert_null(s);
+    cr_assert(err && strstr(err, member), "message '%s' should name %s", err ? err : "", member);
+    free(err);
+}
+
+Test(store, host_missing_members_refused)
+{
+    clarity_host h = make_host(&g_th);
+    h.kv_get = NULL;
+    expect_host_refused(&h, "kv_get");
+    h = make_host(&g_th);
+    h.kv_put = NULL;
+    expect_host_refused(&h, "kv_put");
+    h = make_host(&g_th);
+    h.kv_del = NULL;
+    expect_host_refused(&h, "kv_del");
+    h = make_host(&g_th);
+    h.kv_iter = NULL;
+    expect_host_refused(&h, "kv_iter");
+    h = make_host(&g_th);
+    h.kv_free = NULL;
+    expect_host_refused(&h, "kv_free");
+    /* A host compiled before kv_iter existed: the member is not read. */
+    h = make_host(&g_th);
+    h.struct_size = (uint32_t)offsetof(clarity_host, kv_iter);
+    expect_host_refused(&h, "kv_iter");
+    store *s = NULL;
+    cr_assert_eq(store_open_host(NULL, &s, NULL), CLARITY_EINVAL);
+}
+
+Test(store, host_forwards_and_frees)
+{
+    store *s = open_kind(K_HOST);
+    put_s(s, "h", "k", "v");
+    cr_assert_eq(g_th.n, 1);
+    cr_assert_str_eq(g_th.v[0].ns, "h");
+    cr_assert_str_eq(g_th.v[0].key, "k");
+    for (int i = 0; i < 5; i++) expect_val(s, "h", "k", "v");
+    cr_assert_eq(g_th.outstanding, 0, "every kv_get buffer goes back through kv_free");
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    cr_assert_eq(g_th.begins, 1);
+    cr_assert_eq(g_th.in_txn, 1);
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    cr_assert_eq(g_th.commits, 1);
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    store_rollback(s);
+    cr_assert_eq(g_th.rollbacks, 1);
+    /* del_ns outside a transaction is bracketed by kv_begin/kv_commit. */
+    put_s(s, "h", "k2", "v2");
+    cr_assert_eq(store_del_ns(s, "h"), CLARITY_OK);
+    cr_assert_eq(g_th.n, 0);
+    cr_assert_eq(g_th.begins, 3);
+    cr_assert_eq(g_th.commits, 2);
+    store_close(s);
+}
+
+Test(store, host_errors_map_to_estore)
+{
+    store *s = open_kind(K_HOST);
+    g_th.fail_put = CLARITY_ENOMEM;
+    cr_assert_eq(store_put(s, "h", "k", "v", 1), CLARITY_ESTORE);
+    cr_assert(strstr(store_errmsg(s), "kv_put") != NULL, "%s", store_errmsg(s));
+    g_th.fail_put = -42;
+    cr_assert_eq(store_put(s, "h", "k", "v", 1), CLARITY_ESTORE);
+    cr_assert(strstr(store_errmsg(s), "-42") != NULL, "%s", store_errmsg(s));
+    g_th.fail_put = 0;
+    put_s(s, "h", "k", "v");
+    expect_val(s, "h", "k", "v");
+    store_close(s);
+}
+
+Test(store, host_without_transactions)
+{
+    clarity_host h = make_host(&g_th);
+    h.struct_size = (uint32_t)offsetof(clarity_host, kv_begin); /* an older host */
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_host(&h, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_s(s, "h", "a", "1");
+    put_s(s, "h", "b", "2");
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+    expect_val(s, "h", "a", "1");
+    acc a;
+    cr_assert_str_eq(iter_text(s, "h", "", 0, &a), "a=1;b=2;");
+    cr_assert_eq(store_del_ns(s, "h"), CLARITY_OK);
+    cr_assert_eq(g_th.n, 0);
+    cr_assert_eq(g_th.begins + g_th.commits + g_th.rollbacks, 0, "members beyond struct_size unused");
+    store_close(s);
+}
+
+/* ---- memory only ---------------------------------------------------------- */
+
+Test(store, memory_stores_are_separate)
+{
+    store *a = open_kind(K_MEMORY), *b = open_kind(K_MEMORY);
+    put_s(a, "n", "k", "in a");
+    expect_missing(b, "n", "k");
+    store_close(a);
+    store_close(b);
+    store_close(NULL); /* harmless */
+}

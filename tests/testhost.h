@@ -1,0 +1,43 @@
+/* testhost.h: a small host for tests that dlopen()s build/libclarity.so
+ * through the public ABI, with an optional in-memory kv store. */
+#ifndef TESTS_TESTHOST_H
+#define TESTS_TESTHOST_H
+
+#include <jansson.h>
+
+#include "../include/clarity.h"
+
+typedef struct th_host {
+    void *dl;
+    clarity_host host;
+    clarity_plugin p;
+    struct th_kv *kv; /* NULL unless created with kv */
+    int log_lines;
+} th_host;
+
+/* Path of a file in the build directory ($CLARITY_BUILD or "build"). */
+const char *th_build_path(const char *file);
+/* A fresh temp file path (not created) under /tmp; static buffer per call. */
+char *th_tmp_path(const char *suffix);
+
+/* Loads the plugin with config_json.  with_kv: lend an in-memory kv.
+ * Returns 0 or the init error code (errmsg in *err when given). */
+int th_open(th_host *h, const char *config_json, int with_kv, char **err);
+void th_close(th_host *h);
+/* Counts keys of a namespace in the host kv. */
+size_t th_kv_count(th_host *h, const char *ns);
+
+/* Hook helpers; return the plugin's rc.  *out (when given) gets a malloc'ed copy of data. */
+int th_before(th_host *h, const char *session, const char *workspace, const char *prompt,
+              size_t len, char **out);
+int th_end(th_host *h, const char *session, const char *assistant, const char *tool_name,
+           const char *tool_args);
+int th_compact(th_host *h, const char *session, char **out);
+int th_session_end(th_host *h, const char *session);
+int th_cmd(th_host *h, const char *session, const char *line, char **out, char **err);
+/* RPC; *out gets the parsed JSON answer (result or error object). */
+int th_rpc(th_host *h, const char *method, const char *params, json_t **out);
+/* Finds an item in a clarity.getScores answer. */
+json_t *th_item(json_t *scores, const char *id);
+
+#endif

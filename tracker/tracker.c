@@ -1,0 +1,248 @@
+#include "tracker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* uthash reports allocation failure through this hook instead of exit(). */
+#undef uthash_nonfatal_oom
+#define uthash_nonfatal_oom(obj) (t->oom = 1)
+
+static const char *const cat_names[CAT__COUNT] = {"project", "tool", "file", "keyword", "custom"};
+static const char *const tier_names[TIER__COUNT] = {"essential", "high", "normal", "low"};
+
+void tracker_init(tracker *t, int history_length)
+{
+    memset(t, 0, sizeof *t);
+    if (history_length < 1) history_length = 1;
+    if (history_length > ITEM_HISTORY_MAX) history_length = ITEM_HISTORY_MAX;
+    t->history_length = history_length;
+}
+
+static void item_free(item *it)
+{
+    free(it->id);
+    free(it->anchor_reason);
+    free(it);
+}
+
+void tracker_free(tracker *t)
+{
+    item *it, *tmp;
+    HASH_ITER(hh, t->items, it, tmp)
+    {
+        HASH_DELETE(hh, t->items, it);
+        item_free(it);
+    }
+    for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
+    free(t->deleted);
+    memset(t, 0, sizeof *t);
+}
+
+const char *tracker_category_name(int cat)
+{
+    return cat >= 0 && cat < CAT__COUNT ? cat_names[cat] : "unknown";
+}
+
+int tracker_category_from_name(const char *s)
+{
+    for (int i = 0; s && i < CAT__COUNT; i++)
+        if (strcmp(s, cat_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *tracker_tier_name(int tier)
+{
+    return tier >= 0 && tier < TIER__COUNT ? tier_names[tier] : "normal";
+}
+
+int tracker_tier_from_name(const char *s)
+{
+    for (int i = 0; s && i < TIER__COUNT; i++)
+        if (strcmp(s, tier_names[i]) == 0) return i;
+    return -1;
+}
+
+int tracker_category_of_id(const char *id)
+{
+    if (strncmp(id, "tool:", 5) == 0) return CAT_TOOL;
+    if (strncmp(id, "file:", 5) == 0) return CAT_FILE;
+    if (strncmp(id, "keyword:", 8) == 0) return CAT_KEYWORD;
+    return strchr(id, ':') ? CAT_CUSTOM : CAT_PROJECT;
+}
+
+item *tracker_find(tracker *t, const char *id)
+{
+    item *it = NULL;
+    HASH_FIND_STR(t->items, id, it);
+    return it;
+}
+
+void tracker_mark_dirty(tracker *t, item *it)
+{
+    if (it->dirty) return;
+    it->dirty = 1;
+    it->dirty_next = t->dirty;
+    t->dirty = it;
+}
+
+item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
+{
+    item *it = tracker_find(t, id);
+    if (it) return it;
+    it = calloc(1, sizeof *it);
+    if (!it) return NULL;
+    it->id = strdup(id);
+    if (!it->id) {
+        free(it);
+        return NULL;
+    }
+    it->category = category;
+    it->tier = TIER_NORMAL;
+    it->first_seen_turn = t->current_turn;
+    /* An item that enters without a mention (a file the agent touched) ages
+     * from the turn it was first seen. */
+    it->last_mention_turn = t->current_turn;
+    it->last_reference_turn = -1;
+    it->pruned_turn = -1;
+    it->created_at_ms = now_ms;
+    int oom_before = t->oom;
+    HASH_ADD_KEYPTR(hh, t->items, it->id, strlen(it->id), it);
+    if (t->oom && !oom_before) {
+        t->oom = 0;
+        item_free(it);
+        return NULL;
+    }
+    t->count++;
+    /* A previously evicted id that comes back must not be deleted later. */
+    for (size_t i = 0; i < t->n_deleted; i++) {
+        if (strcmp(t->deleted[i], id) == 0) {
+            free(t->deleted[i]);
+            t->deleted[i] = t->deleted[--t->n_deleted];
+            break;
+        }
+    }
+    tracker_mark_dirty(t, it);
+    return it;
+}
+
+void tracker_history_push(tracker *t, item *it, int64_t turn)
+{
+    int cap = t->history_length;
+    it->history[it->hist_head] = turn;
+    it->hist_head = (uint8_t)((it->hist_head + 1) % cap);
+    if (it->hist_len < cap) it->hist_len++;
+}
+
+size_t tracker_history(const item *it, int64_t *out, size_t max)
+{
+    /* Walk back from the newest entry; the ring size is the history length
+     * in force when the entries were pushed, so recover it from hist_len
+     * when the ring has not wrapped. */
+    size_t n = it->hist_len < max ? it->hist_len : max;
+    int cap = it->hist_len;
+    if (cap == 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        int idx = ((int)it->hist_head - 1 - (int)i) % cap;
+        if (idx < 0) idx += cap;
+        out[i] = it->history[idx];
+    }
+    return n;
+}
+
+item *tracker_mention(tracker *t, const char *id, int category, int64_t now_ms)
+{
+    item *it = tracker_touch(t, id, category, now_ms);
+    if (!it) return NULL;
+    if (it->mention_count > 0 && it->last_mention_turn == t->current_turn && !it->pruned)
+        return it;
+    it->mention_count++;
+    it->last_mention_turn = t->current_turn;
+    it->pruned = 0;
+    it->pruned_turn = -1;
+    tracker_history_push(t, it, t->current_turn);
+    tracker_mark_dirty(t, it);
+    return it;
+}
+
+int tracker_reference(tracker *t, item *it)
+{
+    if (it->last_reference_turn == t->current_turn && it->reference_count > 0) return 0;
+    it->reference_count++;
+    it->last_reference_turn = t->current_turn;
+    it->pruned = 0;
+    it->pruned_turn = -1;
+    tracker_mark_dirty(t, it);
+    return 1;
+}
+
+void tracker_anchor(tracker *t, item *it, const char *reason, int64_t now_ms)
+{
+    char *r = reason ? strdup(reason) : NULL;
+    free(it->anchor_reason);
+    it->anchor_reason = r;
+    it->anchored = 1;
+    it->anchor_at_ms = now_ms;
+    it->pruned = 0;
+    tracker_mark_dirty(t, it);
+}
+
+void tracker_unanchor(tracker *t, item *it)
+{
+    free(it->anchor_reason);
+    it->anchor_reason = NULL;
+    it->anchored = 0;
+    it->anchor_at_ms = 0;
+    tracker_mark_dirty(t, it);
+}
+
+void tracker_set_tier(tracker *t, item *it, int tier)
+{
+    it->tier = tier;
+    tracker_mark_dirty(t, it);
+}
+
+void tracker_remove(tracker *t, item *it)
+{
+    if (t->n_deleted == t->cap_deleted) {
+        size_t cap = t->cap_deleted ? t->cap_deleted * 2 : 16;
+        char **d = realloc(t->deleted, cap * sizeof *d);
+        if (d) {
+            t->deleted = d;
+            t->cap_deleted = cap;
+        }
+    }
+    /* Unlink from the dirty list first (it is singly linked). */
+    if (it->dirty) {
+        item **pp = &t->dirty;
+        while (*pp && *pp != it) pp = &(*pp)->dirty_next;
+        if (*pp) *pp = it->dirty_next;
+    }
+    HASH_DELETE(hh, t->items, it);
+    t->count--;
+    if (t->n_deleted < t->cap_deleted) {
+        t->deleted[t->n_deleted++] = it->id; /* ownership moves to the list */
+        it->id = NULL;
+    }
+    item_free(it);
+}
+
+void tracker_advance_turn(tracker *t)
+{
+    t->current_turn++;
+    t->meta_dirty = 1;
+}
+
+void tracker_clear_dirty(tracker *t)
+{
+    item *it = t->dirty;
+    while (it) {
+        item *next = it->dirty_next;
+        it->dirty = 0;
+        it->dirty_next = NULL;
+        it = next;
+    }
+    t->dirty = NULL;
+    t->meta_dirty = 0;
+    for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
+    t->n_deleted = 0;
+}
