@@ -18,14 +18,19 @@ DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+# CFLAGS/LDFLAGS are the user's (make CFLAGS=...); the project's own flags
+# are added on top so a command-line override cannot drop them.
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) -Iinclude $(DEP_CFLAGS) \
+XCFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) -Iinclude $(DEP_CFLAGS) \
            -DCLARITY_VERSION='"$(VERSION)"'
+XLDFLAGS :=
 LDLIBS  := $(DEP_LIBS) -lpthread -lm
 ifeq ($(SAN),1)
-CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-LDFLAGS += -fsanitize=address,undefined
+XCFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+XLDFLAGS += -fsanitize=address,undefined
 endif
+ALL_CFLAGS = $(CFLAGS) $(XCFLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(XLDFLAGS)
 
 # Library modules, one folder each (the architecture).
 LIB_DIRS := util config tracker scorer pruner extract store plugin gateway
@@ -47,10 +52,10 @@ all: $(SO) $(CLI) $(BUILD)/minimal_host
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(SO): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libclarity.so.0 -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libclarity.so.0 -Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(AR_INTERNAL): $(LIB_OBJ)
 	@rm -f $@
@@ -58,14 +63,14 @@ $(AR_INTERNAL): $(LIB_OBJ)
 
 # The CLI finds the plugin next to itself ($ORIGIN) unless --plugin is given.
 $(CLI): $(HOST_OBJ) $(BUILD)/obj/util/buf.o | $(SO)
-	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
 
 $(BUILD)/minimal_host: examples/minimal_host.c include/clarity.h | $(SO)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -ldl
 
 $(BUILD)/tests/%: tests/%.c $(AR_INTERNAL) $(TEST_SUP_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(TEST_SUP_OBJ) $(AR_INTERNAL) $(LDFLAGS) $(LDLIBS) $(CRIT_LIBS) -ldl
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(TEST_SUP_OBJ) $(AR_INTERNAL) $(ALL_LDFLAGS) $(LDLIBS) $(CRIT_LIBS) -ldl
 
 # Runs every Criterion binary; the integration tests find the .so and CLI
 # through CLARITY_BUILD.

@@ -4,6 +4,8 @@
  * call), over a session already tracking --items items.  Text is generated
  * deterministically from a fixed vocabulary that includes tracked names, so
  * every turn mentions and references a realistic handful of items.
+ * --density N: one token in N names a tracked item (default 32: a 16 KiB
+ * reply then names ~85 items, a dense reply).
  * Prints median and p99 per hook and per turn for each store backend.
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
  */
@@ -39,20 +41,31 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Fills buf with about len bytes of text naming some of the n tracked items. */
-static size_t gen_text(char *buf, size_t len, int n_items)
+/* The id of seeded item i, as it is written in text. */
+static int item_text(char *out, size_t cap, int i)
+{
+    switch (i % 4) {
+    case 0: return snprintf(out, cap, "Proj%04dCore", i / 4);
+    case 1: return snprintf(out, cap, "src/mod%d/file%d.ts", (i / 4) % 50, i / 4);
+    case 2: return snprintf(out, cap, "word%04d", i / 4);
+    default: return snprintf(out, cap, "term%04d", i / 4);
+    }
+}
+
+/* Fills buf with about len bytes of text; one token in `density` names a
+ * tracked item, the rest are common words, so the item count stays put. */
+static size_t gen_text(char *buf, size_t len, int n_items, int density)
 {
     size_t off = 0;
     while (off + 64 < len) {
         uint32_t r = next_rand();
         int w;
-        if (r % 16 == 0)
-            w = snprintf(buf + off, len - off, "Proj%04uCore ", (unsigned)(next_rand() % (unsigned)n_items / 4));
-        else if (r % 16 == 1)
-            w = snprintf(buf + off, len - off, "src/mod%u/file%u.ts ", (unsigned)(next_rand() % 50),
-                         (unsigned)(next_rand() % ((unsigned)n_items / 4)));
-        else
+        if (r % (uint32_t)density == 0) {
+            w = item_text(buf + off, len - off, (int)(next_rand() % (uint32_t)n_items));
+            buf[off + (size_t)w++] = ' ';
+        } else {
             w = snprintf(buf + off, len - off, "%s ", words[r % NWORDS]);
+        }
         off += (size_t)w;
     }
     buf[off] = '\0';
@@ -86,7 +99,7 @@ typedef struct run_result {
 } run_result;
 
 static int run(clarity_plugin_init_fn init, const char *config, const char *backend, int items,
-               int turns, run_result *res)
+               int turns, int density, run_result *res)
 {
     clarity_host host = {.struct_size = sizeof host, .abi_version = CLARITY_ABI_VERSION};
     clarity_plugin p = {.struct_size = sizeof p};
@@ -102,13 +115,15 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
     char *state = malloc(cap);
     size_t off = (size_t)snprintf(state, cap, "{\"session\":\"bench\",\"state\":{\"currentTurn\":10,\"items\":[");
     for (int i = 0; i < items; i++) {
-        const char *fmt = i % 4 == 0   ? "proj%04dcore"
-                          : i % 4 == 1 ? "file:src/mod%d/file.ts"
-                          : i % 4 == 2 ? "keyword:word%04d"
-                                       : "keyword:term%04d";
-        char id[64];
-        snprintf(id, sizeof id, fmt, i / 4);
-        if (i % 4 == 1) snprintf(id, sizeof id, "file:src/mod%d/file%d.ts", (i / 4) % 50, i / 4);
+        char text[64], id[80];
+        item_text(text, sizeof text, i);
+        if (i % 4 == 0) {
+            snprintf(id, sizeof id, "proj%04dcore", i / 4);
+        } else if (i % 4 == 1) {
+            snprintf(id, sizeof id, "file:%s", text);
+        } else {
+            snprintf(id, sizeof id, "keyword:%s", text);
+        }
         off += (size_t)snprintf(state + off, cap - off,
                                 "%s{\"id\":\"%s\",\"mentionCount\":%d,\"referenceCount\":%d,\"lastMentionTurn\":%d}",
                                 i ? "," : "", id, 1 + i % 5, i % 3, i % 10);
@@ -126,11 +141,15 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
     double *tb = malloc(sizeof(double) * (size_t)turns), *te = malloc(sizeof(double) * (size_t)turns),
            *tt = malloc(sizeof(double) * (size_t)turns);
     for (int t = 0; t < turns; t++) {
-        size_t plen = gen_text(prompt, 4096, items);
-        size_t rlen = gen_text(reply, 16384, items);
+        size_t plen = gen_text(prompt, 4096, items, density);
+        size_t rlen = gen_text(reply, 16384, items, density);
         char args[128];
-        snprintf(args, sizeof args, "{\"file_path\":\"src/mod%u/file%u.ts\"}", next_rand() % 50,
-                 next_rand() % ((unsigned)items / 4));
+        {
+            char path[64];
+            int k = (int)(next_rand() % (uint32_t)(items / 4)) * 4 + 1;
+            item_text(path, sizeof path, k < items ? k : 1);
+            snprintf(args, sizeof args, "{\"file_path\":\"/ws/%s\"}", path);
+        }
         clarity_before_agent_start b = {sizeof b, "bench", "/ws", prompt, plen, NULL, 0};
         clarity_event ev = {sizeof ev, CLARITY_EV_BEFORE_AGENT_START, 1, &b};
         double t0 = now_us();
@@ -168,19 +187,21 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
 int main(int argc, char **argv)
 {
     const char *plugin = "build/libclarity.so", *json_out = NULL;
-    int items = 1000, turns = 2000;
+    int items = 1000, turns = 2000, density = 32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
         else if (!strcmp(argv[i], "--items") && i + 1 < argc) items = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--turns") && i + 1 < argc) turns = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_out = argv[++i];
+        else if (!strcmp(argv[i], "--density") && i + 1 < argc) density = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--smoke")) items = 40, turns = 20;
         else {
-            fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]\n");
+            fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n");
             return 2;
         }
     }
     if (items < 8) items = 8;
+    if (density < 1) density = 1;
     void *dl = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         fprintf(stderr, "%s\n", dlerror());
@@ -196,7 +217,8 @@ int main(int argc, char **argv)
     snprintf(cfg_mem, sizeof cfg_mem, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%d}}",
              items * 4 + 100);
     run_result res[2];
-    if (run(init, cfg_mem, "memory", items, turns, &res[0]) || run(init, cfg_sqlite, "sqlite", items, turns, &res[1]))
+    if (run(init, cfg_mem, "memory", items, turns, density, &res[0]) ||
+        run(init, cfg_sqlite, "sqlite", items, turns, density, &res[1]))
         return 1;
     static const char *const sfx[] = {"", "-wal", "-shm"};
     for (int k = 0; k < 3; k++) {
@@ -204,7 +226,8 @@ int main(int argc, char **argv)
         snprintf(side, sizeof side, "%s%s", db, sfx[k]);
         unlink(side);
     }
-    printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, %d turns\n", items, turns);
+    printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, 1 token in %d names an item, %d turns\n",
+           items, density, turns);
     printf("%-8s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
            "end p50 us", "end p99 us", "turn p50 us", "turn p99 us");
     for (int i = 0; i < 2; i++)
@@ -213,7 +236,8 @@ int main(int argc, char **argv)
     if (json_out) {
         FILE *f = fopen(json_out, "w");
         if (!f) return 1;
-        fprintf(f, "{\"items\":%d,\"turns\":%d,\"promptBytes\":4096,\"replyBytes\":16384,\"results\":[", items, turns);
+        fprintf(f, "{\"items\":%d,\"turns\":%d,\"density\":%d,\"promptBytes\":4096,\"replyBytes\":16384,\"results\":[",
+                items, turns, density);
         for (int i = 0; i < 2; i++)
             fprintf(f,
                     "%s{\"store\":\"%s\",\"beforeAgentStart\":{\"p50us\":%.2f,\"p99us\":%.2f},"

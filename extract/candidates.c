@@ -13,10 +13,22 @@
 
 #define JSON_MAX_PATH 4096
 
-static int is_path_char(unsigned char c)
-{
-    return ex_is_word(c) || c == '.' || c == '/' || c == '~' || c == '@' || c == '+' || c == '-';
-}
+/* Characters of path-like tokens: [A-Za-z0-9_./~@+-], as a table because
+ * this runs once per byte of every reply. */
+static const unsigned char path_char[256] = {
+    ['.'] = 1, ['/'] = 1, ['~'] = 1, ['@'] = 1, ['+'] = 1, ['-'] = 1, ['_'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+};
+#define is_path_char(c) (path_char[(unsigned char)(c)])
 
 /* prefix + lowercase(s), '-' -> '_' when snake. */
 static int emit_lower(ex_emitter *e, const char *prefix, const char *s, size_t n, int snake, int cat)
@@ -30,6 +42,17 @@ static int emit_lower(ex_emitter *e, const char *prefix, const char *s, size_t n
     return ex_em_emit_scratch(e, cat, 0);
 }
 
+/* Whether the filter may hold the path or, for an absolute path, one of
+ * its tails. */
+static int path_may_match(const name_filter *nf, const char *p, size_t n)
+{
+    if (name_filter_test(nf, p, n)) return 1;
+    if (n && p[0] == '/')
+        for (size_t i = 1; i + 1 < n; i++)
+            if (p[i] == '/' && name_filter_test(nf, p + i + 1, n - i - 1)) return 1;
+    return 0;
+}
+
 /* The file ids of a path: its canonical id, the normalized path, the
  * lowercase form of .md files and, for a path that stayed absolute, its
  * tails (which may be tracked relative to an unknown workspace). */
@@ -39,6 +62,10 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
     buf_init(&np);
     ex_norm_path(p, n, e->ws, e->wslen, &np);
     int r = buf_failed(&np) ? (ex_em_error(e, CLARITY_ENOMEM), -1) : 0;
+    if (r == 0 && e->nf && !path_may_match(e->nf, np.p, np.len)) {
+        buf_free(&np);
+        return 0;
+    }
     if (r == 0 && ex_file_id(np.p, np.len, &e->id) != FILE_NONE) {
         if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
         buf_puts(&e->id, "file:");
@@ -63,6 +90,7 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
 static int emit_word(ex_emitter *e, const char *w, size_t n)
 {
     if (n > EX_MAX_WORD) return 0;
+    if (e->nf && !name_filter_test(e->nf, w, n)) return 0;
     if (emit_lower(e, "", w, n, 0, CAT_PROJECT) < 0 || emit_lower(e, "tool:", w, n, 0, CAT_TOOL) < 0)
         return -1;
     if (n < (size_t)e->ex->min_len) return 0;
@@ -82,6 +110,7 @@ static int emit_word(ex_emitter *e, const char *w, size_t n)
 static int emit_run(ex_emitter *e, const char *s, size_t n)
 {
     if (n > EX_MAX_ID) return 0;
+    if (e->nf && !name_filter_test(e->nf, s, n)) return 0;
     if (emit_lower(e, "", s, n, 1, CAT_PROJECT) < 0 || emit_lower(e, "tool:", s, n, 0, CAT_TOOL) < 0)
         return -1;
     return 0;
@@ -91,7 +120,12 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
 {
     while (n > 0 && t[n - 1] == '.') n--;
     if (n == 0) return 0;
-    if (!url && n <= EX_MAX_PATH && (memchr(t, '/', n) || ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))
+    int dot = 0, slash = 0;
+    for (size_t k = 0; k < n; k++) {
+        dot |= t[k] == '.';
+        slash |= t[k] == '/';
+    }
+    if (!url && n <= EX_MAX_PATH && (slash || (dot && (ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))))
         if (emit_path_forms(e, t, n) < 0) return -1;
     size_t i = 0, run_start = 0, run_words = 0;
     while (i < n) {
@@ -137,14 +171,22 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
     }
 }
 
-int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
-                       extract_cb cb, void *ud)
+int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,
+                                const char *workspace, const name_filter *nf, extract_cb cb,
+                                void *ud)
 {
     if (!ex || !cb) return CLARITY_ERR;
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
+    e.nf = nf;
     if (text) scan_text(&e, text, len);
     return ex_em_finish(&e);
+}
+
+int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
+                       extract_cb cb, void *ud)
+{
+    return extract_candidates_filtered(ex, text, len, workspace, NULL, cb, ud);
 }
 
 /* ----------------------------------------------------------------- JSON */
@@ -198,14 +240,15 @@ static void walk(ex_emitter *e, json_t *v, const char *key, int files_only)
     }
 }
 
-static int run_json(const extractor *ex, const char *json, const char *workspace, extract_cb cb,
-                    void *ud, int files_only)
+static int run_json(const extractor *ex, const char *json, const char *workspace,
+                    const name_filter *nf, extract_cb cb, void *ud, int files_only)
 {
     if (!ex || !cb) return CLARITY_ERR;
     if (!json) return 0;
     size_t len = strlen(json);
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
+    e.nf = nf;
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
     if (root) {
@@ -220,13 +263,19 @@ static int run_json(const extractor *ex, const char *json, const char *workspace
 int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
                             extract_cb cb, void *ud)
 {
-    return run_json(ex, json, workspace, cb, ud, 0);
+    return run_json(ex, json, workspace, NULL, cb, ud, 0);
+}
+
+int extract_candidates_json_filtered(const extractor *ex, const char *json, const char *workspace,
+                                     const name_filter *nf, extract_cb cb, void *ud)
+{
+    return run_json(ex, json, workspace, nf, cb, ud, 0);
 }
 
 int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
                        extract_cb cb, void *ud)
 {
-    return run_json(ex, json, workspace, cb, ud, 1);
+    return run_json(ex, json, workspace, NULL, cb, ud, 1);
 }
 
 /* --------------------------------------------------------- lookup forms */

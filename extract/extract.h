@@ -19,6 +19,7 @@
 
 #include "../config/config.h"
 #include "../util/buf.h"
+#include "../util/namefilter.h"
 
 typedef struct extractor extractor;
 
@@ -52,11 +53,20 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
 int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
                        extract_cb cb, void *ud);
 
+/* The same, reporting only candidates whose bare name passes nf (the
+ * tracker's filter of the names it holds); nf NULL passes everything.
+ * Custom-pattern candidates are not filtered. */
+int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,
+                                const char *workspace, const name_filter *nf, extract_cb cb,
+                                void *ud);
+
 /* Same for a tool call's JSON arguments: visits every string value; values
  * of path-like keys (file_path, path, file_paths[], notebook_path...) are
  * reported as file ids.  Malformed JSON is scanned as plain text. */
 int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
                             extract_cb cb, void *ud);
+int extract_candidates_json_filtered(const extractor *ex, const char *json, const char *workspace,
+                                     const name_filter *nf, extract_cb cb, void *ud);
 
 /* File ids named by path-like keys of a tool call's JSON arguments only
  * (what the agent concretely touched). */

@@ -91,6 +91,7 @@ typedef struct ex_emitter {
     char *ws;              /* normalized workspace or NULL */
     size_t wslen;
     int filter;            /* mentions: drop short pattern ids and excluded ids */
+    const name_filter *nf; /* candidates: skip names no tracked item has */
     int stop;              /* the callback asked to stop, or out of memory */
     int rc;                /* sticky CLARITY_ENOMEM / CLARITY_ERR */
 } ex_emitter;

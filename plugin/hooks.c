@@ -211,13 +211,15 @@ static int agent_end(engine *e, const clarity_agent_end *p, char **err)
             buf_init(&clean);
             extract_strip_own(m->text, m->text_len, &clean);
             if (!buf_failed(&clean) && clean.len)
-                extract_candidates(e->ex, clean.p, clean.len, s->workspace, on_candidate, &r);
+                extract_candidates_filtered(e->ex, clean.p, clean.len, s->workspace,
+                                            &s->t.names, on_candidate, &r);
             r.oom |= buf_failed(&clean);
             buf_free(&clean);
         }
         if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
             extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_tool_file, &r);
-            extract_candidates_json(e->ex, m->tool_args_json, s->workspace, on_candidate, &r);
+            extract_candidates_json_filtered(e->ex, m->tool_args_json, s->workspace,
+                                             &s->t.names, on_candidate, &r);
         }
         if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
             char id[128];

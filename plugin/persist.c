@@ -14,16 +14,26 @@
 
 #define PERSIST_VERSION 1
 
+static void field(buf *out, const char *key, long long v)
+{
+    buf_puts(out, key);
+    buf_put_i64(out, v);
+}
+
 void persist_item_json(const item *it, buf *out)
 {
-    buf_printf(out,
-               "{\"cat\":%d,\"tier\":%d,\"m\":%lld,\"r\":%lld,\"f\":%lld,\"lm\":%lld,\"lr\":%lld,"
-               "\"a\":%d,\"at\":%lld,\"p\":%d,\"pt\":%lld,\"c\":%lld",
-               it->category, it->tier, (long long)it->mention_count,
-               (long long)it->reference_count, (long long)it->first_seen_turn,
-               (long long)it->last_mention_turn, (long long)it->last_reference_turn, it->anchored,
-               (long long)it->anchor_at_ms, it->pruned, (long long)it->pruned_turn,
-               (long long)it->created_at_ms);
+    field(out, "{\"cat\":", it->category);
+    field(out, ",\"tier\":", it->tier);
+    field(out, ",\"m\":", (long long)it->mention_count);
+    field(out, ",\"r\":", (long long)it->reference_count);
+    field(out, ",\"f\":", (long long)it->first_seen_turn);
+    field(out, ",\"lm\":", (long long)it->last_mention_turn);
+    field(out, ",\"lr\":", (long long)it->last_reference_turn);
+    field(out, ",\"a\":", it->anchored);
+    field(out, ",\"at\":", (long long)it->anchor_at_ms);
+    field(out, ",\"p\":", it->pruned);
+    field(out, ",\"pt\":", (long long)it->pruned_turn);
+    field(out, ",\"c\":", (long long)it->created_at_ms);
     if (it->anchor_reason) {
         buf_puts(out, ",\"ar\":");
         buf_json_str(out, it->anchor_reason, strlen(it->anchor_reason));
@@ -32,7 +42,10 @@ void persist_item_json(const item *it, buf *out)
     size_t n = tracker_history(it, h, ITEM_HISTORY_MAX);
     buf_puts(out, ",\"h\":[");
     /* oldest first, so a reload can push them back in order */
-    for (size_t i = 0; i < n; i++) buf_printf(out, "%s%lld", i ? "," : "", (long long)h[n - 1 - i]);
+    for (size_t i = 0; i < n; i++) {
+        if (i) buf_putc(out, ',');
+        buf_put_i64(out, (long long)h[n - 1 - i]);
+    }
     buf_puts(out, "]}");
 }
 
@@ -147,6 +160,7 @@ int persist_load(engine *e, session *s)
         tracker_init(&s->t, e->cfg.limits.history_length);
         return rc;
     }
+    tracker_rebuild_names(&s->t); /* categories were set after insertion */
     tracker_clear_dirty(&s->t);
     s->exists_in_store = 1;
     return CLARITY_OK;
@@ -308,6 +322,7 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
         return rc;
     }
     /* Swap in, then write everything in one transaction; restore on failure. */
+    tracker_rebuild_names(&fresh);
     tracker old = s->t;
     s->t = fresh;
     for (item *it = s->t.items; it; it = it->hh.next) tracker_mark_dirty(&s->t, it);

@@ -35,7 +35,35 @@ void tracker_free(tracker *t)
     }
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
     free(t->deleted);
+    name_filter_free(&t->names);
     memset(t, 0, sizeof *t);
+}
+
+const char *tracker_bare_name(const char *id, int category)
+{
+    if (category == CAT_PROJECT) return id;
+    const char *c = strchr(id, ':');
+    return c ? c + 1 : id;
+}
+
+void tracker_rebuild_names(tracker *t)
+{
+    if (name_filter_reset(&t->names, t->count * 2 + 64) != 0) return; /* passes all */
+    for (item *it = t->items; it; it = it->hh.next) {
+        const char *bare = tracker_bare_name(it->id, it->category);
+        name_filter_add(&t->names, bare, strlen(bare));
+    }
+    t->names_removed = 0;
+}
+
+static void names_add(tracker *t, const item *it)
+{
+    if (!t->names.nbits || (t->names.n + 1) * 16 > t->names.nbits) {
+        tracker_rebuild_names(t); /* grows the filter; the new item is already in the table */
+        return;
+    }
+    const char *bare = tracker_bare_name(it->id, it->category);
+    name_filter_add(&t->names, bare, strlen(bare));
 }
 
 const char *tracker_category_name(int cat)
@@ -113,6 +141,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
         return NULL;
     }
     t->count++;
+    names_add(t, it);
     /* A previously evicted id that comes back must not be deleted later. */
     for (size_t i = 0; i < t->n_deleted; i++) {
         if (strcmp(t->deleted[i], id) == 0) {
@@ -219,6 +248,7 @@ void tracker_remove(tracker *t, item *it)
     }
     HASH_DELETE(hh, t->items, it);
     t->count--;
+    if (++t->names_removed > t->count) tracker_rebuild_names(t);
     if (t->n_deleted < t->cap_deleted) {
         t->deleted[t->n_deleted++] = it->id; /* ownership moves to the list */
         it->id = NULL;

@@ -15,6 +15,8 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
+#include "../util/namefilter.h"
+
 enum item_category { CAT_PROJECT = 0, CAT_TOOL, CAT_FILE, CAT_KEYWORD, CAT_CUSTOM, CAT__COUNT };
 enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COUNT };
 
@@ -55,6 +57,10 @@ typedef struct tracker {
     char **deleted;
     size_t n_deleted, cap_deleted;
     int oom; /* set by uthash on allocation failure */
+    /* Bloom filter of the items' bare names (reference prefilter); items
+     * removed since the last rebuild still answer "maybe" until then. */
+    name_filter names;
+    size_t names_removed;
 } tracker;
 
 void tracker_init(tracker *t, int history_length);
@@ -85,6 +91,12 @@ void tracker_mark_dirty(tracker *t, item *it);
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
 void tracker_advance_turn(tracker *t);
+
+/* The name an id is written as in text: the id without its category
+ * prefix ("tool:web_search" -> "web_search"); projects are bare already. */
+const char *tracker_bare_name(const char *id, int category);
+/* Rebuilds the name filter from the items (after many removals). */
+void tracker_rebuild_names(tracker *t);
 
 /* Clears the dirty list and the deleted ids (after a successful persist). */
 void tracker_clear_dirty(tracker *t);

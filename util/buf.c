@@ -73,6 +73,19 @@ void buf_printf(buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+void buf_put_i64(buf *b, long long v)
+{
+    char tmp[24];
+    size_t i = sizeof tmp;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--i] = '-';
+    buf_append(b, tmp + i, sizeof tmp - i);
+}
+
 /* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
