@@ -48,6 +48,7 @@ CLI := $(BUILD)/clarity
 AR_INTERNAL := $(BUILD)/libclarity_internal.a
 
 .PHONY: all demo check test bench install uninstall clean deps examples fuzz
+.SECONDARY:
 all: $(SO) $(CLI) $(BUILD)/minimal_host
 
 $(BUILD)/obj/%.o: %.c
@@ -81,6 +82,7 @@ test: $(SO) $(CLI) $(BUILD)/minimal_host $(TEST_BIN)
 check: deps-check
 	$(MAKE) test
 	$(MAKE) BUILD=build-asan SAN=1 test
+	$(MAKE) -C fuzz replay
 	@echo "make check: all suites passed (plain and ASan+UBSan)"
 
 deps-check:

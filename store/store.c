@@ -17,12 +17,17 @@
 #include "store_impl.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Stores are told apart by a unique id rather than by address, so that a
+ * new store allocated where a closed one was never shows its message. */
+static atomic_ulong next_id = 1;
+
 static _Thread_local struct {
-    const store *s;
+    unsigned long id; /* store the message belongs to; 0: none */
     char msg[STORE_ERR_MAX];
 } tl_err;
 
@@ -44,6 +49,7 @@ int store_create(const store_vt *vt, void *impl, store **out)
     }
     s->vt = vt;
     s->impl = impl;
+    s->id = atomic_fetch_add(&next_id, 1);
     *out = s;
     return CLARITY_OK;
 }
@@ -54,7 +60,7 @@ int store_fail(store *s, int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tl_err.msg, sizeof tl_err.msg, fmt, ap);
     va_end(ap);
-    tl_err.s = s;
+    tl_err.id = s->id;
     memcpy(s->err, tl_err.msg, sizeof s->err);
     return rc;
 }
@@ -107,7 +113,7 @@ void store_close(store *s)
     s->vt->close(s);
     unlock(s);
     pthread_mutex_destroy(&s->mu);
-    if (tl_err.s == s) tl_err.s = NULL;
+    if (tl_err.id == s->id) tl_err.id = 0;
     free(s);
 }
 
@@ -217,13 +223,15 @@ void store_rollback(store *s)
 const char *store_errmsg(const store *s)
 {
     if (!s) return "no store";
-    if (tl_err.s == s) return tl_err.msg;
-    /* The last error happened on another thread: copy it under the lock.
-     * The mutex is logically mutable; the store itself is not changed. */
-    store *m = (store *)s;
-    lock(m);
-    memcpy(tl_err.msg, m->err, sizeof tl_err.msg);
-    unlock(m);
-    tl_err.s = s;
+    if (tl_err.id != s->id) {
+        /* This thread's last error is not from s: take the store's last
+         * message (perhaps another thread's), copied under the lock.  The
+         * mutex is logically mutable; the store itself is not changed. */
+        store *m = (store *)s;
+        lock(m);
+        memcpy(tl_err.msg, m->err, sizeof tl_err.msg);
+        unlock(m);
+        tl_err.id = s->id;
+    }
     return tl_err.msg[0] ? tl_err.msg : "no error";
 }

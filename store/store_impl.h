@@ -40,6 +40,7 @@ struct store {
     void *impl;         /* backend state */
     pthread_mutex_t mu; /* recursive; held from store_begin to commit/rollback */
     int in_txn;         /* only read/written with mu held */
+    unsigned long id;   /* unique per store, for the thread-local error */
     char err[STORE_ERR_MAX];
 };
 

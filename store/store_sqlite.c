@@ -72,7 +72,7 @@ static int sq_get(store *s, const char *ns, const char *key, char **val, size_t 
     if (rc == SQLITE_OK) rc = sqlite3_step(q->get);
     if (rc == SQLITE_DONE) {
         done(q->get);
-        return store_fail(s, CLARITY_ENOTFOUND, "store: key not found");
+        return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
     }
     if (rc != SQLITE_ROW) {
         rc = fail_db(s, "get");

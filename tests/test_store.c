@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdint.h>
@@ -665,7 +666,7 @@ typedef struct worker {
     store *s;
     int id;
     int errors;
-    volatile int *stop;
+    atomic_int *stop;
 } worker;
 
 static void *writer(void *arg)
@@ -698,7 +699,7 @@ static void *reader(void *arg)
 {
     worker *w = arg;
     int rounds = 0;
-    while (!*w->stop || rounds < 3) {
+    while (!atomic_load(w->stop) || rounds < 3) {
         int n = 0;
         if (store_iter(w->s, "conc", "", count_cb, &n) != CLARITY_OK) w->errors++;
         if (n % BATCH != 0) w->errors++; /* saw half a transaction */
@@ -730,13 +731,13 @@ static void check_concurrent(store *s)
 {
     pthread_t th[N_THREADS + 1];
     worker w[N_THREADS + 1];
-    volatile int stop = 0;
+    atomic_int stop = 0;
     for (int i = 0; i <= N_THREADS; i++) {
         w[i] = (worker){s, i, 0, &stop};
         cr_assert_eq(pthread_create(&th[i], NULL, i < N_THREADS ? writer : reader, &w[i]), 0);
     }
     for (int i = 0; i < N_THREADS; i++) pthread_join(th[i], NULL);
-    stop = 1;
+    atomic_store(&stop, 1);
     pthread_join(th[N_THREADS], NULL);
     for (int i = 0; i <= N_THREADS; i++) cr_assert_eq(w[i].errors, 0, "thread %d errors", i);
     verify c = {0, 0};
@@ -754,7 +755,7 @@ static void check_concurrent(store *s)
 /* A transaction holds the store: another thread's call waits for commit. */
 typedef struct blocked {
     store *s;
-    volatile int done;
+    atomic_int done;
     int rc;
 } blocked;
 
@@ -762,7 +763,7 @@ static void *blocked_put(void *arg)
 {
     blocked *b = arg;
     b->rc = store_put(b->s, "lock", "other", "x", 1);
-    b->done = 1;
+    atomic_store(&b->done, 1);
     return NULL;
 }
 
@@ -773,20 +774,35 @@ static void check_txn_excludes(store *s)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, blocked_put, &b), 0);
     usleep(100 * 1000);
-    cr_assert_eq(b.done, 0, "a put from another thread ran inside the transaction");
+    cr_assert_eq(atomic_load(&b.done), 0, "a put from another thread ran inside the transaction");
     put_s(s, "lock", "mine", "y");
     cr_assert_eq(store_commit(s), CLARITY_OK);
     pthread_join(t, NULL);
-    cr_assert_eq(b.done, 1);
+    cr_assert_eq(atomic_load(&b.done), 1);
     cr_assert_eq(b.rc, CLARITY_OK);
     expect_val(s, "lock", "other", "x");
     expect_val(s, "lock", "mine", "y");
 }
 
+static void *miss_other(void *arg)
+{
+    char *v = NULL;
+    size_t n = 0;
+    store_get(arg, "em", "other-thread", &v, &n);
+    return strstr(store_errmsg(arg), "'other-thread'") ? arg : NULL;
+}
+
 static void check_errmsg(store *s)
 {
     expect_missing(s, "em", "nothing");
-    cr_assert(strstr(store_errmsg(s), "not found") != NULL, "%s", store_errmsg(s));
+    /* Another thread's failure does not replace this thread's message. */
+    pthread_t t;
+    void *ok = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, miss_other, s), 0);
+    pthread_join(t, &ok);
+    cr_assert_eq(ok, s, "the other thread sees its own message");
+    cr_assert(strstr(store_errmsg(s), "'nothing'") && strstr(store_errmsg(s), "'em'"), "%s",
+              store_errmsg(s));
     cr_assert_str_eq(store_errmsg(NULL), "no store");
 }
 
