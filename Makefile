@@ -34,9 +34,15 @@ ALL_LDFLAGS = $(LDFLAGS) $(XLDFLAGS)
 
 # Library modules, one folder each (the architecture).
 LIB_DIRS := util config tracker scorer pruner extract store plugin gateway
+HOST_DIRS := host
+# Further parts (adapters, graph, benchmarks) add themselves from mk/*.mk:
+# LIB_DIRS/HOST_DIRS += their folders, EXTRA_CHECKS += targets that
+# `make check` runs after the unit and integration suites.
+EXTRA_CHECKS :=
+include $(sort $(wildcard mk/*.mk))
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-HOST_SRC := $(wildcard host/*.c)
+HOST_SRC := $(foreach d,$(HOST_DIRS),$(wildcard $(d)/*.c))
 HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -83,6 +89,7 @@ check: deps-check
 	$(MAKE) test
 	$(MAKE) BUILD=build-asan SAN=1 test
 	$(MAKE) -C fuzz replay
+	$(if $(EXTRA_CHECKS),$(MAKE) $(EXTRA_CHECKS))
 	@echo "make check: all suites passed (plain and ASan+UBSan)"
 
 deps-check:
