@@ -3,6 +3,7 @@
  * over the tokens of the text; every id a token could stand for is
  * reported once. */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,16 +146,103 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
     return 0;
 }
 
+/* Lowercased word characters [a-z0-9_], 0 for anything else. */
+static unsigned char lower_word[256];
+static pthread_once_t lower_word_once = PTHREAD_ONCE_INIT;
+static void lower_word_init(void)
+{
+    for (int c = 0; c < 256; c++)
+        if (ex_is_word((unsigned char)c)) lower_word[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+}
+
+/* A word t[wstart, end) ended: test it and, when a '-' joins it to the
+ * words before it ("focus-engine"), the run up to here, hashed exactly as
+ * name_hash() hashes it.  Runs are rare in prose, so the run start is
+ * found by walking back only when one exists. */
+static inline __attribute__((always_inline)) int word_may_match(const name_filter *nf, const char *t, size_t tok, size_t wstart,
+                                 size_t end, uint64_t wh)
+{
+    int hit = end - wstart <= EX_MAX_WORD && name_filter_test_hash(nf, wh ^ (wh >> 29));
+    if (wstart >= tok + 2 && t[wstart - 1] == '-' && lower_word[(unsigned char)t[wstart - 2]]) {
+        size_t j = wstart;
+        while (j >= tok + 2 && t[j - 1] == '-' && lower_word[(unsigned char)t[j - 2]]) {
+            j--;
+            while (j > tok && lower_word[(unsigned char)t[j - 1]]) j--;
+        }
+        hit |= name_filter_test(nf, t + j, end - j);
+    }
+    return hit;
+}
+
+/* Scans one path-char token from t[i] and decides whether any form of it
+ * could name a tracked item: each word, each hyphen run, or a '.'/'/'
+ * inside it (path forms are checked on the slow path, after
+ * normalization).  One table lookup and one multiply per byte.  Returns
+ * the token end. */
+static size_t prefilter_token(const name_filter *nf, const char *t, size_t i, size_t len, int *maybe)
+{
+    size_t tok = i, wstart = 0, first_special = (size_t)-1, last_nondot = i;
+    uint64_t wh = 0;
+    int in_word = 0, hit = 0;
+    for (; i < len; i++) {
+        unsigned char c = (unsigned char)t[i];
+        unsigned char l = lower_word[c];
+        if (l) {
+            if (!in_word) {
+                in_word = 1;
+                wstart = i;
+                wh = 0xcbf29ce484222325ull;
+            }
+            wh = (wh ^ l) * 0x100000001b3ull;
+            continue;
+        }
+        if (!is_path_char(c)) break;
+        if (in_word) {
+            hit |= word_may_match(nf, t, tok, wstart, i, wh);
+            in_word = 0;
+            last_nondot = i;
+        }
+        if (c != '.') {
+            last_nondot = i + 1;
+        }
+        if ((c == '.' || c == '/') && first_special == (size_t)-1) first_special = i;
+    }
+    if (in_word) {
+        hit |= word_may_match(nf, t, tok, wstart, i, wh);
+        last_nondot = i;
+    }
+    *maybe = hit || first_special < last_nondot;
+    return i;
+}
+
 static void scan_text(ex_emitter *e, const char *t, size_t len)
 {
+    if (e->nf) pthread_once(&lower_word_once, lower_word_init);
     for (size_t i = 0; i < len && !e->stop;) {
         if (!is_path_char((unsigned char)t[i])) {
             i++;
             continue;
         }
         size_t a = i;
-        while (i < len && is_path_char((unsigned char)t[i])) i++;
+        if (e->nf) {
+            /* Most tokens name nothing tracked: one hashing pass, no ids built. */
+            int maybe;
+            i = prefilter_token(e->nf, t, i, len, &maybe);
+            if (!maybe) continue;
+        } else {
+            while (i < len && is_path_char((unsigned char)t[i])) i++;
+        }
         int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
+        /* A token's forms depend only on its bytes: expand each distinct
+         * token once per call (agents repeat the names they work on). */
+        if (!url) {
+            int r = ex_sset_add(&e->tokens, t + a, i - a);
+            if (r == 0) continue;
+            if (r == -1) {
+                ex_em_error(e, CLARITY_ENOMEM);
+                return;
+            }
+        }
         if (process_token(e, t + a, i - a, url) < 0) return;
     }
     for (size_t k = 0; k < e->ex->n_custom && !e->stop; k++) {

@@ -20,10 +20,12 @@
 /* CamelCase compounds, or hyphenated lowercase names not touching a path.
  * Possessive and bounded repeats: no backtracking, and a hostile run of
  * "a-a-a-..." cannot exhaust the match limit. */
-static const char RE_PROJECT[] = "\\b[A-Z][a-z]++(?:[A-Z][a-z]++){1,32}+\\b"
-                                 "|(?<![\\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\\w/-]|\\.\\w)";
-/* Path-like tokens: a maximal run of path characters holding '.' or '/'. */
-static const char RE_PATH[] = "(?<![\\w./~@+-])[\\w~@+-]*+[./][\\w./~@+-]*+";
+/* Two patterns rather than one alternation: each keeps PCRE2's start-up
+ * optimizations (a start-character set for the first, the required '-' for
+ * the second), which makes the pass several times cheaper on prose.  Their
+ * matches are merged in text order. */
+static const char RE_PROJECT[] = "\\b[A-Z][a-z]++(?:[A-Z][a-z]++){1,32}+\\b";
+static const char RE_HYPHEN[] = "(?<![\\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\\w/-]|\\.\\w)";
 
 /* ------------------------------------------------------------ lifecycle */
 
@@ -63,6 +65,28 @@ static int compile(const char *pat, size_t n, pcre2_code **out, char **err, cons
 }
 
 /* "(?<!\w)(?:name|name...)(?!\w)" with every ASCII punctuation escaped. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the word t[0..n) is one of the plain-word tool names. */
+static int is_tool_word(const extractor *ex, const char *t, size_t n)
+{
+    if (n >= 64 || !(ex->tool_lens >> n & 1)) return 0;
+    size_t lo = 0, hi = ex->n_tool_words;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *w = ex->tool_words[mid];
+        int c = strncmp(w, t, n);
+        if (c == 0 && w[n]) c = 1;
+        if (c == 0) return 1;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return 0;
+}
+
 static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
 {
     buf b;
@@ -84,7 +108,29 @@ static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
     if (buf_failed(&b)) rc = CLARITY_ENOMEM;
     else if (n) rc = compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
     buf_free(&b);
-    return rc;
+    if (rc) return rc;
+    /* Plain-word names (all of the defaults) also go into a sorted table. */
+    size_t words = 0;
+    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+        const char *t = cfg->extraction.tools[i];
+        if (!t || !*t) continue;
+        size_t l = strlen(t);
+        for (size_t k = 0; k < l; k++)
+            if (!ex_is_word((unsigned char)t[k])) return 0; /* keep the regex only */
+        if (l >= 64) return 0;
+        words++;
+    }
+    if (!words) return 0;
+    ex->tool_words = calloc(words, sizeof *ex->tool_words);
+    if (!ex->tool_words) return CLARITY_ENOMEM;
+    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+        const char *t = cfg->extraction.tools[i];
+        if (!t || !*t) continue;
+        if (!(ex->tool_words[ex->n_tool_words++] = util_strdup(t))) return CLARITY_ENOMEM;
+        ex->tool_lens |= (uint64_t)1 << strlen(t);
+    }
+    qsort(ex->tool_words, ex->n_tool_words, sizeof *ex->tool_words, cmp_str);
+    return 0;
 }
 
 static uint64_t make_seed(const void *p)
@@ -123,7 +169,7 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     pcre2_set_match_limit(ex->mctx, MATCH_LIMIT);
     pcre2_set_depth_limit(ex->mctx, DEPTH_LIMIT);
     if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
-        (rc = compile(RE_PATH, sizeof RE_PATH - 1, &ex->re_path, err, "paths")) ||
+        (rc = compile(RE_HYPHEN, sizeof RE_HYPHEN - 1, &ex->re_hyphen, err, "projects")) ||
         (rc = compile_tools(ex, cfg, err)))
         goto fail;
 
@@ -171,8 +217,10 @@ void extract_free(extractor *ex)
 {
     if (!ex) return;
     pcre2_code_free(ex->re_project);
+    pcre2_code_free(ex->re_hyphen);
+    for (size_t i = 0; i < ex->n_tool_words; i++) free(ex->tool_words[i]);
+    free(ex->tool_words);
     pcre2_code_free(ex->re_tools);
-    pcre2_code_free(ex->re_path);
     for (size_t i = 0; i < ex->n_custom; i++) {
         free(ex->custom_name[i]);
         pcre2_code_free(ex->custom[i]);
@@ -229,6 +277,7 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
     e->ud = ud;
     e->filter = filter;
     ex_sset_init(&e->seen, ex->seed);
+    ex_sset_init(&e->tokens, ex->seed);
     buf_init(&e->id);
     int oom;
     e->ws = ex_norm_workspace(workspace, &oom);
@@ -244,6 +293,7 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
 int ex_em_finish(ex_emitter *e)
 {
     ex_sset_free(&e->seen);
+    ex_sset_free(&e->tokens);
     buf_free(&e->id);
     pcre2_match_data_free(e->md);
     free(e->ws);
@@ -346,6 +396,22 @@ void extract_strip_own(const char *text, size_t len, buf *out)
 
 static void pass_tools(ex_emitter *e, const char *t, size_t len)
 {
+    if (e->ex->tool_words) {
+        /* Same matches as the regex (whole ASCII words), by table lookup. */
+        for (size_t i = 0; i < len && !e->stop;) {
+            if (!ex_is_word((unsigned char)t[i])) {
+                i++;
+                continue;
+            }
+            size_t a = i;
+            while (i < len && ex_is_word((unsigned char)t[i])) i++;
+            if (!is_tool_word(e->ex, t + a, i - a)) continue;
+            buf_puts(&e->id, "tool:");
+            ex_append_lower(&e->id, t + a, i - a);
+            if (ex_em_emit_scratch(e, CAT_TOOL, 1) < 0) return;
+        }
+        return;
+    }
     size_t pos = 0, ms, me;
     int r;
     while ((r = ex_next_match(e->ex, e->ex->re_tools, t, len, &pos, e->md, &ms, &me)) == 1) {
@@ -358,6 +424,28 @@ static void pass_tools(ex_emitter *e, const char *t, size_t len)
 
 static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+/* The next path-like token at or after *pos: a maximal run of
+ * [A-Za-z0-9_./~@+-] that holds a '.' or a '/'.  A byte scan rather than a
+ * regex: the pattern has no literal to anchor on, and this runs over every
+ * prompt.  Returns 1 with [*ms, *me), or 0 at the end. */
+static int next_path_token(const char *t, size_t len, size_t *pos, size_t *ms, size_t *me)
+{
+    size_t i = *pos;
+    while (i < len) {
+        while (i < len && !ex_is_path_char((unsigned char)t[i])) i++;
+        size_t a = i;
+        int special = 0;
+        for (; i < len && ex_is_path_char((unsigned char)t[i]); i++) special |= t[i] == '.' || t[i] == '/';
+        if (special) {
+            *ms = a;
+            *me = *pos = i;
+            return 1;
+        }
+    }
+    *pos = len;
+    return 0;
+}
+
 /* Memory files are reported as found, source files after them. */
 static void pass_files(ex_emitter *e, const char *t, size_t len)
 {
@@ -367,7 +455,7 @@ static void pass_files(ex_emitter *e, const char *t, size_t len)
     buf_init(&pending);
     size_t pos = 0, ms, me;
     int r;
-    while ((r = ex_next_match(ex, ex->re_path, t, len, &pos, e->md, &ms, &me)) == 1) {
+    while ((r = next_path_token(t, len, &pos, &ms, &me)) == 1) {
         if (ms > 0 && t[ms - 1] == ':' && me - ms >= 2 && t[ms] == '/' && t[ms + 1] == '/') {
             while (pos < len && !is_space((unsigned char)t[pos])) pos++; /* a URL */
             continue;
@@ -399,16 +487,24 @@ static void pass_files(ex_emitter *e, const char *t, size_t len)
 
 static void pass_projects(ex_emitter *e, const char *t, size_t len)
 {
-    size_t pos = 0, ms, me;
-    int r;
-    while ((r = ex_next_match(e->ex, e->ex->re_project, t, len, &pos, e->md, &ms, &me)) == 1) {
-        if (me - ms > EX_MAX_ID) continue;
-        ex_append_lower(&e->id, t + ms, me - ms);
-        for (size_t i = 0; i < e->id.len; i++)
-            if (e->id.p[i] == '-') e->id.p[i] = '_';
-        if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
+    /* Two match streams (CamelCase, hyphenated), consumed in text order. */
+    const pcre2_code *re[2] = {e->ex->re_project, e->ex->re_hyphen};
+    size_t pos[2] = {0, 0}, ms[2], me[2];
+    int r[2];
+    for (int k = 0; k < 2; k++) r[k] = ex_next_match(e->ex, re[k], t, len, &pos[k], e->md, &ms[k], &me[k]);
+    while (r[0] == 1 || r[1] == 1) {
+        int k = r[0] == 1 && (r[1] != 1 || ms[0] <= ms[1]) ? 0 : 1;
+        size_t a = ms[k], b = me[k];
+        if (b - a <= EX_MAX_ID) {
+            ex_append_lower(&e->id, t + a, b - a);
+            for (size_t i = 0; i < e->id.len; i++)
+                if (e->id.p[i] == '-') e->id.p[i] = '_';
+            if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
+        }
+        r[k] = ex_next_match(e->ex, re[k], t, len, &pos[k], e->md, &ms[k], &me[k]);
     }
-    ex_em_error(e, r);
+    ex_em_error(e, r[0]);
+    ex_em_error(e, r[1]);
 }
 
 static void pass_custom(ex_emitter *e, const char *t, size_t len)

@@ -21,9 +21,14 @@ struct extractor {
     int projects, tool_names, memory_files, source_files, keywords;
     uint64_t seed;
     pcre2_match_context *mctx;
-    pcre2_code *re_project; /* CamelCase | hyphen-case */
+    pcre2_code *re_project; /* CamelCase */
+    pcre2_code *re_hyphen;  /* hyphen-case */
     pcre2_code *re_tools;   /* configured tool names, NULL when none */
-    pcre2_code *re_path;    /* path-like tokens (contain '.' or '/') */
+    /* The same names as an exact-match table of words, used instead of the
+     * regex when every name is a plain word (the common case). */
+    char **tool_words;
+    size_t n_tool_words;
+    uint64_t tool_lens; /* bit n set: some name has length n (< 64) */
     size_t n_custom;
     char *custom_name[CFG_MAX_PATTERNS];
     pcre2_code *custom[CFG_MAX_PATTERNS];
@@ -62,6 +67,12 @@ static inline int ex_is_word(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
+/* Characters of path-like tokens: [A-Za-z0-9_./~@+-]. */
+static inline int ex_is_path_char(unsigned char c)
+{
+    return ex_is_word(c) || c == '.' || c == '/' || c == '~' || c == '@' || c == '+' || c == '-';
+}
+
 /* Appends the ASCII-lowercased bytes. */
 void ex_append_lower(buf *b, const char *s, size_t n);
 /* Normalizes path into out (appended).  ws is an already normalized
@@ -86,6 +97,7 @@ typedef struct ex_emitter {
     extract_cb cb;
     void *ud;
     ex_sset seen;
+    ex_sset tokens;        /* candidates: tokens already expanded in this call */
     buf id;                /* scratch for building ids */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
     char *ws;              /* normalized workspace or NULL */

@@ -43,7 +43,7 @@ static void fill_tables(engine *e)
 static int open_store(engine *e, char **err)
 {
     int want = e->cfg.storage.backend;
-    int host_kv = CLARITY_HAS_MEMBER(&e->host, clarity_host, kv_iter) && e->host.kv_get &&
+    int host_kv = CLARITY_HAS_MEMBER(&e->host, clarity_host, kv_iter) && e->host.kv_get && e->host.kv_free &&
                   e->host.kv_put && e->host.kv_del && e->host.kv_iter;
     if (want == CFG_STORE_AUTO) want = host_kv ? CFG_STORE_HOST : CFG_STORE_SQLITE;
     switch (want) {

@@ -155,8 +155,8 @@ int store_del_ns(store *s, const char *ns)
 {
     if (!s) return CLARITY_EINVAL;
     lock(s);
-    int rc = !ns ? store_fail(s, CLARITY_EINVAL, "store_del_ns: NULL argument")
-                 : s->vt->del_ns(s, ns);
+    int rc =
+        !ns ? store_fail(s, CLARITY_EINVAL, "store_del_ns: NULL argument") : s->vt->del_ns(s, ns);
     unlock(s);
     return rc;
 }

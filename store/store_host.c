@@ -27,8 +27,7 @@ typedef struct hs {
     int (*kv_put)(void *ud, const char *ns, const char *key, const char *val, size_t len);
     int (*kv_del)(void *ud, const char *ns, const char *key);
     void (*kv_free)(void *ud, char *val);
-    int (*kv_iter)(void *ud, const char *ns, const char *prefix, clarity_kv_iter_cb cb,
-                   void *cbud);
+    int (*kv_iter)(void *ud, const char *ns, const char *prefix, clarity_kv_iter_cb cb, void *cbud);
     int (*kv_begin)(void *ud);
     int (*kv_commit)(void *ud);
     int (*kv_rollback)(void *ud);
@@ -49,7 +48,8 @@ static int hs_get(store *s, const char *ns, const char *key, char **val, size_t 
     char *hv = NULL;
     size_t hn = 0;
     int rc = h->kv_get(h->ud, ns, key, &hv, &hn);
-    if (rc == CLARITY_ENOTFOUND) return store_fail(s, rc, "store: no key '%s' in namespace '%s'", key, ns);
+    if (rc == CLARITY_ENOTFOUND)
+        return store_fail(s, rc, "store: no key '%s' in namespace '%s'", key, ns);
     if (rc != CLARITY_OK) return host_fail(s, "kv_get", rc);
     if (!hv && hn) return store_fail(s, CLARITY_ESTORE, "store: host kv_get returned no buffer");
     char *v = store_dup_val(hv ? hv : "", hn);

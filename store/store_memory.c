@@ -86,18 +86,26 @@ static size_t lower_bound(const mem *m, const char *ns, const char *key, int *fo
     return lo;
 }
 
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
+/* Makes room for `need` elements of `elem` bytes in array p of capacity
+ * *cap.  Returns the (maybe moved) array, or NULL with p untouched. */
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) return 0;
+    if (need <= *cap) return p;
     size_t c = *cap ? *cap : 16;
     while (c < need) {
-        if (c > SIZE_MAX / 2 / elem) return -1;
+        if (c > SIZE_MAX / 2 / elem) return NULL;
         c *= 2;
     }
-    void *p = realloc(*(void **)pp, c * elem);
-    if (!p) return -1;
-    *(void **)pp = p;
-    *cap = c;
+    void *q = realloc(p, c * elem);
+    if (q) *cap = c;
+    return q;
+}
+
+static int reserve_slot(mem *m)
+{
+    ment **v = grow(m->v, &m->cap, m->n + 1, sizeof *m->v);
+    if (!v) return -1;
+    m->v = v;
     return 0;
 }
 
@@ -105,7 +113,10 @@ static int reserve_undo(mem *m, size_t extra)
 {
     if (!m->in_txn) return 0;
     if (extra > SIZE_MAX - m->n_undo) return -1;
-    return grow(&m->undo, &m->cap_undo, m->n_undo + extra, sizeof *m->undo);
+    ment **u = grow(m->undo, &m->cap_undo, m->n_undo + extra, sizeof *m->undo);
+    if (!u) return -1;
+    m->undo = u;
+    return 0;
 }
 
 static void insert_at(mem *m, size_t i, ment *e)
@@ -135,7 +146,8 @@ static int mem_get(store *s, const char *ns, const char *key, char **val, size_t
     mem *m = M(s);
     int found;
     size_t i = lower_bound(m, ns, key, &found);
-    if (!found) return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+    if (!found)
+        return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
     char *v = store_dup_val(m->v[i]->val, m->v[i]->len);
     if (!v) return oom(s);
     *val = v;
@@ -151,7 +163,7 @@ static int mem_put(store *s, const char *ns, const char *key, const char *val, s
     ment *e = ment_new(ns, key, val, len, 0);
     ment *tomb = (!found && m->in_txn) ? ment_new(ns, key, NULL, 0, 1) : NULL;
     if (!e || (!found && m->in_txn && !tomb) || reserve_undo(m, 1) != 0 ||
-        (!found && grow(&m->v, &m->cap, m->n + 1, sizeof *m->v) != 0)) {
+        (!found && reserve_slot(m) != 0)) {
         ment_free(e);
         ment_free(tomb);
         return oom(s);

@@ -239,7 +239,7 @@ static int sq_commit(store *s)
 
 static void sq_free(sq *q)
 {
-    sqlite3_stmt **all[] = {&q->get,      &q->put,       &q->del,   &q->del_ns,  &q->iter_rng,
+    sqlite3_stmt **all[] = {&q->get,       &q->put,   &q->del,    &q->del_ns,  &q->iter_rng,
                             &q->iter_from, &q->begin, &q->commit, &q->rollback};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
@@ -317,9 +317,8 @@ int store_open_sqlite(const char *path, store **out, char **err)
         free(q);
         return CLARITY_ENOMEM;
     }
-    int rc = sqlite3_open_v2(path, &q->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "open");
     sqlite3_extended_result_codes(q->db, 1);
     /* Same as PRAGMA busy_timeout=5000: another process (the CLI, a second
@@ -339,8 +338,7 @@ int store_open_sqlite(const char *path, store **out, char **err)
     rc = exec1(q->db, wal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "synchronous");
     if (sqlite3_db_readonly(q->db, "main") == 1) {
-        store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only",
-                       path);
+        store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only", path);
         sq_free(q);
         return CLARITY_ESTORE;
     }
@@ -388,8 +386,7 @@ int store_open_sqlite(const char *path, store **out, char **err)
         (rc = prep(q->db, "INSERT OR REPLACE INTO kv(ns, key, val) VALUES(?1, ?2, ?3)", &q->put)) ||
         (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1 AND key=?2", &q->del)) ||
         (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1", &q->del_ns)) ||
-        (rc = prep(q->db,
-                   "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 AND key<?3 ORDER BY key",
+        (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 AND key<?3 ORDER BY key",
                    &q->iter_rng)) ||
         (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 ORDER BY key",
                    &q->iter_from)) ||

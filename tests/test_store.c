@@ -1169,7 +1169,8 @@ Test(store, host_without_transactions)
     cr_assert_str_eq(iter_text(s, "h", "", 0, &a), "a=1;b=2;");
     cr_assert_eq(store_del_ns(s, "h"), CLARITY_OK);
     cr_assert_eq(g_th.n, 0);
-    cr_assert_eq(g_th.begins + g_th.commits + g_th.rollbacks, 0, "members beyond struct_size unused");
+    cr_assert_eq(g_th.begins + g_th.commits + g_th.rollbacks, 0,
+                 "members beyond struct_size unused");
     store_close(s);
 }
 
