@@ -66,14 +66,14 @@ static void item_from_json(tracker *t, item *it, json_t *o)
         cat = tracker_category_from_name(json_string_value(json_object_get(o, "category")));
         if (cat < 0) cat = tracker_category_of_id(it->id);
     }
-    it->category = cat;
+    it->category = (int8_t)cat;
     int tier = (int)jint(o, "tier", -1);
     if (tier < 0 || tier >= TIER__COUNT) {
         json_t *tv = json_object_get(o, "tier");
         tier = json_is_string(tv) ? tracker_tier_from_name(json_string_value(tv)) : -1;
         if (tier < 0) tier = TIER_NORMAL;
     }
-    it->tier = tier;
+    it->tier = (int8_t)tier;
     it->mention_count = jint(o, "m", jint(o, "mentionCount", 0));
     it->reference_count = jint(o, "r", jint(o, "referenceCount", 0));
     it->last_mention_turn = jint(o, "lm", jint(o, "lastMentionTurn", 0));

@@ -117,14 +117,14 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
 {
     item *it = tracker_find(t, id);
     if (it) return it;
-    it = calloc(1, sizeof *it);
+    it = calloc(1, sizeof *it + (size_t)t->history_length * sizeof it->history[0]);
     if (!it) return NULL;
     it->id = strdup(id);
     if (!it->id) {
         free(it);
         return NULL;
     }
-    it->category = category;
+    it->category = (int8_t)category;
     it->tier = TIER_NORMAL;
     it->first_seen_turn = t->current_turn;
     /* An item that enters without a mention (a file the agent touched) ages
@@ -157,7 +157,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
 void tracker_history_push(tracker *t, item *it, int64_t turn)
 {
     int cap = t->history_length;
-    it->history[it->hist_head] = turn;
+    it->history[it->hist_head] = (int32_t)turn;
     it->hist_head = (uint8_t)((it->hist_head + 1) % cap);
     if (it->hist_len < cap) it->hist_len++;
 }
@@ -226,7 +226,7 @@ void tracker_unanchor(tracker *t, item *it)
 
 void tracker_set_tier(tracker *t, item *it, int tier)
 {
-    it->tier = tier;
+    it->tier = (int8_t)tier;
     tracker_mark_dirty(t, it);
 }
 

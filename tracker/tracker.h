@@ -22,27 +22,27 @@ enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COU
 
 #define ITEM_HISTORY_MAX 32 /* hard bound of the per-item mention history ring */
 
+/* Laid out for size (issue: bytes per tracked item): pointers and 64-bit
+ * counters first, small fields packed, the mention-history ring last and
+ * sized by limits.historyLength at allocation. */
 typedef struct item {
-    char *id; /* owned, NUL-terminated, hash key */
-    int category;
-    int tier;
+    char *id;            /* owned, NUL-terminated, hash key */
+    char *anchor_reason; /* owned or NULL */
+    struct item *dirty_next;
     int64_t mention_count;
     int64_t reference_count;
     int64_t first_seen_turn;
-    int64_t last_mention_turn;   /* -1 when never mentioned */
+    int64_t last_mention_turn;   /* the first-seen turn until first mentioned */
     int64_t last_reference_turn; /* -1 when never referenced */
-    int anchored;
-    char *anchor_reason; /* owned or NULL */
-    int64_t anchor_at_ms;
-    int pruned;
     int64_t pruned_turn;
+    int64_t anchor_at_ms;
     int64_t created_at_ms;
-    /* ring of the last turns in which the item was mentioned */
-    int64_t history[ITEM_HISTORY_MAX];
-    uint8_t hist_len, hist_head;
-    uint8_t dirty;
-    struct item *dirty_next;
     UT_hash_handle hh;
+    int8_t category; /* enum item_category */
+    int8_t tier;     /* enum item_tier */
+    uint8_t anchored, pruned, dirty;
+    uint8_t hist_len, hist_head;
+    int32_t history[]; /* ring of the last turns with a mention */
 } item;
 
 typedef struct tracker {
