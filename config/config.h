@@ -68,7 +68,8 @@ typedef struct clarity_config {
     } context;
     struct {
         int backend;
-        char *path; /* owned; NULL = "clarity.db" in the working directory */
+        char *path; /* owned; NULL = $CLARITY_STATE, else $XDG_STATE_HOME/clarity/clarity.db,
+                     * else ~/.local/state/clarity/clarity.db */
         int max_resident_sessions;
     } storage;
     struct {

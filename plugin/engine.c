@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "../pruner/pruner.h"
@@ -40,6 +41,37 @@ static void fill_tables(engine *e)
     }
 }
 
+/* Creates the directories above path (mode 0700), ignoring failures: the
+ * store's open reports a path it cannot use. */
+static void make_parents(const char *path)
+{
+    char *p = strdup(path);
+    if (!p) return;
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = '\0';
+        mkdir(p, 0700);
+        *c = '/';
+    }
+    free(p);
+}
+
+/* storage.path, else $CLARITY_STATE, else the XDG state dir, else
+ * ~/.local/state/clarity/clarity.db (the reference CLI uses the same). */
+static char *default_db_path(const clarity_config *c)
+{
+    if (c->storage.path) return strdup(c->storage.path);
+    const char *env = getenv("CLARITY_STATE");
+    if (env && *env) return strdup(env);
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char path[4096];
+    if (xdg && *xdg == '/') snprintf(path, sizeof path, "%s/clarity/clarity.db", xdg);
+    else if (home && *home == '/') snprintf(path, sizeof path, "%s/.local/state/clarity/clarity.db", home);
+    else return strdup("clarity.db");
+    make_parents(path);
+    return strdup(path);
+}
+
 static int open_store(engine *e, char **err)
 {
     int want = e->cfg.storage.backend;
@@ -49,9 +81,13 @@ static int open_store(engine *e, char **err)
     switch (want) {
     case CFG_STORE_HOST: return store_open_host(&e->host, &e->st, err);
     case CFG_STORE_MEMORY: return store_open_memory(&e->st, err);
-    default:
-        return store_open_sqlite(e->cfg.storage.path ? e->cfg.storage.path : "clarity.db", &e->st,
-                                 err);
+    default: {
+        char *path = default_db_path(&e->cfg);
+        if (!path) return CLARITY_ENOMEM;
+        int rc = store_open_sqlite(path, &e->st, err);
+        free(path);
+        return rc;
+    }
     }
 }
 

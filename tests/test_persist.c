@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,6 +186,33 @@ Test(persist, item_cap_evicts_lowest_unanchored)
     /* the newest mention survives, the oldest went */
     cr_assert_not_null(th_item(j, "itemdmberb"));
     cr_assert_null(th_item(j, "itemambera"));
+    json_decref(j);
+    th_close(&h);
+}
+
+Test(persist, default_state_file_lives_under_the_xdg_state_dir)
+{
+    char home[256];
+    snprintf(home, sizeof home, "%s", th_tmp_path("-home"));
+    cr_assert_eq(mkdir(home, 0700), 0);
+    setenv("HOME", home, 1);
+    unsetenv("XDG_STATE_HOME");
+    unsetenv("CLARITY_STATE");
+    th_host h;
+    cr_assert_eq(th_open(&h, "{}", 0, NULL), 0);
+    const char *p = "ClaraCore";
+    cr_assert_eq(th_before(&h, "x", NULL, p, strlen(p), NULL), 0);
+    cr_assert_eq(th_end(&h, "x", "ok", NULL, NULL), 0);
+    th_close(&h);
+    char db[512];
+    snprintf(db, sizeof db, "%s/.local/state/clarity/clarity.db", home);
+    struct stat st;
+    cr_assert_eq(stat(db, &st), 0, "no state file at %s", db);
+    cr_assert_gt(st.st_size, 0);
+    /* the next start finds the session there */
+    cr_assert_eq(th_open(&h, NULL, 0, NULL), 0);
+    json_t *j = scores(&h, "x");
+    cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 1);
     json_decref(j);
     th_close(&h);
 }
