@@ -245,18 +245,7 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
         }
         if (process_token(e, t + a, i - a, url) < 0) return;
     }
-    for (size_t k = 0; k < e->ex->n_custom && !e->stop; k++) {
-        size_t pos = 0, ms, me;
-        int r;
-        while ((r = ex_next_match(e->ex, e->ex->custom[k], t, len, &pos, e->md, &ms, &me)) == 1) {
-            if (me - ms > EX_MAX_ID) continue;
-            buf_puts(&e->id, e->ex->custom_name[k]);
-            buf_putc(&e->id, ':');
-            ex_append_lower(&e->id, t + ms, me - ms);
-            if (ex_em_emit_scratch(e, CAT_CUSTOM, 0) < 0) return;
-        }
-        ex_em_error(e, r);
-    }
+    if (!e->stop) ex_pass_custom(e, t, len, 0);
 }
 
 int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,

@@ -507,7 +507,7 @@ static void pass_projects(ex_emitter *e, const char *t, size_t len)
     ex_em_error(e, r[1]);
 }
 
-static void pass_custom(ex_emitter *e, const char *t, size_t len)
+void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id)
 {
     for (size_t k = 0; k < e->ex->n_custom && !e->stop; k++) {
         size_t pos = 0, ms, me;
@@ -517,7 +517,7 @@ static void pass_custom(ex_emitter *e, const char *t, size_t len)
             buf_puts(&e->id, e->ex->custom_name[k]);
             buf_putc(&e->id, ':');
             ex_append_lower(&e->id, t + ms, me - ms);
-            if (ex_em_emit_scratch(e, CAT_CUSTOM, 1) < 0) return;
+            if (ex_em_emit_scratch(e, CAT_CUSTOM, pattern_id) < 0) return;
         }
         ex_em_error(e, r);
     }
@@ -597,7 +597,7 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
     if (ex->tool_names && ex->re_tools) pass_tools(&e, text, len);
     if (!e.stop && (ex->memory_files || ex->source_files)) pass_files(&e, text, len);
     if (!e.stop && ex->projects) pass_projects(&e, text, len);
-    if (!e.stop) pass_custom(&e, text, len);
+    if (!e.stop) ex_pass_custom(&e, text, len, 1);
     if (!e.stop && ex->keywords) pass_keywords(&e, text, len);
     return ex_em_finish(&e);
 }

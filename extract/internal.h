@@ -123,6 +123,9 @@ int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id);
 void ex_em_error(ex_emitter *e, int rc);
 
 /* ---- matching (extract.c) ---- */
+/* Reports "<name>:" + lowercase(match) for every match of every custom
+ * pattern; pattern_id as for ex_em_emit. */
+void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id);
 /* Next match of re in s[0..len) from *pos: 1 with [*ms, *me), 0 at the end,
  * or CLARITY_ERR / CLARITY_ENOMEM.  Skips empty matches. */
 int ex_next_match(const extractor *ex, const pcre2_code *re, const char *s, size_t len,
