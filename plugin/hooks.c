@@ -77,6 +77,23 @@ done:
     if (top != stack_top) free(top);
 }
 
+/* The text without clarity's own blocks.  Copies only when a block is
+ * there: prompts can be 64 MiB and almost never contain one. */
+static int without_own_blocks(const char *text, size_t len, buf *scratch, const char **out,
+                              size_t *out_len)
+{
+    if (!memmem(text, len, BLOCK_OPEN, sizeof BLOCK_OPEN - 1)) {
+        *out = text;
+        *out_len = len;
+        return CLARITY_OK;
+    }
+    extract_strip_own(text, len, scratch);
+    if (buf_failed(scratch)) return CLARITY_ENOMEM;
+    *out = scratch->p ? scratch->p : "";
+    *out_len = scratch->len;
+    return CLARITY_OK;
+}
+
 /* ---- before_agent_start ----------------------------------------------- */
 
 typedef struct mention_ctx {
@@ -136,13 +153,12 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
     if (rc == CLARITY_OK && e->cfg.enabled && len > 0) {
         buf clean;
         buf_init(&clean);
-        extract_strip_own(prompt, len, &clean);
-        if (buf_failed(&clean)) {
-            rc = CLARITY_ENOMEM;
-        } else {
+        const char *text;
+        size_t text_len;
+        rc = without_own_blocks(prompt, len, &clean, &text, &text_len);
+        if (rc == CLARITY_OK) {
             mention_ctx m = {e, s, engine_now_ms(e), 0};
-            int xrc = extract_mentions(e->ex, clean.p ? clean.p : "", clean.len, s->workspace,
-                                       on_mention, &m);
+            int xrc = extract_mentions(e->ex, text, text_len, s->workspace, on_mention, &m);
             if (m.oom || xrc == CLARITY_ENOMEM) rc = CLARITY_ENOMEM;
             else if (xrc != CLARITY_OK)
                 engine_log(e, CLARITY_LOG_WARN, "clarity: session %s: extraction stopped at a "
@@ -209,11 +225,13 @@ static int agent_end(engine *e, const clarity_agent_end *p, char **err)
         if (m->text && m->text_len) {
             buf clean;
             buf_init(&clean);
-            extract_strip_own(m->text, m->text_len, &clean);
-            if (!buf_failed(&clean) && clean.len)
-                extract_candidates_filtered(e->ex, clean.p, clean.len, s->workspace,
-                                            &s->t.names, on_candidate, &r);
-            r.oom |= buf_failed(&clean);
+            const char *text;
+            size_t text_len;
+            if (without_own_blocks(m->text, m->text_len, &clean, &text, &text_len) != CLARITY_OK)
+                r.oom = 1;
+            else if (text_len)
+                extract_candidates_filtered(e->ex, text, text_len, s->workspace, &s->t.names,
+                                            on_candidate, &r);
             buf_free(&clean);
         }
         if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
