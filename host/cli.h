@@ -22,6 +22,11 @@ typedef struct cli {
     const char *session;   /* --session; NULL when not given */
     const char *workspace; /* --workspace, made absolute; NULL when not given */
     int json;
+    /* eval: every --config in order, --html, -H */
+    const char **configs;
+    int n_configs;
+    const char *html_path;
+    int horizon;
     /* runtime */
     hostsvc *hs;
     loader L;

@@ -19,6 +19,7 @@
 
 #include "../util/buf.h"
 #include "cli.h"
+#include "eval.h"
 #include "hostsvc.h"
 #include "jsonconv.h"
 #include "loader.h"
@@ -38,6 +39,13 @@ static const char usage_text[] =
     "      --json               print nothing per turn; one clarity.getScores line per session\n"
     "      --session S          replay only session S\n"
     "      --workspace DIR      workspace directory passed with before_agent_start\n"
+    "  eval CORPUS.jsonl        replay recorded sessions and measure relevance quality:\n"
+    "                           recall@5/10/20 of the items used again, gold-file ranks,\n"
+    "                           against LRU and frequency baselines (memory store only)\n"
+    "      --config FILE        a config column; repeat for a matrix (default: \"default\")\n"
+    "      --json               print one JSON object instead of the table\n"
+    "      --html FILE          also write an HTML report with charts\n"
+    "      -H, --horizon N      future-use horizon in turns (default 5)\n"
     "  cmd [--session S] LINE   run a slash command (\"/clarity scores\"); session \"default\"\n"
     "  rpc METHOD [JSON|-]      call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')\n"
     "  serve                    newline-delimited JSON-RPC 2.0 on stdin/stdout\n"
@@ -70,7 +78,8 @@ enum {
     OPT_HOST_KV,
     OPT_JSON,
     OPT_SESSION,
-    OPT_WORKSPACE
+    OPT_WORKSPACE,
+    OPT_HTML
 };
 
 static const struct option long_opts[] = {
@@ -81,6 +90,8 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"session", required_argument, NULL, OPT_SESSION},
     {"workspace", required_argument, NULL, OPT_WORKSPACE},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"horizon", required_argument, NULL, 'H'},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -360,7 +371,7 @@ static int do_import(cli *c, const char *path)
 
 /* ---- main ----------------------------------------------------------------- */
 
-typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HELP } command;
+typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HELP, C_EVAL } command;
 
 int main(int argc, char **argv)
 {
@@ -369,18 +380,23 @@ int main(int argc, char **argv)
     int threshold = CLARITY_LOG_WARN;
     int seen_json = 0, seen_session = 0, seen_workspace = 0;
     const char *workspace_arg = NULL;
+    const char *config_list[argc > 0 ? argc : 1]; /* every --config, for eval */
+    const char *horizon_arg = NULL;
+    c.configs = config_list;
 
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":vqhV", long_opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":vqhVH:", long_opts, NULL)) != -1) {
         switch (opt) {
-        case OPT_CONFIG: c.config_path = optarg; break;
+        case OPT_CONFIG: c.config_path = config_list[c.n_configs++] = optarg; break;
         case OPT_STATE: c.state_path = optarg; break;
         case OPT_PLUGIN: c.plugin_path = optarg; break;
         case OPT_HOST_KV: c.kv_path = optarg; break;
         case OPT_JSON: c.json = seen_json = 1; break;
         case OPT_SESSION: c.session = optarg, seen_session = 1; break;
         case OPT_WORKSPACE: workspace_arg = optarg, seen_workspace = 1; break;
+        case OPT_HTML: c.html_path = optarg; break;
+        case 'H': horizon_arg = optarg; break;
         case 'v': threshold = CLARITY_LOG_DEBUG; break;
         case 'q': threshold = CLARITY_LOG_ERROR; break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
@@ -409,13 +425,25 @@ int main(int argc, char **argv)
     else if (strcmp(name, "export") == 0) cmd = C_EXPORT;
     else if (strcmp(name, "import") == 0) cmd = C_IMPORT;
     else if (strcmp(name, "help") == 0) cmd = C_HELP;
+    else if (strcmp(name, "eval") == 0) cmd = C_EVAL;
     else return usage_error("unknown command '%s'", name);
 
     if (cmd == C_HELP) {
         fputs(usage_text, stdout);
         return EXIT_OK;
     }
-    if (seen_json && cmd != C_REPLAY) return usage_error("--json applies to replay only");
+    if (seen_json && cmd != C_REPLAY && cmd != C_EVAL)
+        return usage_error("--json applies to replay and eval only");
+    if ((c.html_path || horizon_arg) && cmd != C_EVAL)
+        return usage_error("%s applies to eval only", c.html_path ? "--html" : "--horizon");
+    if (horizon_arg) {
+        char *end;
+        errno = 0;
+        long h = strtol(horizon_arg, &end, 10);
+        if (errno || end == horizon_arg || *end || h < 1 || h > 1000)
+            return usage_error("--horizon needs a number of turns in 1..1000, got '%s'", horizon_arg);
+        c.horizon = (int)h;
+    }
     if (seen_workspace && cmd != C_REPLAY) return usage_error("--workspace applies to replay only");
     if (seen_session && (cmd == C_RPC || cmd == C_SERVE))
         return usage_error("--session does not apply to %s (pass the session in the params)", name);
@@ -423,6 +451,10 @@ int main(int argc, char **argv)
     switch (cmd) {
     case C_REPLAY:
         if (npos != 1) return usage_error("replay takes one file (or - for stdin)");
+        break;
+    case C_EVAL:
+        if (npos != 1 || strcmp(pos[0], "-") == 0)
+            return usage_error("eval takes one corpus file (it is read once per config)");
         break;
     case C_CMD:
         if (npos < 1) return usage_error("cmd needs a command line, e.g. \"/clarity scores\"");
@@ -446,6 +478,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "clarity: %s\n", err ? err : "out of memory");
         free(err);
         return EXIT_FAIL;
+    }
+    if (cmd == C_EVAL) { /* one plugin per config, on the memory store: no state db */
+        int ex = cli_eval(&c, pos[0]);
+        if (fflush(stdout) != 0 && ex == EXIT_OK) ex = EXIT_FAIL;
+        hostsvc_free(c.hs);
+        return ex;
     }
     char *workspace = NULL;
     if (workspace_arg) {

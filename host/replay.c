@@ -10,6 +10,8 @@
  * A session ends at its meta line, at a change of session or at EOF:
  * session_end with reason "replay-end" (then, with --json, one line of
  * clarity.getScores {"session": S}).
+ * replay_run with hooks (replay.h) prints nothing on stdout and calls back
+ * after each agent_end, at a meta line and after each session_end.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -21,12 +23,14 @@
 #include "../util/buf.h"
 #include "cli.h"
 #include "jsonconv.h"
+#include "replay.h"
 
 #define RECENT_MAX 8
 #define BAR_WIDTH 30
 
 typedef struct replay {
     cli *c;
+    const replay_hooks *hooks; /* NULL for `clarity replay` */
     const char *name; /* for messages: the path or "<stdin>" */
     char *session;    /* current session (owned) or NULL */
     int64_t turn;
@@ -54,13 +58,15 @@ static void bar_hide(replay *r)
 static void bar_show(replay *r)
 {
     if (!r->progress) return;
-    size_t fill = r->total ? r->done * BAR_WIDTH / r->total : 0;
+    size_t done = r->done + (r->hooks ? r->hooks->done_before : 0);
+    size_t fill = r->total ? done * BAR_WIDTH / r->total : 0;
     if (fill > BAR_WIDTH) fill = BAR_WIDTH;
     char bar[BAR_WIDTH + 1];
     memset(bar, '#', fill);
     memset(bar + fill, ' ', BAR_WIDTH - fill);
     bar[BAR_WIDTH] = '\0';
-    fprintf(stderr, "\r[%s] %zu/%zu sessions", bar, r->done, r->total);
+    fprintf(stderr, "\r[%s] %zu/%zu %s", bar, done, r->total,
+            r->hooks && r->hooks->label ? r->hooks->label : "sessions");
     r->bar_shown = 1;
 }
 
@@ -123,7 +129,7 @@ static void flush_turn(replay *r)
     int rc = loader_event(&c->L, CLARITY_EV_BEFORE_AGENT_START, &bas, &res);
     if (rc < 0 && rc != CLARITY_DECLINED) {
         call_error(r, "before_agent_start", rc, &res);
-    } else if (!c->json) {
+    } else if (!c->json && !r->hooks) {
         out_begin(r);
         printf("--- session %s turn %lld ---\n", r->session, (long long)r->turn);
         if (rc == CLARITY_OK && res.data && res.len) {
@@ -144,6 +150,7 @@ static void flush_turn(replay *r)
     rc = loader_event(&c->L, CLARITY_EV_AGENT_END, &ae, &res);
     if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "agent_end", rc, &res);
     loader_release(&c->L, &res);
+    if (r->hooks && r->hooks->on_turn) r->hooks->on_turn(r->hooks->ud, r->session, r->turn);
 
     if (hostsvc_log_enabled(c->hs, CLARITY_LOG_DEBUG)) {
         json_t *j = msgs_to_json(r->agent.v, r->agent.n);
@@ -176,8 +183,9 @@ static void end_session(replay *r, const char *reason)
     int rc = loader_event(&c->L, CLARITY_EV_SESSION_END, &se, &res);
     if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "session_end", rc, &res);
     loader_release(&c->L, &res);
+    if (r->hooks && r->hooks->on_session_end) r->hooks->on_session_end(r->hooks->ud, r->session);
 
-    if (c->json) {
+    if (c->json && !r->hooks) {
         json_t *params = json_pack("{s:s}", "session", r->session);
         char *p = params ? json_compact(params) : NULL;
         json_decref(params);
@@ -225,6 +233,8 @@ static int feed(replay *r, json_t *o, size_t lineno)
     if (r->c->session && strcmp(r->c->session, sid) != 0) return 0; /* filtered out */
 
     if (json_object_get(o, "meta")) {
+        if (same && r->hooks && r->hooks->on_meta)
+            r->hooks->on_meta(r->hooks->ud, r->session, json_object_get(o, "meta"));
         if (same) end_session(r, "replay-end");
         return 0;
     }
@@ -270,7 +280,7 @@ static int feed(replay *r, json_t *o, size_t lineno)
 }
 
 /* First pass for the progress bar: the number of sessions to replay. */
-static size_t count_sessions(const char *path, const char *filter)
+size_t replay_count_sessions(const char *path, const char *filter)
 {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -304,7 +314,9 @@ static int blank(const char *s, size_t n)
     return 1;
 }
 
-int cli_replay(cli *c, const char *path)
+int cli_replay(cli *c, const char *path) { return replay_run(c, path, NULL); }
+
+int replay_run(cli *c, const char *path, const replay_hooks *hooks)
 {
     int is_stdin = strcmp(path, "-") == 0;
     FILE *f = is_stdin ? stdin : fopen(path, "r");
@@ -315,14 +327,19 @@ int cli_replay(cli *c, const char *path)
     replay r;
     memset(&r, 0, sizeof r);
     r.c = c;
+    r.hooks = hooks;
     r.name = is_stdin ? "<stdin>" : path;
     buf_init(&r.prompt);
     msgvec_init(&r.all);
     msgvec_init(&r.agent);
     msgvec_init(&r.prev);
     msgvec_init(&r.one);
-    if (!c->json && !is_stdin && isatty(STDERR_FILENO)) {
-        r.total = count_sessions(path, c->session);
+    if (hooks) {
+        r.total = hooks->total;
+        r.progress = hooks->progress;
+        bar_show(&r);
+    } else if (!c->json && !is_stdin && isatty(STDERR_FILENO)) {
+        r.total = replay_count_sessions(path, c->session);
         r.progress = 1;
         bar_show(&r);
     }
@@ -350,7 +367,8 @@ int cli_replay(cli *c, const char *path)
         r.failed = 1;
     }
     end_session(&r, cli_stop ? "interrupted" : "replay-end");
-    if (r.bar_shown) fputc('\n', stderr);
+    if (r.bar_shown && hooks) bar_hide(&r); /* the caller's next run redraws it */
+    else if (r.bar_shown) fputc('\n', stderr);
 
     free(line);
     if (!is_stdin) fclose(f);

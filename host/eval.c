@@ -1,0 +1,342 @@
+/* eval.c: `clarity eval`, the corpus replayed once per config.
+ *
+ * Each config runs in a fresh plugin instance whose config is the file's
+ * object with storage.backend forced to "memory" (storage.path dropped), so
+ * no state database is opened.  The turns are fed by replay_run (replay.h);
+ * after each agent_end the session's clarity.getScores is snapshotted, and
+ * when the session ends its snapshots are scored (evalmetrics.c).  The
+ * baselines are computed on the first config's snapshots.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "eval.h"
+#include "jsonconv.h"
+#include "replay.h"
+
+typedef struct eval_run {
+    cli *c;
+    const char *config_name;
+    ev_session cur;
+    ev_acc acc;
+    size_t sessions, turns;
+    int failed, oom;
+} eval_run;
+
+/* ---- callbacks ------------------------------------------------------------ */
+
+static void run_error(eval_run *run, const char *session, const char *fmt, const char *what)
+{
+    if (run->failed++ >= 5) return; /* the first few are enough */
+    if (isatty(STDERR_FILENO)) fputs("\r\033[K", stderr); /* over the progress bar */
+    fprintf(stderr, "clarity: eval [%s] session %s: ", run->config_name, session);
+    fprintf(stderr, fmt, what);
+    fputc('\n', stderr);
+}
+
+static void on_turn(void *ud, const char *session, int64_t turn)
+{
+    eval_run *run = ud;
+    run->turns++;
+    json_t *params = json_pack("{s:s}", "session", session);
+    char *p = params ? json_compact(params) : NULL;
+    json_decref(params);
+    clarity_result res;
+    int rc = p ? loader_rpc(&run->c->L, "clarity.getScores", p, &res) : CLARITY_ENOMEM;
+    free(p);
+    if (rc != CLARITY_OK) {
+        run_error(run, session, "clarity.getScores: %s", loader_errtext(&run->c->L, rc, &res));
+        loader_release(&run->c->L, &res);
+        return;
+    }
+    json_t *j = result_json(&res);
+    loader_release(&run->c->L, &res);
+    ev_snap snap;
+    if (ev_snap_from_json(&snap, turn, json_object_get(j, "items")) != 0) {
+        run_error(run, session, "%s", "clarity.getScores: unexpected answer");
+    } else if (ev_session_push(&run->cur, &snap) != 0) {
+        ev_snap_free(&snap);
+        run->oom = 1;
+    }
+    json_decref(j);
+}
+
+static void on_meta(void *ud, const char *session, json_t *meta)
+{
+    eval_run *run = ud;
+    if (ev_session_meta(&run->cur, meta) != 0) run->oom = 1;
+}
+
+static void on_session_end(void *ud, const char *session)
+{
+    eval_run *run = ud;
+    run->sessions++;
+    if (ev_acc_add(&run->acc, &run->cur, run->c->horizon) != 0) run->oom = 1;
+    ev_session_clear(&run->cur);
+}
+
+/* ---- configs -------------------------------------------------------------- */
+
+/* "dir/strict.json" -> "strict" (malloc()ed). */
+static char *config_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".json") == 0) n -= 5;
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, b, n);
+        s[n] = '\0';
+    }
+    return s;
+}
+
+/* The config text for one column, or NULL (reported). */
+static char *column_config(const char *path)
+{
+    json_t *root;
+    if (path) {
+        json_error_t je;
+        root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+        if (!root) {
+            fprintf(stderr, "clarity: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+            return NULL;
+        }
+        if (!json_is_object(root)) {
+            fprintf(stderr, "clarity: %s: the configuration must be a JSON object\n", path);
+            json_decref(root);
+            return NULL;
+        }
+    } else {
+        root = json_object();
+    }
+    json_t *storage = json_object_get(root, "storage");
+    if (storage && !json_is_object(storage)) {
+        fprintf(stderr, "clarity: %s: storage: must be an object\n", path);
+        json_decref(root);
+        return NULL;
+    }
+    if (!storage) json_object_set_new(root, "storage", storage = json_object());
+    json_object_set_new(storage, "backend", json_string("memory"));
+    json_object_del(storage, "path");
+    char *text = json_compact(root);
+    json_decref(root);
+    return text;
+}
+
+/* Replays the corpus with one config; fills *acc.  Returns an EXIT_* code. */
+static int run_column(cli *c, const char *path, const char *cfg_path, const char *name,
+                      replay_hooks *hooks, eval_run *run)
+{
+    char *config = column_config(cfg_path);
+    if (!config) return EXIT_FAIL;
+    clarity_host host;
+    hostsvc_fill(c->hs, &host);
+    char *err = NULL;
+    memset(&c->L, 0, sizeof c->L);
+    int rc = loader_open(&c->L, c->plugin_path, &host, config, &err);
+    free(config);
+    if (rc != 0) {
+        fprintf(stderr, "clarity: %s: %s\n", cfg_path ? cfg_path : name,
+                err ? err : "cannot load the plugin");
+        free(err);
+        return EXIT_FAIL;
+    }
+    run->c = c;
+    run->config_name = name;
+    hooks->ud = run;
+    int ex = replay_run(c, path, hooks);
+    loader_close(&c->L);
+    memset(&c->L, 0, sizeof c->L);
+    if (run->oom) {
+        fprintf(stderr, "clarity: eval: out of memory\n");
+        return EXIT_FAIL;
+    }
+    if (ex == EXIT_OK && run->failed) ex = EXIT_FAIL;
+    return ex;
+}
+
+static int near(double a, double b) { return a - b < 1e-12 && b - a < 1e-12; }
+
+static int same_metrics(const ev_metrics *a, const ev_metrics *b)
+{
+    for (int k = 0; k < EV_NK; k++)
+        if (!near(a->recall[k], b->recall[k])) return 0;
+    return a->recall_turns == b->recall_turns && a->gold_pairs == b->gold_pairs &&
+           a->gold_tracked_pairs == b->gold_tracked_pairs &&
+           near(a->gold_rank_median, b->gold_rank_median);
+}
+
+int cli_eval(cli *c, const char *path)
+{
+    if (strcmp(path, "-") == 0) {
+        fprintf(stderr, "clarity: eval reads the corpus once per config: give a file, not -\n");
+        return EXIT_USAGE;
+    }
+    FILE *probe = fopen(path, "r");
+    if (!probe) {
+        fprintf(stderr, "clarity: %s: %s\n", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    fclose(probe);
+    if (c->horizon <= 0) c->horizon = EVAL_DEFAULT_HORIZON;
+
+    size_t ncfg = c->n_configs > 0 ? (size_t)c->n_configs : 1;
+    eval_column *cols = calloc(ncfg + 2, sizeof *cols);
+    char **names = calloc(ncfg, sizeof *names);
+    eval_run *runs = calloc(ncfg, sizeof *runs);
+    int ex = cols && names && runs ? EXIT_OK : EXIT_FAIL;
+    for (size_t i = 0; i < ncfg && ex == EXIT_OK; i++) {
+        names[i] = c->n_configs ? config_name(c->configs[i]) : strdup("default");
+        if (!names[i]) {
+            ex = EXIT_FAIL;
+            break;
+        }
+        int clash = strcmp(names[i], "lru") == 0 || strcmp(names[i], "frequency") == 0;
+        for (size_t k = 0; k < i; k++) clash |= strcmp(names[k], names[i]) == 0;
+        if (clash) {
+            fprintf(stderr, "clarity: eval: two columns named \"%s\" (%s); rename the config file\n",
+                    names[i], c->configs[i]);
+            ex = EXIT_USAGE;
+        }
+    }
+
+    size_t per = 0;
+    int partial = EXIT_OK;
+    int progress = isatty(STDERR_FILENO);
+    if (ex == EXIT_OK && progress) per = replay_count_sessions(path, c->session);
+    for (size_t i = 0; i < ncfg && ex == EXIT_OK; i++) {
+        ev_session_init(&runs[i].cur);
+        ev_acc_init(&runs[i].acc);
+        char label[200];
+        snprintf(label, sizeof label, "sessions [%s]", names[i]);
+        replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta,
+                              .on_session_end = on_session_end, .progress = progress,
+                              .done_before = per * i, .total = per * ncfg, .label = label};
+        int rc = run_column(c, path, c->n_configs ? c->configs[i] : NULL, names[i], &hooks,
+                            &runs[i]);
+        if (rc == EXIT_INTERRUPTED || cli_stop) ex = EXIT_INTERRUPTED;
+        else if (rc != EXIT_OK && (runs[i].oom || runs[i].sessions == 0)) ex = rc;
+        else if (rc != EXIT_OK) partial = rc; /* bad lines: report them, still show the rest */
+    }
+    if (progress && per) fputs("\r\033[K", stderr);
+
+    if (ex == EXIT_OK) {
+        eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2};
+        for (size_t i = 0; i < ncfg; i++) {
+            cols[i].name = names[i];
+            ev_acc_metrics(&runs[i].acc, EV_CLARITY, &cols[i].m);
+        }
+        for (int b = EV_LRU; b <= EV_FREQ; b++) {
+            eval_column *col = &cols[ncfg + (size_t)(b - EV_LRU)];
+            col->name = ev_rank_names[b];
+            col->baseline = 1;
+            ev_acc_metrics(&runs[0].acc, b, &col->m);
+            for (size_t i = 1; i < ncfg; i++) {
+                ev_metrics other;
+                ev_acc_metrics(&runs[i].acc, b, &other);
+                if (!same_metrics(&other, &col->m))
+                    fprintf(stderr, "clarity: eval: note: the %s baseline differs under config %s "
+                            "(its extraction differs); the table shows it for %s\n",
+                            col->name, names[i], names[0]);
+            }
+        }
+        if (c->json) {
+            json_t *j = eval_report_json(&rep);
+            char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+            if (s) puts(s);
+            else ex = EXIT_FAIL;
+            free(s);
+            json_decref(j);
+        } else {
+            eval_report_print(stdout, &rep);
+        }
+        if (c->html_path) {
+            if (eval_report_html(&rep, c->html_path) != 0) {
+                fprintf(stderr, "clarity: %s: %s\n", c->html_path, strerror(errno));
+                ex = EXIT_FAIL;
+            } else if (!c->json) {
+                printf("\nHTML report: %s\n", c->html_path);
+            }
+        }
+        if (ex == EXIT_OK) ex = partial;
+    }
+    for (size_t i = 0; runs && i < ncfg; i++) {
+        ev_session_free(&runs[i].cur);
+        ev_acc_free(&runs[i].acc);
+    }
+    for (size_t i = 0; names && i < ncfg; i++) free(names[i]);
+    free(names);
+    free(runs);
+    free(cols);
+    return ex;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static json_t *num_or_null(int ok, double v) { return ok ? json_real(v) : json_null(); }
+
+static json_t *metrics_json(const ev_metrics *m)
+{
+    json_t *o = json_object();
+    const char *keys[EV_NK] = {"recall@5", "recall@10", "recall@20"};
+    for (int k = 0; k < EV_NK; k++)
+        json_object_set_new(o, keys[k], num_or_null(m->recall_turns > 0, m->recall[k]));
+    json_object_set_new(o, "gold_rank_median",
+                        num_or_null(m->gold_tracked_pairs > 0, m->gold_rank_median));
+    json_object_set_new(o, "gold_tracked", num_or_null(m->gold_pairs > 0, m->gold_tracked));
+    return o;
+}
+
+json_t *eval_report_json(const eval_report *r)
+{
+    json_t *configs = json_object(), *baselines = json_object();
+    for (size_t i = 0; i < r->ncols; i++)
+        json_object_set_new(r->cols[i].baseline ? baselines : configs, r->cols[i].name,
+                            metrics_json(&r->cols[i].m));
+    return json_pack("{s:I,s:I,s:o,s:o}", "sessions", (json_int_t)r->sessions, "turns",
+                     (json_int_t)r->turns, "configs", configs, "baselines", baselines);
+}
+
+void eval_report_print(FILE *f, const eval_report *r)
+{
+    const ev_metrics *m0 = r->ncols ? &r->cols[0].m : NULL;
+    fprintf(f, "clarity eval %s: %zu sessions, %zu turns, horizon %d\n", r->corpus, r->sessions,
+            r->turns, r->horizon);
+    if (m0)
+        fprintf(f, "recall over %zu turns with a non-empty future-use set; gold ranks over %zu "
+                "(turn, gold file) pairs before the first edit\n\n",
+                m0->recall_turns, m0->gold_pairs);
+    int w = 10;
+    for (size_t i = 0; i < r->ncols; i++)
+        if ((int)strlen(r->cols[i].name) + 2 > w) w = (int)strlen(r->cols[i].name) + 2;
+    fprintf(f, "%-18s", "metric");
+    for (size_t i = 0; i < r->ncols; i++) fprintf(f, "%*s", w, r->cols[i].name);
+    fputc('\n', f);
+    static const char *const rows[] = {"recall@5", "recall@10", "recall@20", "gold rank median",
+                                       "gold tracked"};
+    for (int row = 0; row < 5; row++) {
+        fprintf(f, "%-18s", rows[row]);
+        for (size_t i = 0; i < r->ncols; i++) {
+            const ev_metrics *m = &r->cols[i].m;
+            char cell[64];
+            if (row < EV_NK && m->recall_turns)
+                snprintf(cell, sizeof cell, "%.1f%%", 100 * m->recall[row]);
+            else if (row == 3 && m->gold_tracked_pairs)
+                snprintf(cell, sizeof cell, "%.1f", m->gold_rank_median);
+            else if (row == 4 && m->gold_pairs)
+                snprintf(cell, sizeof cell, "%.1f%%", 100 * m->gold_tracked);
+            else
+                snprintf(cell, sizeof cell, "-");
+            fprintf(f, "%*s", w, cell);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "\nrecall@K: share of the items used again within %d turns that the ranking "
+            "puts in its top K\n(macro over turns); gold rank: median 1-based rank of the "
+            "gold files (lower is better).\n", r->horizon);
+}

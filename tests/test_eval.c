@@ -1,0 +1,358 @@
+/* test_eval.c: `clarity eval`.  The metric code (host/evalmetrics.c) on
+ * hand-made sessions under tests/fixtures/eval/ whose expected values were
+ * computed by hand (see each fixture's "_comment"), then the CLI end to end
+ * on a tiny turns corpus.  Run from the repository root; CLARITY_BUILD
+ * names the build directory (default "build"). */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../host/evalmetrics.h"
+#include "runproc.h"
+
+#define FIX "tests/fixtures/eval/"
+#define TIMEOUT_MS 60000
+#define EPS 1e-9
+
+static json_t *load_fixture(const char *name)
+{
+    json_error_t je;
+    json_t *j = json_load_file(name, 0, &je);
+    cr_assert_not_null(j, "%s:%d: %s", name, je.line, je.text);
+    return j;
+}
+
+static int rank_index(const char *name)
+{
+    for (int r = 0; r < EV_NRANK; r++)
+        if (strcmp(ev_rank_names[r], name) == 0) return r;
+    cr_assert_fail("unknown ranking %s", name);
+    return -1;
+}
+
+/* Builds the sessions of a fixture and accumulates them. */
+static void accumulate(json_t *fx, int horizon, ev_acc *acc)
+{
+    ev_acc_init(acc);
+    size_t i;
+    json_t *js;
+    json_array_foreach(json_object_get(fx, "sessions"), i, js) {
+        ev_session s;
+        ev_session_init(&s);
+        size_t k;
+        json_t *snap;
+        json_array_foreach(json_object_get(js, "snapshots"), k, snap) {
+            ev_snap sn;
+            cr_assert_eq(ev_snap_from_json(&sn, json_integer_value(json_object_get(snap, "turn")),
+                                           json_object_get(snap, "items")),
+                         0, "session %zu snapshot %zu", i, k);
+            cr_assert_eq(ev_session_push(&s, &sn), 0);
+        }
+        cr_assert_eq(ev_session_meta(&s, json_object_get(js, "meta")), 0);
+        cr_assert_eq(ev_acc_add(acc, &s, horizon), 0);
+        ev_session_free(&s);
+    }
+}
+
+TestSuite(evalmetrics);
+
+Test(evalmetrics, rankings_order_as_specified)
+{
+    json_t *fx = load_fixture(FIX "rankings.json");
+    ev_snap s;
+    cr_assert_eq(ev_snap_from_json(&s, 1, json_object_get(fx, "items")), 0);
+    size_t order[16];
+    const char *key;
+    json_t *want;
+    json_object_foreach(json_object_get(fx, "expected"), key, want) {
+        int r = rank_index(key);
+        cr_assert_eq(json_array_size(want), s.n);
+        ev_snap_rank(&s, r, order);
+        for (size_t i = 0; i < s.n; i++)
+            cr_expect_str_eq(s.items[order[i]].id, json_string_value(json_array_get(want, i)),
+                             "%s ranking, position %zu", key, i + 1);
+    }
+    cr_expect_not_null(ev_snap_find(&s, "e"));
+    cr_expect_eq(ev_snap_find(&s, "e")->score, 20.5);
+    cr_expect_null(ev_snap_find(&s, "zz"));
+    ev_snap_free(&s);
+    json_decref(fx);
+}
+
+static void check_recall_case(json_t *fx, json_t *c)
+{
+    int h = (int)json_integer_value(json_object_get(c, "horizon"));
+    ev_acc acc;
+    accumulate(fx, h, &acc);
+    cr_expect_eq(acc.sessions, 2);
+    cr_expect_eq(acc.turns, 6);
+    const char *key;
+    json_t *want;
+    json_object_foreach(json_object_get(c, "expected"), key, want) {
+        ev_metrics m;
+        ev_acc_metrics(&acc, rank_index(key), &m);
+        cr_expect_eq(m.recall_turns, (size_t)json_integer_value(json_object_get(c, "recall_turns")),
+                     "H=%d", h);
+        for (int k = 0; k < EV_NK; k++)
+            cr_expect(fabs(m.recall[k] - json_real_value(json_array_get(want, (size_t)k))) < EPS,
+                      "H=%d %s recall@%d: got %.10f, want %.10f", h, key, ev_ks[k], m.recall[k],
+                      json_real_value(json_array_get(want, (size_t)k)));
+        cr_expect_eq(m.gold_pairs, 0);
+        cr_expect_eq(m.gold_tracked_pairs, 0);
+    }
+    ev_acc_free(&acc);
+}
+
+Test(evalmetrics, recall_at_k_on_hand_made_sessions)
+{
+    json_t *fx = load_fixture(FIX "recall.json");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(fx, "cases"), i, c) check_recall_case(fx, c);
+    json_decref(fx);
+}
+
+Test(evalmetrics, gold_ranks_before_the_first_edit)
+{
+    json_t *fx = load_fixture(FIX "gold.json");
+    json_t *exp = json_object_get(fx, "expected");
+    ev_acc acc;
+    accumulate(fx, (int)json_integer_value(json_object_get(fx, "horizon")), &acc);
+    cr_expect_eq(acc.sessions, (size_t)json_integer_value(json_object_get(exp, "sessions")));
+    cr_expect_eq(acc.turns, (size_t)json_integer_value(json_object_get(exp, "turns")));
+    const char *key;
+    json_t *want;
+    json_object_foreach(json_object_get(exp, "gold_rank_median"), key, want) {
+        ev_metrics m;
+        ev_acc_metrics(&acc, rank_index(key), &m);
+        cr_expect_eq(m.gold_pairs, (size_t)json_integer_value(json_object_get(exp, "gold_pairs")));
+        cr_expect_eq(m.gold_tracked_pairs,
+                     (size_t)json_integer_value(json_object_get(exp, "gold_tracked_pairs")));
+        cr_expect(fabs(m.gold_tracked - json_real_value(json_object_get(exp, "gold_tracked"))) < EPS,
+                  "gold_tracked %f", m.gold_tracked);
+        cr_expect(fabs(m.gold_rank_median - json_real_value(want)) < EPS,
+                  "%s gold rank median: got %g, want %g", key, m.gold_rank_median,
+                  json_real_value(want));
+    }
+    ev_acc_free(&acc);
+    json_decref(fx);
+}
+
+Test(evalmetrics, median)
+{
+    double odd[] = {5, 1, 3}, even[] = {4, 1, 3, 2}, one[] = {7};
+    cr_expect_eq(ev_median(odd, 3), 3);
+    cr_expect_eq(ev_median(even, 4), 2.5);
+    cr_expect_eq(ev_median(one, 1), 7);
+    cr_expect_eq(ev_median(NULL, 0), 0);
+}
+
+Test(evalmetrics, snapshot_rejects_malformed_items)
+{
+    static const char *const bad[] = {
+        "{}",
+        "[{\"score\": 1, \"mentionCount\": 0, \"referenceCount\": 0, \"lastMentionTurn\": 0}]",
+        "[{\"id\": \"a\", \"mentionCount\": 0, \"referenceCount\": 0, \"lastMentionTurn\": 0}]",
+        "[{\"id\": \"a\", \"score\": 1, \"mentionCount\": \"x\", \"referenceCount\": 0, "
+        "\"lastMentionTurn\": 0}]",
+        "[{\"id\": \"a\", \"score\": 1, \"mentionCount\": 0, \"referenceCount\": 0}]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *j = json_loads(bad[i], 0, NULL);
+        cr_assert_not_null(j);
+        ev_snap s;
+        cr_expect_eq(ev_snap_from_json(&s, 1, j), -1, "accepted %s", bad[i]);
+        cr_expect_eq(s.n, 0);
+        ev_snap_free(&s);
+        json_decref(j);
+    }
+    /* An empty session and an empty snapshot add nothing. */
+    ev_acc acc;
+    ev_acc_init(&acc);
+    ev_session s;
+    ev_session_init(&s);
+    cr_expect_eq(ev_acc_add(&acc, &s, 5), 0);
+    ev_snap sn;
+    json_t *empty = json_array();
+    cr_assert_eq(ev_snap_from_json(&sn, 1, empty), 0);
+    cr_assert_eq(ev_session_push(&s, &sn), 0);
+    cr_expect_eq(ev_acc_add(&acc, &s, 5), 0);
+    ev_metrics m;
+    ev_acc_metrics(&acc, EV_CLARITY, &m);
+    cr_expect_eq(acc.sessions, 2);
+    cr_expect_eq(acc.turns, 1);
+    cr_expect_eq(m.recall_turns, 0);
+    cr_expect_eq(m.gold_pairs, 0);
+    json_decref(empty);
+    ev_session_free(&s);
+    ev_acc_free(&acc);
+}
+
+/* ---- the CLI ------------------------------------------------------------- */
+
+static char *tmpdir;
+
+static void setup(void)
+{
+    tmpdir = runproc_mkdtemp("clarity-eval-test");
+    cr_assert_not_null(tmpdir);
+}
+
+static void teardown(void)
+{
+    if (tmpdir) runproc_rmtree(tmpdir);
+    free(tmpdir);
+    tmpdir = NULL;
+}
+
+TestSuite(eval_cli, .init = setup, .fini = teardown, .timeout = 120);
+
+static const char *build_dir(void)
+{
+    const char *b = getenv("CLARITY_BUILD");
+    return b && *b ? b : "build";
+}
+
+/* Runs the CLI (arguments NULL-terminated) with CLARITY_STATE pointing into
+ * the temporary directory, so a write to the state db would show. */
+static void run_cli(runproc_result *r, ...)
+{
+    const char *argv[64];
+    char *exe = runproc_join(build_dir(), "clarity");
+    char *state = runproc_join(tmpdir, "state.db");
+    cr_assert(exe && state);
+    char env_state[4200];
+    snprintf(env_state, sizeof env_state, "CLARITY_STATE=%s", state);
+    const char *env[] = {env_state, NULL};
+    int n = 0;
+    argv[n++] = exe;
+    va_list ap;
+    va_start(ap, r);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 63) argv[n++] = a;
+    va_end(ap);
+    argv[n] = NULL;
+    int rc = runproc(argv, env, NULL, 0, TIMEOUT_MS, r);
+    cr_assert_eq(rc, 0, "could not run the CLI");
+    cr_assert_not(r->timed_out, "the CLI timed out; stderr:\n%s", r->err);
+    struct stat st;
+    cr_expect_neq(stat(state, &st), 0, "eval created the state db %s", state);
+    free(exe);
+    free(state);
+}
+
+static void expect_metrics(json_t *o, const char *where, double r5, double r10, double r20,
+                           double median, double tracked)
+{
+    cr_assert(json_is_object(o), "%s: not an object", where);
+    cr_expect_eq(json_object_size(o), 5, "%s: keys", where);
+    const char *keys[] = {"recall@5", "recall@10", "recall@20", "gold_rank_median", "gold_tracked"};
+    double want[] = {r5, r10, r20, median, tracked};
+    for (int i = 0; i < 5; i++) {
+        json_t *v = json_object_get(o, keys[i]);
+        cr_assert(json_is_number(v), "%s.%s: not a number", where, keys[i]);
+        cr_expect(fabs(json_number_value(v) - want[i]) < 1e-6, "%s.%s: got %.10f, want %.10f",
+                  where, keys[i], json_number_value(v), want[i]);
+    }
+}
+
+/* Expected values, by hand from the engine's formula with the default
+ * scoring (and referenceWeight 0 for noref), H = 2:
+ * s1: items app (mentioned), util, db (touched by tool calls).  Every
+ *   turn has at most 3 items, so every recall is 1 (4 turns with F).
+ *   Clarity's order after turns 1..3: util app | db util app | util db app
+ *   (scores 30 25 | 30 25 20 | 35 25 15); gold app and db before turn 4:
+ *   ranks 2 | 3 1 | 3 2 -> median 2; db untracked at turn 1 -> 5/6.
+ *   lru: app util | db app util | same -> 1 2 1 2 1 -> 1; frequency: app
+ *   first, then db -> 1 1 2 1 2 -> 1.  noref: app 25 util 15 | app 20 db
+ *   15 util 10 | app 15 db 10 util 5 -> 1 1 2 1 2 -> 1.
+ * s2: a1..a7 mentioned; a7 referenced at turns 1 and 3, a6 at 2 and 4.
+ *   F(1) = {a6, a7}, F(2) = {a6, a7}, F(3) = {a6}.  Clarity ranks the
+ *   referenced ones first: @5 1/2, 1, 1; lru and frequency (all ties, by
+ *   id) a1..a5 first: @5 0, 0, 0; noref: all tied, as lru.  @10 all 1.
+ * recall@5 over 7 turns: default (4 + 2.5) / 7, others 4 / 7. */
+Test(eval_cli, json_matrix_on_a_tiny_corpus)
+{
+    runproc_result r;
+    run_cli(&r, "eval", FIX "corpus.jsonl", "--json", "-H", "2", "--config", FIX "base.json",
+            "--config", FIX "noref.json", NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    json_error_t je;
+    json_t *j = json_loadb(r.out, r.out_len, 0, &je);
+    cr_assert_not_null(j, "not one JSON value (%s): %s", je.text, r.out);
+    cr_assert(json_is_object(j));
+    cr_expect_eq(json_object_size(j), 4);
+    cr_expect_eq(json_integer_value(json_object_get(j, "sessions")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(j, "turns")), 9);
+    json_t *configs = json_object_get(j, "configs"), *base = json_object_get(j, "baselines");
+    cr_assert(json_is_object(configs) && json_is_object(base));
+    cr_expect_eq(json_object_size(configs), 2);
+    cr_expect_eq(json_object_size(base), 2);
+    /* configs keep the order of --config */
+    void *it = json_object_iter(configs);
+    cr_assert_not_null(it);
+    cr_expect_str_eq(json_object_iter_key(it), "base");
+    expect_metrics(json_object_get(configs, "base"), "base", 6.5 / 7, 1, 1, 2, 5.0 / 6);
+    expect_metrics(json_object_get(configs, "noref"), "noref", 4.0 / 7, 1, 1, 1, 5.0 / 6);
+    expect_metrics(json_object_get(base, "lru"), "lru", 4.0 / 7, 1, 1, 1, 5.0 / 6);
+    expect_metrics(json_object_get(base, "frequency"), "frequency", 4.0 / 7, 1, 1, 1, 5.0 / 6);
+    json_decref(j);
+    runproc_free(&r);
+}
+
+Test(eval_cli, table_and_html_report)
+{
+    char *html = runproc_join(tmpdir, "report.html");
+    runproc_result r;
+    run_cli(&r, "eval", FIX "corpus.jsonl", "--html", html, NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    const char *rows[] = {"recall@5", "recall@10", "recall@20", "gold rank median", "gold tracked",
+                          "default", "lru", "frequency", "2 sessions, 9 turns"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        cr_expect_not_null(strstr(r.out, rows[i]), "no \"%s\" in:\n%s", rows[i], r.out);
+    /* H = 5 (default): s1 F(1) = {util, app}; recall@5 = (4 + 2.5) / 7 */
+    cr_expect_not_null(strstr(r.out, "92.9%"), "%s", r.out);
+    FILE *f = fopen(html, "r");
+    cr_assert_not_null(f, "no HTML report");
+    char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cr_expect_not_null(strstr(buf, "<!DOCTYPE html>"));
+    cr_expect_not_null(strstr(buf, "<table>"));
+    size_t charts = 0;
+    for (const char *p = buf; (p = strstr(p, "<svg")) != NULL; p++) charts++;
+    cr_expect_eq(charts, 5, "one chart per metric");
+    cr_expect_null(strstr(buf, "<script"), "self-contained, no scripts");
+    runproc_free(&r);
+    free(html);
+}
+
+Test(eval_cli, usage_errors)
+{
+    runproc_result r;
+    run_cli(&r, "eval", NULL);
+    cr_expect_eq(r.status, 64);
+    runproc_free(&r);
+    run_cli(&r, "eval", "-", NULL);
+    cr_expect_eq(r.status, 64);
+    runproc_free(&r);
+    run_cli(&r, "eval", FIX "corpus.jsonl", "-H", "0", NULL);
+    cr_expect_eq(r.status, 64);
+    runproc_free(&r);
+    run_cli(&r, "replay", FIX "corpus.jsonl", "--html", "x.html", NULL);
+    cr_expect_eq(r.status, 64);
+    runproc_free(&r);
+    run_cli(&r, "eval", FIX "corpus.jsonl", "--config", FIX "base.json", "--config",
+            FIX "base.json", NULL);
+    cr_expect_eq(r.status, 64, "two columns with one name; stderr:\n%s", r.err);
+    runproc_free(&r);
+    run_cli(&r, "eval", FIX "no-such-corpus.jsonl", NULL);
+    cr_expect_eq(r.status, 1);
+    runproc_free(&r);
+}
