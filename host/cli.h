@@ -27,6 +27,9 @@ typedef struct cli {
     int n_configs;
     const char *html_path;
     int horizon;
+    /* install: --project DIR, --user, --uninstall */
+    const char *install_project;
+    int install_user, uninstall;
     /* runtime */
     hostsvc *hs;
     loader L;
@@ -39,5 +42,12 @@ extern volatile sig_atomic_t cli_stop;
 int cli_replay(cli *c, const char *path);
 /* clarity serve: newline-delimited JSON-RPC 2.0 on stdin/stdout. */
 int cli_serve(cli *c);
+/* clarity hook: one Claude Code hook event on stdin (hook.c); always 0. */
+int cli_hook(cli *c);
+/* clarity install claude-code [--project DIR | --user] [--uninstall] (install.c);
+ * runs without the plugin. */
+int cli_install(cli *c, const char *host);
+/* clarity mcp: an MCP server on stdin/stdout (mcp.c). */
+int cli_mcp(cli *c);
 
 #endif

@@ -49,6 +49,11 @@ static const char usage_text[] =
     "  cmd [--session S] LINE   run a slash command (\"/clarity scores\"); session \"default\"\n"
     "  rpc METHOD [JSON|-]      call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')\n"
     "  serve                    newline-delimited JSON-RPC 2.0 on stdin/stdout\n"
+    "  hook [--session S]       one Claude Code hook event, JSON on stdin (see README)\n"
+    "  install claude-code [--project DIR | --user] [--uninstall]\n"
+    "                           add (or remove) clarity's hooks and the /clarity command in\n"
+    "                           DIR/.claude (default: the current directory) or ~/.claude\n"
+    "  mcp [--session S]        MCP server on stdin/stdout with the clarity_* tools\n"
     "  export [--session S]     print the state of a session (clarity.exportState)\n"
     "  import [--session S] FILE|-  replace the state of a session (clarity.importState); takes\n"
     "                           what export prints, or its \"value\" (the legacy shape)\n"
@@ -82,6 +87,8 @@ enum {
     OPT_HTML
 };
 
+enum { OPT_PROJECT = 320, OPT_USER, OPT_UNINSTALL }; /* install */
+
 static const struct option long_opts[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"state", required_argument, NULL, OPT_STATE},
@@ -90,6 +97,9 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"session", required_argument, NULL, OPT_SESSION},
     {"workspace", required_argument, NULL, OPT_WORKSPACE},
+    {"project", required_argument, NULL, OPT_PROJECT},
+    {"user", no_argument, NULL, OPT_USER},
+    {"uninstall", no_argument, NULL, OPT_UNINSTALL},
     {"html", required_argument, NULL, OPT_HTML},
     {"horizon", required_argument, NULL, 'H'},
     {"verbose", no_argument, NULL, 'v'},
@@ -371,14 +381,14 @@ static int do_import(cli *c, const char *path)
 
 /* ---- main ----------------------------------------------------------------- */
 
-typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HELP, C_EVAL } command;
+typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HELP, C_EVAL, C_HOOK, C_INSTALL, C_MCP } command;
 
 int main(int argc, char **argv)
 {
     cli c;
     memset(&c, 0, sizeof c);
     int threshold = CLARITY_LOG_WARN;
-    int seen_json = 0, seen_session = 0, seen_workspace = 0;
+    int seen_json = 0, seen_session = 0, seen_workspace = 0, seen_install = 0;
     const char *workspace_arg = NULL;
     const char *config_list[argc > 0 ? argc : 1]; /* every --config, for eval */
     const char *horizon_arg = NULL;
@@ -395,6 +405,9 @@ int main(int argc, char **argv)
         case OPT_JSON: c.json = seen_json = 1; break;
         case OPT_SESSION: c.session = optarg, seen_session = 1; break;
         case OPT_WORKSPACE: workspace_arg = optarg, seen_workspace = 1; break;
+        case OPT_PROJECT: c.install_project = optarg, seen_install = 1; break;
+        case OPT_USER: c.install_user = seen_install = 1; break;
+        case OPT_UNINSTALL: c.uninstall = seen_install = 1; break;
         case OPT_HTML: c.html_path = optarg; break;
         case 'H': horizon_arg = optarg; break;
         case 'v': threshold = CLARITY_LOG_DEBUG; break;
@@ -425,6 +438,9 @@ int main(int argc, char **argv)
     else if (strcmp(name, "export") == 0) cmd = C_EXPORT;
     else if (strcmp(name, "import") == 0) cmd = C_IMPORT;
     else if (strcmp(name, "help") == 0) cmd = C_HELP;
+    else if (strcmp(name, "hook") == 0) cmd = C_HOOK;
+    else if (strcmp(name, "install") == 0) cmd = C_INSTALL;
+    else if (strcmp(name, "mcp") == 0) cmd = C_MCP;
     else if (strcmp(name, "eval") == 0) cmd = C_EVAL;
     else return usage_error("unknown command '%s'", name);
 
@@ -448,6 +464,8 @@ int main(int argc, char **argv)
     if (seen_session && (cmd == C_RPC || cmd == C_SERVE))
         return usage_error("--session does not apply to %s (pass the session in the params)", name);
     if (c.session && !*c.session) return usage_error("--session needs a non-empty name");
+    if (seen_install && cmd != C_INSTALL)
+        return usage_error("--project, --user and --uninstall apply to install only");
     switch (cmd) {
     case C_REPLAY:
         if (npos != 1) return usage_error("replay takes one file (or - for stdin)");
@@ -469,15 +487,23 @@ int main(int argc, char **argv)
     case C_IMPORT:
         if (npos != 1) return usage_error("import takes one file (or - for stdin)");
         break;
+    case C_HOOK:
+    case C_MCP:
+        if (npos != 0) return usage_error("%s takes no arguments", name);
+        break;
+    case C_INSTALL:
+        if (npos != 1) return usage_error("install takes the host: install claude-code");
+        break;
     default: break;
     }
 
+    if (cmd == C_INSTALL) return cli_install(&c, pos[0]); /* needs no plugin */
     setup_signals();
     char *err = NULL;
     if (hostsvc_new(threshold, c.kv_path, &c.hs, &err) != 0) {
         fprintf(stderr, "clarity: %s\n", err ? err : "out of memory");
         free(err);
-        return EXIT_FAIL;
+        return cmd == C_HOOK ? EXIT_OK : EXIT_FAIL; /* a hook never fails the user's turn */
     }
     if (cmd == C_EVAL) { /* one plugin per config, on the memory store: no state db */
         int ex = cli_eval(&c, pos[0]);
@@ -499,7 +525,7 @@ int main(int argc, char **argv)
     if (!config) {
         free(workspace);
         hostsvc_free(c.hs);
-        return EXIT_FAIL;
+        return cmd == C_HOOK ? EXIT_OK : EXIT_FAIL;
     }
     hostsvc_log(c.hs, CLARITY_LOG_DEBUG, "config: %s", config);
 
@@ -511,7 +537,7 @@ int main(int argc, char **argv)
         free(config);
         free(workspace);
         hostsvc_free(c.hs);
-        return EXIT_FAIL;
+        return cmd == C_HOOK ? EXIT_OK : EXIT_FAIL;
     }
     free(config);
     hostsvc_log(c.hs, CLARITY_LOG_DEBUG, "loaded %s (%s %s)", c.L.path,
@@ -547,6 +573,8 @@ int main(int argc, char **argv)
         break;
     }
     case C_SERVE: ex = cli_serve(&c); break;
+    case C_HOOK: ex = cli_hook(&c); break;
+    case C_MCP: ex = cli_mcp(&c); break;
     case C_EXPORT: {
         owned = session_params(c.session ? c.session : "default", NULL);
         ex = owned ? do_rpc(&c, "clarity.exportState", owned) : EXIT_FAIL;

@@ -238,8 +238,10 @@ void engine_release(engine *e, session *s)
     pthread_mutex_lock(&e->reg_mu);
     s->refs--;
     s->last_used = ++e->clock;
-    /* A lookup that found nothing leaves no trace. */
-    int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty;
+    /* A lookup that found nothing leaves no trace (a workspace set by
+     * before_agent_start is kept for the agent_end that follows). */
+    int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty &&
+                !s->t.meta_dirty;
     int clean = !s->t.dirty && !s->t.meta_dirty && s->t.n_deleted == 0;
     if (s->refs == 0 && (empty || (s->unload && clean))) {
         HASH_DEL(e->sessions, s);

@@ -1,0 +1,368 @@
+/* hook.c: `clarity hook`, one Claude Code hook event per process.
+ *
+ * Claude Code runs the command with the event as JSON on stdin
+ * (session_id, transcript_path, cwd, hook_event_name and per event prompt,
+ * tool_name/tool_input, last_assistant_message, trigger, source, reason).
+ * The mapping:
+ *   UserPromptSubmit   before_agent_start(prompt, workspace = cwd); the block
+ *                      goes back as hookSpecificOutput.additionalContext
+ *   PostToolUse        a file tool (Read, Edit, Write, MultiEdit, NotebookEdit,
+ *                      NotebookRead): the call is remembered in the session's
+ *                      hook state and sent with the next Stop's agent_end (the
+ *                      turn does not advance here)
+ *   Stop               agent_end with the assistant text and tool_use blocks
+ *                      the transcript gained since the previous Stop, the
+ *                      remembered file tool calls and last_assistant_message
+ *   SubagentStop       agent_end with the subagent's transcript
+ *                      (agent_transcript_path) and last_assistant_message;
+ *                      skipped for Claude Code's internal subagents (an empty
+ *                      agent_type, e.g. the compaction summarizer)
+ *   PreCompact         before_compaction (the prune report is logged at info)
+ *   SessionStart       source "compact": the block again, as additionalContext
+ *   SessionEnd         session_end(reason)
+ * Anything else is ignored.  A hook never blocks the user: every internal
+ * error is a message on stderr and exit status 0 with nothing on stdout.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/buf.h"
+#include "cli.h"
+#include "hookstate.h"
+#include "jsonconv.h"
+#include "transcript.h"
+
+#define MAX_INPUT ((size_t)64 << 20)
+#define MAX_CONTEXT 10000 /* Claude Code's limit for additionalContext */
+#define MAX_PENDING 1000
+
+typedef struct hook {
+    cli *c;
+    json_t *in;
+    const char *event, *session, *cwd, *transcript;
+} hook;
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("clarity hook: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static const char *str(json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* Runs an event; a block (when out is non-NULL) is appended to out. */
+static int event(hook *h, uint32_t id, const void *payload, buf *out)
+{
+    clarity_result res;
+    int rc = loader_event(&h->c->L, id, payload, &res);
+    if (rc < 0 && rc != CLARITY_DECLINED)
+        warn("%s: %s", h->event, loader_errtext(&h->c->L, rc, &res));
+    else if (rc == CLARITY_OK && out && res.data)
+        buf_append(out, res.data, res.len);
+    loader_release(&h->c->L, &res);
+    return rc;
+}
+
+static int before_agent_start(hook *h, const char *prompt, size_t len, buf *out)
+{
+    clarity_before_agent_start p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.session_id = h->session;
+    p.workspace_dir = h->cwd;
+    p.prompt = prompt;
+    p.prompt_len = len;
+    return event(h, CLARITY_EV_BEFORE_AGENT_START, &p, out);
+}
+
+/* Prints {"hookSpecificOutput": {"hookEventName", "additionalContext"}}; a
+ * block over the limit is cut at a line and closed again. */
+static void emit_context(const char *name, buf *block)
+{
+    if (!block->len) return;
+    static const char close_tag[] = "[/CLARITY CONTEXT]\n";
+    if (block->len > MAX_CONTEXT) {
+        size_t keep = MAX_CONTEXT - (sizeof close_tag - 1);
+        while (keep > 0 && block->p[keep - 1] != '\n') keep--;
+        block->len = keep;
+        buf_puts(block, close_tag);
+    }
+    json_t *o = json_pack("{s:{s:s,s:o}}", "hookSpecificOutput", "hookEventName", name,
+                          "additionalContext", json_string_lossy(block->p, block->len));
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s) printf("%s\n", s);
+    else warn("out of memory");
+    free(s);
+    json_decref(o);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void on_prompt(hook *h)
+{
+    json_t *p = json_object_get(h->in, "prompt");
+    buf block;
+    buf_init(&block);
+    if (before_agent_start(h, json_string_value(p) ? json_string_value(p) : "",
+                           json_string_length(p), &block) == CLARITY_OK)
+        emit_context("UserPromptSubmit", &block);
+    buf_free(&block);
+}
+
+static void on_session_start(hook *h)
+{
+    const char *source = str(h->in, "source");
+    if (!source || strcmp(source, "compact") != 0) return;
+    buf block;
+    buf_init(&block);
+    if (before_agent_start(h, "", 0, &block) == CLARITY_OK) emit_context("SessionStart", &block);
+    buf_free(&block);
+}
+
+static int is_file_tool(const char *name)
+{
+    static const char *const tools[] = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit",
+                                        "NotebookRead", NULL};
+    for (int i = 0; name && tools[i]; i++)
+        if (strcmp(name, tools[i]) == 0) return 1;
+    return 0;
+}
+
+static int open_state(hook *h, hookstate *st)
+{
+    memset(st, 0, sizeof *st);
+    st->fd = -1;
+    st->offset = -1;
+    char *dir = hookstate_dir(h->c);
+    char *err = NULL;
+    int rc = dir ? hookstate_open(st, dir, h->session, &err) : -1;
+    if (rc != 0) {
+        warn("hook state: %s", err ? err : "out of memory");
+        hookstate_close(st);
+    }
+    free(err);
+    free(dir);
+    return rc;
+}
+
+static void on_tool(hook *h)
+{
+    const char *tool = str(h->in, "tool_name");
+    json_t *input = json_object_get(h->in, "tool_input");
+    if (!is_file_tool(tool) || !json_is_object(input)) return;
+    hookstate st;
+    if (open_state(h, &st) == 0) {
+        if (json_array_size(st.pending) >= MAX_PENDING) json_array_remove(st.pending, 0);
+        json_t *e = json_pack("{s:s,s:O}", "tool_name", tool, "tool_input", input);
+        const char *id = str(h->in, "tool_use_id");
+        if (e && id) json_object_set_new(e, "tool_use_id", json_string(id));
+        if (!e || json_array_append_new(st.pending, e) != 0 || hookstate_save(&st) != 0)
+            warn("hook state %s: cannot record the %s call: %s", st.path, tool, strerror(errno));
+    }
+    hookstate_close(&st);
+}
+
+static int push_tool(msgvec *mv, const char *tool, json_t *input)
+{
+    json_t *m = json_pack("{s:s,s:s,s:s,s:O}", "role", "assistant", "text", "", "tool_name", tool,
+                          "tool_args", input);
+    const char *why;
+    int rc = m ? msgvec_push_json(mv, m, &why) : -1;
+    json_decref(m);
+    return rc;
+}
+
+/* last_assistant_message, unless the transcript already ended with it. */
+static int push_last(hook *h, msgvec *mv, size_t last_text)
+{
+    json_t *last = json_object_get(h->in, "last_assistant_message");
+    if (!json_is_string(last) || json_string_length(last) == 0) return 0;
+    if (last_text < mv->n && mv->v[last_text].text_len == json_string_length(last) &&
+        memcmp(mv->v[last_text].text, json_string_value(last), json_string_length(last)) == 0)
+        return 0;
+    json_t *m = json_pack("{s:s,s:O}", "role", "assistant", "text", last);
+    const char *why;
+    int rc = m ? msgvec_push_json(mv, m, &why) : -1;
+    json_decref(m);
+    return rc;
+}
+
+static int agent_end(hook *h, msgvec *mv)
+{
+    /* The workspace comes with before_agent_start only: prime it so that
+     * absolute paths in tool inputs become repository-relative even when the
+     * hooks were installed in the middle of a session. */
+    if (h->cwd) before_agent_start(h, "", 0, NULL);
+    clarity_agent_end p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.session_id = h->session;
+    p.messages = mv->n ? mv->v : NULL;
+    p.n_messages = mv->n;
+    p.success = 1;
+    return event(h, CLARITY_EV_AGENT_END, &p, NULL);
+}
+
+static void on_stop(hook *h)
+{
+    hookstate st;
+    open_state(h, &st); /* without it: the last turn of the transcript, no pending calls */
+    msgvec mv;
+    msgvec_init(&mv);
+    long long end = -1;
+    size_t last_text = (size_t)-1;
+    if (h->transcript && *h->transcript) {
+        int resume = st.transcript && st.offset >= 0 && strcmp(st.transcript, h->transcript) == 0;
+        char *err = NULL;
+        int rc = transcript_collect(h->transcript, resume ? st.offset : 0,
+                                    resume ? 0 : TRANSCRIPT_SINCE_PROMPT, &mv, &end, &last_text, &err);
+        if (rc == 1) /* rewritten since: read the last turn again */
+            rc = transcript_collect(h->transcript, 0, TRANSCRIPT_SINCE_PROMPT, &mv, &end,
+                                    &last_text, &err);
+        if (rc < 0) {
+            warn("transcript %s", err ? err : "unreadable");
+            end = -1;
+        }
+        free(err);
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(st.pending, i, e)
+    {
+        const char *tool = str(e, "tool_name");
+        json_t *input = json_object_get(e, "tool_input");
+        if (tool && json_is_object(input)) push_tool(&mv, tool, input);
+    }
+    push_last(h, &mv, last_text);
+    if (agent_end(h, &mv) == CLARITY_OK && st.fd >= 0) {
+        if (end >= 0) {
+            free(st.transcript);
+            st.transcript = util_strdup(h->transcript);
+            st.offset = st.transcript ? end : -1;
+        }
+        json_array_clear(st.pending);
+        if (hookstate_save(&st) != 0) warn("hook state %s: %s", st.path, strerror(errno));
+    }
+    msgvec_free(&mv);
+    hookstate_close(&st);
+}
+
+static void on_subagent_stop(hook *h)
+{
+    json_t *type = json_object_get(h->in, "agent_type");
+    if (json_is_string(type) && json_string_length(type) == 0) return; /* internal subagent */
+    const char *path = str(h->in, "agent_transcript_path");
+    msgvec mv;
+    msgvec_init(&mv);
+    size_t last_text = (size_t)-1;
+    if (path && *path) {
+        long long end;
+        char *err = NULL;
+        if (transcript_collect(path, 0, TRANSCRIPT_SINCE_PROMPT | TRANSCRIPT_SIDECHAIN, &mv, &end,
+                               &last_text, &err) < 0)
+            warn("subagent transcript %s", err ? err : "unreadable");
+        free(err);
+    }
+    push_last(h, &mv, last_text);
+    agent_end(h, &mv);
+    msgvec_free(&mv);
+}
+
+static void on_pre_compact(hook *h)
+{
+    clarity_before_compaction p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.session_id = h->session;
+    p.message_count = -1;
+    p.token_count = -1;
+    buf report;
+    buf_init(&report);
+    if (event(h, CLARITY_EV_BEFORE_COMPACTION, &p, &report) == CLARITY_OK && report.len)
+        hostsvc_log(h->c->hs, CLARITY_LOG_INFO, "compaction (%s): %.*s",
+                    str(h->in, "trigger") ? str(h->in, "trigger") : "?", (int)report.len, report.p);
+    buf_free(&report);
+}
+
+static void on_session_end(hook *h)
+{
+    clarity_session_end p;
+    memset(&p, 0, sizeof p);
+    p.struct_size = sizeof p;
+    p.session_id = h->session;
+    p.reason = str(h->in, "reason");
+    event(h, CLARITY_EV_SESSION_END, &p, NULL);
+}
+
+/* ---- entry ---------------------------------------------------------------- */
+
+static char *read_stdin(size_t *len)
+{
+    buf b;
+    buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0 && b.len <= MAX_INPUT)
+        buf_append(&b, chunk, n);
+    if (ferror(stdin) || buf_failed(&b) || b.len > MAX_INPUT) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b, len);
+}
+
+int cli_hook(cli *c)
+{
+    size_t len = 0;
+    char *text = read_stdin(&len);
+    if (!text) {
+        warn("cannot read the event from stdin (or it exceeds %zu bytes)", MAX_INPUT);
+        return EXIT_OK;
+    }
+    json_error_t je;
+    json_t *in = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!json_is_object(in)) {
+        warn("the event on stdin is not a JSON object (%s)", in ? "wrong type" : je.text);
+        json_decref(in);
+        return EXIT_OK;
+    }
+    hook h = {.c = c, .in = in};
+    h.event = str(in, "hook_event_name");
+    h.session = c->session ? c->session : str(in, "session_id");
+    h.cwd = str(in, "cwd");
+    h.transcript = str(in, "transcript_path");
+    if (h.cwd && h.cwd[0] != '/') h.cwd = NULL;
+    if (!h.event || !h.session || !*h.session) {
+        warn("the event lacks hook_event_name or session_id");
+    } else if (strcmp(h.event, "UserPromptSubmit") == 0) {
+        on_prompt(&h);
+    } else if (strcmp(h.event, "PostToolUse") == 0) {
+        on_tool(&h);
+    } else if (strcmp(h.event, "Stop") == 0) {
+        on_stop(&h);
+    } else if (strcmp(h.event, "SubagentStop") == 0) {
+        on_subagent_stop(&h);
+    } else if (strcmp(h.event, "PreCompact") == 0) {
+        on_pre_compact(&h);
+    } else if (strcmp(h.event, "SessionStart") == 0) {
+        on_session_start(&h);
+    } else if (strcmp(h.event, "SessionEnd") == 0) {
+        on_session_end(&h);
+    } else {
+        hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "hook: %s ignored", h.event);
+    }
+    json_decref(in);
+    return EXIT_OK;
+}

@@ -1,0 +1,319 @@
+/* test_hook.c: `clarity hook`, the Claude Code adapter, on recorded hook
+ * payloads (tests/fixtures/claude/, written from the hooks documentation)
+ * and a transcript in Claude Code's JSONL format. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clihelp.h"
+
+#define SESSION "cc-fixture-1"
+
+static char *tmp, *db, *transcript, *statefile;
+
+static void setup(void)
+{
+    tmp = runproc_mkdtemp("clarity-hook-test");
+    cr_assert_not_null(tmp);
+    char *dir = runproc_join(tmp, "state");
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    db = runproc_join(dir, "clarity.db");
+    statefile = runproc_join(dir, "claude-code/" SESSION ".json");
+    free(dir);
+    transcript = runproc_join(tmp, "transcript.jsonl");
+    clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
+}
+
+static void teardown(void)
+{
+    if (tmp) runproc_rmtree(tmp);
+    free(tmp), free(db), free(transcript), free(statefile);
+    tmp = db = transcript = statefile = NULL;
+}
+
+TestSuite(hook, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Runs `clarity hook` on a fixture; asserts exit 0. */
+static void hook(const char *fixture, runproc_result *r)
+{
+    char *in = clihelp_fixture(fixture, transcript);
+    const char *argv[] = {"hook", "--state", db, NULL};
+    clihelp_run(r, in, NULL, argv);
+    free(in);
+    cr_assert_eq(r->status, 0, "%s: exit %d, stderr:\n%s", fixture, r->status, r->err);
+}
+
+static void hook_quiet(const char *fixture)
+{
+    runproc_result r;
+    hook(fixture, &r);
+    cr_assert_str_empty(r.out, "%s printed: %s", fixture, r.out);
+    runproc_free(&r);
+}
+
+static json_t *scores(void)
+{
+    runproc_result r;
+    const char *argv[] = {"rpc", "clarity.getScores", "{\"session\":\"" SESSION "\"}", "--state", db, NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "getScores: %s %s", r.out, r.err);
+    json_t *j = clihelp_json(r.out);
+    runproc_free(&r);
+    return j;
+}
+
+static json_t *item(json_t *s, const char *id)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(s, "items"), i, it)
+    {
+        if (strcmp(json_string_value(json_object_get(it, "id")), id) == 0) return it;
+    }
+    return NULL;
+}
+
+static long long num(json_t *o, const char *key)
+{
+    return json_integer_value(json_object_get(o, key));
+}
+
+/* The additionalContext of a hook answer for event; asserts the shape. */
+static const char *context_of(json_t *out, const char *event)
+{
+    json_t *h = json_object_get(out, "hookSpecificOutput");
+    cr_assert(json_is_object(h), "no hookSpecificOutput");
+    cr_assert_str_eq(json_string_value(json_object_get(h, "hookEventName")), event);
+    const char *ctx = json_string_value(json_object_get(h, "additionalContext"));
+    cr_assert_not_null(ctx);
+    return ctx;
+}
+
+Test(hook, user_prompt_submit_answers_with_the_block)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    json_t *out = clihelp_json(r.out);
+    const char *ctx = context_of(out, "UserPromptSubmit");
+    cr_assert(strncmp(ctx, "[CLARITY CONTEXT]\n", 18) == 0, "%s", ctx);
+    cr_assert_not_null(strstr(ctx, "claracore"), "%s", ctx);
+    cr_assert_not_null(strstr(ctx, "file:src/auth/session.ts"), "workspace-relative: %s", ctx);
+    cr_assert_not_null(strstr(ctx, "[/CLARITY CONTEXT]\n"));
+    json_decref(out);
+    runproc_free(&r);
+}
+
+Test(hook, post_tool_use_is_remembered_until_stop)
+{
+    hook_quiet("post_tool_use_read.json");
+    char *st = clihelp_read(statefile);
+    cr_assert_not_null(st, "no hook state at %s", statefile);
+    json_t *j = clihelp_json(st);
+    free(st);
+    json_t *pending = json_object_get(j, "pending");
+    cr_assert_eq(json_array_size(pending), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(pending, 0), "tool_name")), "Read");
+    json_decref(j);
+
+    /* not a turn: the session has no turn yet (or does not exist) */
+    runproc_result r;
+    const char *argv[] = {"rpc", "clarity.getScores", "{\"session\":\"" SESSION "\"}", "--state", db, NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert(r.status != 0 || strstr(r.out, "\"currentTurn\":0"), "PostToolUse advanced the turn: %s", r.out);
+    runproc_free(&r);
+
+    hook_quiet("stop.json");
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    json_t *pool = item(s, "file:src/db/pool.ts");
+    cr_assert_not_null(pool, "the PostToolUse file is not tracked");
+    cr_assert_eq(num(pool, "referenceCount"), 1);
+    json_decref(s);
+    st = clihelp_read(statefile);
+    j = clihelp_json(st);
+    free(st);
+    cr_assert_eq(json_array_size(json_object_get(j, "pending")), 0, "pending not cleared");
+    json_decref(j);
+}
+
+Test(hook, post_tool_use_ignores_non_file_tools)
+{
+    hook_quiet("post_tool_use_bash.json");
+    char *st = clihelp_read(statefile);
+    cr_assert(st == NULL || strstr(st, "Bash") == NULL, "recorded a Bash call: %s", st);
+    free(st);
+}
+
+Test(hook, stop_takes_the_last_turn_of_the_transcript)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    json_t *sess = item(s, "file:src/auth/session.ts"), *tok = item(s, "file:src/auth/token.ts");
+    cr_assert_not_null(sess);
+    cr_assert_not_null(tok, "the Edit tool_use of the turn is not tracked");
+    cr_assert_eq(num(sess, "referenceCount"), 1);
+    cr_assert_eq(num(tok, "referenceCount"), 1);
+    cr_assert_null(item(s, "file:src/legacy/old.ts"), "a tool_use of an earlier turn was counted");
+    cr_assert_null(item(s, "file:src/sidechain/skip.ts"), "a sidechain line was counted");
+    cr_assert_null(item(s, "file:src/thinking/ignored.ts"), "a thinking block was counted");
+    json_decref(s);
+
+    /* the next turn: only what the transcript gained since */
+    clihelp_append("tests/fixtures/claude/transcript_turn3.jsonl", transcript);
+    hook_quiet("stop_turn3.json");
+    s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 2);
+    json_t *routes = item(s, "file:src/api/routes.ts");
+    cr_assert_not_null(routes, "the Write of the new turn is not tracked");
+    cr_assert_eq(num(routes, "referenceCount"), 1);
+    cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1,
+                 "the previous turn was read again");
+    json_decref(s);
+    char *st = clihelp_read(statefile);
+    json_t *j = clihelp_json(st);
+    free(st);
+    struct stat sb;
+    cr_assert_eq(stat(transcript, &sb), 0);
+    cr_assert_eq(num(j, "offset"), (long long)sb.st_size);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "transcript")), transcript);
+    json_decref(j);
+}
+
+Test(hook, stop_without_transcript_uses_last_assistant_message)
+{
+    free(transcript);
+    transcript = runproc_join(tmp, "missing.jsonl");
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook("stop.json", &r);
+    cr_assert_str_empty(r.out);
+    cr_assert_not_null(strstr(r.err, "missing.jsonl"), "no warning about the transcript: %s", r.err);
+    runproc_free(&r);
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_eq(num(item(s, "file:src/auth/session.ts"), "referenceCount"), 1,
+                 "last_assistant_message was not used");
+    json_decref(s);
+}
+
+Test(hook, subagent_stop_reads_the_agent_transcript)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("subagent_stop.json");
+    json_t *s = scores();
+    json_t *retry = item(s, "file:src/net/retry.ts");
+    cr_assert_not_null(retry, "the subagent's tool_use is not tracked");
+    cr_assert_eq(num(retry, "referenceCount"), 1);
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    json_decref(s);
+    /* Claude Code's own subagents (compaction: empty agent_type) are not turns */
+    hook_quiet("subagent_stop_internal.json");
+    s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_null(item(s, "file:src/summary/only.ts"));
+    json_decref(s);
+}
+
+Test(hook, pre_compact_and_session_start_compact)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    hook_quiet("pre_compact.json");
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1, "PreCompact is not a turn");
+    json_decref(s);
+    hook("session_start_compact.json", &r);
+    json_t *out = clihelp_json(r.out);
+    const char *ctx = context_of(out, "SessionStart");
+    cr_assert_not_null(strstr(ctx, "[CLARITY CONTEXT]"));
+    cr_assert_not_null(strstr(ctx, "file:src/auth/session.ts"), "%s", ctx);
+    json_decref(out);
+    runproc_free(&r);
+    hook_quiet("session_start_startup.json");
+}
+
+Test(hook, session_end_and_other_events_are_quiet)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    hook_quiet("session_end.json");
+    hook_quiet("notification.json");
+    json_t *s = scores(); /* persisted */
+    cr_assert_not_null(item(s, "claracore"));
+    json_decref(s);
+}
+
+Test(hook, errors_never_block_the_user)
+{
+    const char *inputs[] = {"not json", "[1,2]", "{\"hook_event_name\":\"Stop\"}",
+                            "{\"session_id\":\"x\"}", ""};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        runproc_result r;
+        const char *argv[] = {"hook", "--state", db, NULL};
+        clihelp_run(&r, inputs[i], NULL, argv);
+        cr_assert_eq(r.status, 0, "input %zu: exit %d", i, r.status);
+        cr_assert_str_empty(r.out, "input %zu printed %s", i, r.out);
+        cr_assert_not_null(strstr(r.err, "clarity"), "input %zu: no message on stderr", i);
+        runproc_free(&r);
+    }
+    /* a plugin that cannot load, a state database that cannot open */
+    char *in = clihelp_fixture("user_prompt_submit.json", transcript);
+    const char *bad_plugin[] = {"hook", "--state", db, "--plugin", "/nonexistent/libclarity.so", NULL};
+    const char *bad_state[] = {"hook", "--state", "/proc/no/such/dir/clarity.db", NULL};
+    const char *const *cases[] = {bad_plugin, bad_state};
+    for (int k = 0; k < 2; k++) {
+        runproc_result r;
+        clihelp_run(&r, in, NULL, cases[k]);
+        cr_assert_eq(r.status, 0, "case %d: exit %d (%s)", k, r.status, r.err);
+        cr_assert_str_empty(r.out);
+        cr_assert(r.err_len > 0, "case %d: silent failure", k);
+        runproc_free(&r);
+    }
+    free(in);
+}
+
+Test(hook, additional_context_stays_under_10000_characters)
+{
+    /* a config that allows a huge block, and several hundred long file names */
+    char *cfg = runproc_join(tmp, "big.json");
+    cr_assert_eq(runproc_write_file(cfg, "{\"context\":{\"maxChars\":1000000,\"maxItems\":1000}}"), 0);
+    size_t cap = 1 << 20, len = 0;
+    char *prompt = malloc(cap);
+    cr_assert_not_null(prompt);
+    len += (size_t)snprintf(prompt, cap, "{\"session_id\":\"big\",\"cwd\":\"/home/dev/proj\","
+                                         "\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"Look at");
+    for (int i = 0; i < 400; i++)
+        len += (size_t)snprintf(prompt + len, cap - len,
+                                " src/a_rather_long_directory_name/with_nested_parts/module_%03d/component_%03d.ts", i, i);
+    snprintf(prompt + len, cap - len, "\"}");
+    runproc_result r;
+    const char *argv[] = {"hook", "--state", db, "--config", cfg, NULL};
+    clihelp_run(&r, prompt, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *out = clihelp_json(r.out);
+    const char *ctx = context_of(out, "UserPromptSubmit");
+    size_t chars = 0;
+    for (const unsigned char *p = (const unsigned char *)ctx; *p; p++) chars += (*p & 0xc0) != 0x80;
+    cr_assert(chars <= 10000, "%zu characters", chars);
+    cr_assert(chars > 5000, "the block was cut too much: %zu", chars);
+    size_t n = strlen(ctx);
+    cr_assert(n > 19 && strcmp(ctx + n - 19, "[/CLARITY CONTEXT]\n") == 0, "not closed: ...%s", ctx + n - 40);
+    json_decref(out);
+    runproc_free(&r);
+    free(prompt);
+    free(cfg);
+}
