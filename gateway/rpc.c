@@ -250,6 +250,28 @@ static int m_import(rpc_call *c)
     return rc;
 }
 
+/* graph/ (file predictions) answers clarity.graphBuild and clarity.predict.
+ * Weak: builds without it (the fuzz harnesses) answer "unknown method". */
+int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
+    __attribute__((weak));
+
+static int m_graph(rpc_call *c, const char *name)
+{
+    if (!graph_rpc_call)
+        return fail(c, CLARITY_ENOTFOUND, RPC_METHOD_NOT_FOUND, "unknown method: %s", name);
+    char *params = json_dumps(c->params, JSON_COMPACT), *msg = NULL;
+    if (!params) return fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
+    int rc = graph_rpc_call(name, params, c->out, &msg);
+    free(params);
+    if (rc != CLARITY_OK)
+        rc = fail(c, rc, rc == CLARITY_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL, "%s",
+                  msg ? msg : "graph: failed");
+    free(msg);
+    return rc;
+}
+static int m_predict(rpc_call *c) { return m_graph(c, "clarity.predict"); }
+static int m_graph_build(rpc_call *c) { return m_graph(c, "clarity.graphBuild"); }
+
 typedef struct method {
     const char *name;
     int needs_session;
@@ -265,6 +287,7 @@ static const method methods[] = {
     {"clarity.prune", 1, m_prune},            {"clarity.stats", 1, m_stats},
     {"clarity.config", 0, m_config},          {"clarity.setTier", 1, m_set_tier},
     {"clarity.exportState", 1, m_export},     {"clarity.importState", 1, m_import},
+    {"clarity.predict", 0, m_predict},        {"clarity.graphBuild", 0, m_graph_build},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

@@ -19,6 +19,7 @@
 
 #include "../util/buf.h"
 #include "cli.h"
+#include "graphcmd.h"
 #include "eval.h"
 #include "hostsvc.h"
 #include "jsonconv.h"
@@ -57,6 +58,8 @@ static const char usage_text[] =
     "  export [--session S]     print the state of a session (clarity.exportState)\n"
     "  import [--session S] FILE|-  replace the state of a session (clarity.importState); takes\n"
     "                           what export prints, or its \"value\" (the legacy shape)\n"
+    "  graph build REPO         build or refresh REPO's code graph (REPO/.clarity/graph.db)\n"
+    "  predict REPO PROMPT [-k N] [--json]  the files PROMPT will most likely edit\n"
     "  help                     this text\n"
     "\n"
     "options:\n"
@@ -385,6 +388,9 @@ typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HE
 
 int main(int argc, char **argv)
 {
+    /* graph build / predict parse their own arguments (host/graphcmd.c) */
+    if (argc >= 2 && (strcmp(argv[1], "graph") == 0 || strcmp(argv[1], "predict") == 0))
+        return graphcmd_main(argc, argv);
     cli c;
     memset(&c, 0, sizeof c);
     int threshold = CLARITY_LOG_WARN;

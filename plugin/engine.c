@@ -131,9 +131,13 @@ static void session_free(session *s)
     free(s);
 }
 
+/* graph/ keeps loaded code graphs per repository; weak for builds without it. */
+void graph_cache_clear(void) __attribute__((weak));
+
 void engine_free(engine *e)
 {
     if (!e) return;
+    if (graph_cache_clear) graph_cache_clear();
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {

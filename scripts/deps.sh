@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages clarity builds and tests with, when missing.
 set -e
-PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3"
+PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3 libtree-sitter-dev git"
+# npm fetches the tree-sitter grammars (scripts/grammars.sh); any npm will do
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Issue -> files benchmark for `clarity predict`.
+
+usage: swebench.py DEV.jsonl MIRRORS_DIR [--clarity BUILD/clarity] [--repos a,b]
+                   [--limit N] [--weights JSON] [--regex] [--out FILE]
+
+For each instance {instance_id, repo, base_commit, problem_statement,
+gold_files}: checks base_commit out in a per-repository scratch clone
+(git clone --shared of MIRRORS_DIR/<owner>+<name>/repo, under $TMPDIR),
+lets `clarity predict` build or refresh the graph there, predicts from the
+problem statement, and scores Acc@1/3/5/10 (all gold files in the top k)
+and MRR (reciprocal rank of the first gold file).
+"""
+import argparse, json, os, subprocess, sys, tempfile, time
+
+def sh(*a, **kw):
+    return subprocess.run(a, check=True, capture_output=True, text=True, **kw).stdout
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dev"); ap.add_argument("mirrors")
+    ap.add_argument("--clarity", default="build/clarity")
+    ap.add_argument("--repos", default="")
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--weights", default="")
+    ap.add_argument("--regex", action="store_true")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "clarity-swebench"))
+    a = ap.parse_args()
+    rows = [json.loads(l) for l in open(a.dev)]
+    if a.repos:
+        keep = set(a.repos.split(","))
+        rows = [r for r in rows if r["repo"].split("/")[1] in keep or r["repo"] in keep]
+    # commit order per repository: checkouts move forward, refreshes stay incremental
+    os.makedirs(a.work, exist_ok=True)
+    order = {}
+    for r in rows:
+        order.setdefault(r["repo"], []).append(r)
+    ks = [1, 3, 5, 10]
+    acc = {k: 0 for k in ks}; mrr = 0.0; n = 0; lat = []; per = []
+    for repo, items in order.items():
+        mirror = os.path.join(a.mirrors, repo.replace("/", "+"), "repo")
+        wt = os.path.join(a.work, repo.replace("/", "+"))
+        if not os.path.isdir(wt):
+            sh("git", "clone", "-q", "--shared", "--no-checkout", mirror, wt)
+        for r in items:
+            r["_t"] = int(sh("git", "-C", wt, "show", "-s", "--format=%ct", r["base_commit"]).strip())
+        items.sort(key=lambda r: r["_t"])
+        for r in items:
+            if a.limit and n >= a.limit:
+                break
+            sh("git", "-C", wt, "checkout", "-q", "-f", r["base_commit"])
+            if a.regex:
+                sh(a.clarity, "graph", "build", wt, "--regex")
+            params = {"repo": wt, "prompt": r["problem_statement"], "k": 10}
+            if a.weights:
+                params["weights"] = json.loads(a.weights)
+            t0 = time.time()
+            out = subprocess.run([a.clarity, "rpc", "clarity.predict", json.dumps(params)],
+                                 capture_output=True, text=True)
+            wall = time.time() - t0
+            try:
+                res = json.loads(out.stdout)
+                files = [f["path"] for f in res["files"]]
+                lat.append(res["ms"])
+            except Exception:
+                print("predict failed:", r["instance_id"], out.stderr[:300], file=sys.stderr)
+                files = []
+            gold = r["gold_files"]
+            ranks = [files.index(g) + 1 if g in files else None for g in gold]
+            for k in ks:
+                if all(x is not None and x <= k for x in ranks):
+                    acc[k] += 1
+            found = [x for x in ranks if x]
+            mrr += 1.0 / min(found) if found else 0.0
+            n += 1
+            per.append({"id": r["instance_id"], "gold": gold, "top": files[:5], "ranks": ranks,
+                        "wall_s": round(wall, 2)})
+            print(f"{r['instance_id']:40s} ranks={ranks} wall={wall:.1f}s", file=sys.stderr)
+    lat.sort()
+    summary = {"n": n, **{f"acc@{k}": round(acc[k] / max(n, 1), 3) for k in ks},
+               "mrr": round(mrr / max(n, 1), 3),
+               "query_ms_p50": lat[len(lat) // 2] if lat else None,
+               "query_ms_max": lat[-1] if lat else None,
+               "weights": a.weights or "default", "parser": "regex" if a.regex else "auto"}
+    print(json.dumps(summary))
+    if a.out:
+        json.dump({"summary": summary, "instances": per}, open(a.out, "w"), indent=1)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+/* api.c: the loaded-index cache and the clarity.graphBuild /
+ * clarity.predict RPC methods.
+ *
+ * One index per repository stays loaded (at most GRAPH_CACHE_MAX, least
+ * recently used out).  A use checks, at most every GRAPH_RECHECK_MS, whether
+ * the cache is stale (HEAD moved, the git index changed) and then refreshes
+ * it incrementally and reloads.  Queries on one index are serialized by its
+ * mutex; different repositories run in parallel.
+ */
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../include/clarity.h"
+#include "index.h"
+
+#define GRAPH_CACHE_MAX 8
+#define GRAPH_RECHECK_MS 5000
+
+typedef struct centry {
+    char *repo;
+    graph_index *g;
+    pthread_mutex_t mu; /* held while a caller uses g */
+    int64_t checked_ms;
+    uint64_t used;
+    int refs;
+} centry;
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static centry *cache[GRAPH_CACHE_MAX];
+static uint64_t cache_clock;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double mono_msf(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static char *canon(const char *repo)
+{
+    char *r = realpath(repo, NULL);
+    return r ? r : util_strdup(repo);
+}
+
+void graph_cache_clear(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < GRAPH_CACHE_MAX; i++) {
+        centry *c = cache[i];
+        if (!c || c->refs) continue;
+        graph_index_free(c->g);
+        pthread_mutex_destroy(&c->mu);
+        free(c->repo);
+        free(c);
+        cache[i] = NULL;
+    }
+    pthread_mutex_unlock(&cache_mu);
+}
+
+static centry *entry_for(const char *repo)
+{
+    pthread_mutex_lock(&cache_mu);
+    centry *c = NULL;
+    int free_slot = -1, lru = -1;
+    for (int i = 0; i < GRAPH_CACHE_MAX; i++) {
+        if (cache[i] && strcmp(cache[i]->repo, repo) == 0) c = cache[i];
+        else if (!cache[i] && free_slot < 0) free_slot = i;
+        else if (cache[i] && !cache[i]->refs && (lru < 0 || cache[i]->used < cache[lru]->used))
+            lru = i;
+    }
+    if (!c) {
+        int slot = free_slot >= 0 ? free_slot : lru;
+        if (slot >= 0 && cache[slot]) {
+            graph_index_free(cache[slot]->g);
+            pthread_mutex_destroy(&cache[slot]->mu);
+            free(cache[slot]->repo);
+            free(cache[slot]);
+            cache[slot] = NULL;
+        }
+        c = slot >= 0 ? calloc(1, sizeof *c) : NULL;
+        if (c && !(c->repo = util_strdup(repo))) {
+            free(c);
+            c = NULL;
+        }
+        if (c) {
+            pthread_mutex_init(&c->mu, NULL);
+            cache[slot] = c;
+        }
+    }
+    if (c) {
+        c->refs++;
+        c->used = ++cache_clock;
+    }
+    pthread_mutex_unlock(&cache_mu);
+    return c;
+}
+
+static void entry_release(centry *c)
+{
+    pthread_mutex_lock(&cache_mu);
+    c->refs--;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+/* Locked entry with a fresh index, or NULL (message in *err). */
+static centry *acquire(const char *repo_in, int build_if_missing, char **err)
+{
+    char *repo = canon(repo_in);
+    if (!repo) return NULL;
+    centry *c = entry_for(repo);
+    if (!c) {
+        free(repo);
+        *err = util_strdup("out of memory");
+        return NULL;
+    }
+    pthread_mutex_lock(&c->mu);
+    int64_t now = mono_ms();
+    if (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS) {
+        int stale = graph_is_stale(repo, NULL);
+        c->checked_ms = now;
+        if (stale < 0 && !build_if_missing) {
+            graph_index_free(c->g);
+            c->g = NULL;
+        } else if (stale != 0 || !c->g) {
+            if (stale != 0) {
+                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+                graph_build_stats st;
+                char *berr = NULL;
+                if (graph_build(repo, &o, &st, &berr) != 0) {
+                    *err = berr;
+                    berr = NULL;
+                }
+                free(berr);
+            }
+            if (!*err) {
+                graph_index_free(c->g);
+                c->g = NULL;
+                graph_index_load(repo, NULL, &c->g, err);
+            }
+        }
+    }
+    free(repo);
+    if (!c->g) {
+        pthread_mutex_unlock(&c->mu);
+        entry_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err)
+{
+    centry *c = acquire(repo, build_if_missing, err);
+    return c ? c->g : NULL;
+}
+
+void graph_cache_put(graph_index *g)
+{
+    if (!g) return;
+    centry *c = NULL;
+    pthread_mutex_lock(&cache_mu);
+    for (int i = 0; i < GRAPH_CACHE_MAX; i++)
+        if (cache[i] && cache[i]->g == g) c = cache[i];
+    pthread_mutex_unlock(&cache_mu);
+    if (!c) return;
+    pthread_mutex_unlock(&c->mu);
+    entry_release(c);
+}
+
+static void hits_json(graph_index *g, const graph_hit *hits, size_t n, buf *out)
+{
+    buf_puts(out, "{\"files\":[");
+    for (size_t i = 0; i < n; i++) {
+        const char *p = g->paths[hits[i].file];
+        buf_puts(out, i ? ",{\"path\":" : "{\"path\":");
+        buf_json_str(out, p, strlen(p));
+        buf_printf(out, ",\"score\":%.4f,\"symbols\":[", hits[i].score);
+        const gsym *syms[5];
+        size_t ns = graph_file_symbols(g, hits[i].file, syms, 5);
+        for (size_t j = 0; j < ns; j++) {
+            buf_puts(out, j ? ",{\"name\":" : "{\"name\":");
+            buf_json_str(out, syms[j]->name, strlen(syms[j]->name));
+            buf_printf(out, ",\"line\":%u}", syms[j]->line);
+        }
+        buf_puts(out, "]}");
+    }
+    buf_putc(out, ']');
+}
+
+static int weights_from(json_t *params, graph_weights *w)
+{
+    graph_weights_default(w);
+    json_t *o = json_object_get(params, "weights");
+    if (!o) return 0;
+    if (!json_is_object(o)) return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        if (!json_is_number(v)) return -1;
+        double x = json_number_value(v);
+        if (strcmp(k, "lexical") == 0) w->lexical = x;
+        else if (strcmp(k, "graph") == 0) w->graph = x;
+        else if (strcmp(k, "cochange") == 0) w->cochange = x;
+        else if (strcmp(k, "mention") == 0) w->mention = x;
+        else if (strcmp(k, "centrality") == 0) w->centrality = x;
+        else if (strcmp(k, "seeds") == 0) w->seed_count = x;
+        else if (strcmp(k, "hopDecay") == 0) w->hop_decay = x;
+        else if (strcmp(k, "hops") == 0) w->hops = (int)x;
+        else if (strcmp(k, "calls") == 0) w->use_calls = x != 0;
+        else return -1;
+    }
+    return 0;
+}
+
+static int predict(json_t *params, buf *out, char **msg)
+{
+    const char *repo = json_string_value(json_object_get(params, "repo"));
+    const char *prompt = json_string_value(json_object_get(params, "prompt"));
+    json_t *kj = json_object_get(params, "k");
+    if (!repo || !*repo || !prompt) {
+        *msg = util_strdup("clarity.predict needs \"repo\" and \"prompt\" (strings)");
+        return CLARITY_EINVAL;
+    }
+    if (kj && !(json_is_integer(kj) && json_integer_value(kj) > 0 && json_integer_value(kj) <= 1000)) {
+        *msg = util_strdup("param \"k\" must be an integer in 1..1000");
+        return CLARITY_EINVAL;
+    }
+    graph_weights w;
+    if (weights_from(params, &w) != 0) {
+        *msg = util_strdup("param \"weights\" must be an object of known numeric weights");
+        return CLARITY_EINVAL;
+    }
+    size_t k = kj ? (size_t)json_integer_value(kj) : 10;
+    int repeat = 1;
+    json_t *rj = json_object_get(params, "repeat"); /* benchmarks: run the query N times */
+    if (json_is_integer(rj) && json_integer_value(rj) > 1 && json_integer_value(rj) <= 100000)
+        repeat = (int)json_integer_value(rj);
+    centry *c = acquire(repo, 1, msg);
+    if (!c) {
+        if (!*msg) *msg = util_strdup("no graph for this repository");
+        return CLARITY_ERR;
+    }
+    graph_hit *hits = malloc(sizeof *hits * k);
+    double *lat = calloc((size_t)repeat, sizeof *lat);
+    if (!hits || !lat) {
+        free(hits);
+        free(lat);
+        pthread_mutex_unlock(&c->mu);
+        entry_release(c);
+        return CLARITY_ENOMEM;
+    }
+    size_t n = 0;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = mono_msf();
+        n = graph_predict(c->g, &w, prompt, strlen(prompt), hits, k);
+        lat[r] = mono_msf() - t0;
+    }
+    hits_json(c->g, hits, n, out);
+    buf_printf(out, ",\"ms\":%.3f", lat[repeat - 1]);
+    if (repeat > 1) {
+        for (int i = 1; i < repeat; i++) { /* insertion sort: p50/p99 */
+            double x = lat[i];
+            int j = i;
+            while (j > 0 && lat[j - 1] > x) {
+                lat[j] = lat[j - 1];
+                j--;
+            }
+            lat[j] = x;
+        }
+        buf_printf(out, ",\"p50\":%.3f,\"p99\":%.3f", lat[repeat / 2],
+                   lat[(int)(repeat * 0.99) < repeat ? (int)(repeat * 0.99) : repeat - 1]);
+    }
+    buf_putc(out, '}');
+    free(hits);
+    free(lat);
+    pthread_mutex_unlock(&c->mu);
+    entry_release(c);
+    return CLARITY_OK;
+}
+
+static int build(json_t *params, buf *out, char **msg)
+{
+    const char *repo = json_string_value(json_object_get(params, "repo"));
+    if (!repo || !*repo) {
+        *msg = util_strdup("clarity.graphBuild needs \"repo\" (a string)");
+        return CLARITY_EINVAL;
+    }
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    const char *parser = json_string_value(json_object_get(params, "parser"));
+    if (parser && strcmp(parser, "regex") == 0) o.parser = GRAPH_PARSER_REGEX;
+    else if (parser && strcmp(parser, "auto") != 0) {
+        *msg = util_strdup("param \"parser\" must be \"auto\" or \"regex\"");
+        return CLARITY_EINVAL;
+    }
+    json_t *mc = json_object_get(params, "maxCommits");
+    if (json_is_integer(mc) && json_integer_value(mc) >= 0 && json_integer_value(mc) < INT_MAX)
+        o.max_commits = (int)json_integer_value(mc);
+    o.progress = json_is_true(json_object_get(params, "progress"));
+    char *r = canon(repo);
+    if (!r) return CLARITY_ENOMEM;
+    centry *c = entry_for(r);
+    if (c) pthread_mutex_lock(&c->mu);
+    graph_build_stats st;
+    int rc = graph_build(r, &o, &st, msg);
+    if (c) {
+        graph_index_free(c->g); /* reloaded on next use */
+        c->g = NULL;
+        pthread_mutex_unlock(&c->mu);
+        entry_release(c);
+    }
+    free(r);
+    if (rc != 0) return CLARITY_ERR;
+    int ts = 0;
+    for (int l = 1; l < LANG__COUNT; l++) ts += graph_has_grammar(l);
+    buf_printf(out,
+               "{\"ok\":true,\"full\":%s,\"files\":%zu,\"parsed\":%zu,\"removed\":%zu,"
+               "\"symbols\":%zu,\"imports\":%zu,\"resolved\":%zu,\"calls\":%zu,"
+               "\"commits\":%zu,\"pairs\":%zu,\"grammars\":%d,\"ms\":%.1f}",
+               st.full ? "true" : "false", st.files, st.parsed, st.removed, st.symbols, st.imports,
+               st.resolved, st.calls, st.commits_read, st.pairs, ts, st.ms);
+    return CLARITY_OK;
+}
+
+/* Called by gateway/rpc.c for clarity.graphBuild and clarity.predict. */
+int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
+{
+    json_error_t je;
+    json_t *params = params_json && *params_json ? json_loads(params_json, 0, &je) : json_object();
+    if (!json_is_object(params)) {
+        json_decref(params);
+        *msg = util_strdup("params must be a JSON object");
+        return CLARITY_EINVAL;
+    }
+    int rc;
+    if (strcmp(method, "clarity.predict") == 0) rc = predict(params, out, msg);
+    else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(params, out, msg);
+    else rc = CLARITY_ENOTFOUND;
+    json_decref(params);
+    return rc;
+}

@@ -1,0 +1,512 @@
+/* build.c: builds or refreshes a repository's graph cache.
+ *
+ *   1. list the files (git ls-files: tracked and untracked-not-ignored) of
+ *      the languages we parse;
+ *   2. a file whose size and mtime match the cache is kept; otherwise its
+ *      content is hashed, and only a changed hash re-parses it;
+ *   3. imports are resolved to files (all of them when the file set
+ *      changed, else only the re-parsed files');
+ *   4. co-change reads only the commits since the last build;
+ *   5. one transaction writes it all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "internal.h"
+
+#define MAX_FILE_BYTES (1024 * 1024)
+
+typedef struct old_file {
+    char *path;
+    int64_t id, size, mtime;
+    uint64_t hash;
+    int seen;
+    UT_hash_handle hh;
+} old_file;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+char *graph_db_path(const char *repo)
+{
+    buf b;
+    buf_init(&b);
+    buf_printf(&b, "%s/.clarity/graph.db", repo);
+    return buf_steal(&b, NULL);
+}
+
+static void progress(int on, const char *what, size_t i, size_t n)
+{
+    if (!on || n == 0) return;
+    if (i != n && i % 64 != 0) return;
+    int width = 30, done = (int)((double)i / (double)n * width);
+    fprintf(stderr, "\r%-10s [%.*s%*s] %3d%% %zu/%zu", what, done,
+            "##############################", width - done, "", (int)(100.0 * i / n), i, n);
+    if (i == n) fputc('\n', stderr);
+}
+
+static char *read_file(const char *repo, const char *path, size_t *len)
+{
+    char full[4200];
+    snprintf(full, sizeof full, "%s/%s", repo, path);
+    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE_BYTES) {
+        close(fd);
+        return NULL;
+    }
+    char *p = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (p && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, p + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (p) p[got] = '\0';
+    *len = got;
+    return p;
+}
+
+static int exec_sql(sqlite3 *db, const char *sql)
+{
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Writes one re-parsed file: its row, symbols, imports, calls. */
+static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id)
+{
+    sqlite3_stmt *up = st[0], *ds = st[1], *di = st[2], *dc = st[3], *is = st[4], *ii = st[5],
+                 *ic = st[6];
+    int64_t id = old_id;
+    if (id > 0) {
+        for (int k = 1; k <= 3; k++) {
+            sqlite3_bind_int64(st[k], 1, id);
+            if (sqlite3_step(st[k]) != SQLITE_DONE) return -1;
+            sqlite3_reset(st[k]);
+        }
+    }
+    sqlite3_bind_text(up, 1, f->path, -1, SQLITE_STATIC);
+    sqlite3_bind_int(up, 2, f->lang);
+    sqlite3_bind_int(up, 3, f->is_test);
+    sqlite3_bind_int64(up, 4, f->size);
+    sqlite3_bind_int64(up, 5, f->mtime_ns);
+    sqlite3_bind_int64(up, 6, (int64_t)f->hash);
+    sqlite3_bind_int(up, 7, f->parsed_with);
+    if (id > 0) sqlite3_bind_int64(up, 8, id);
+    else sqlite3_bind_null(up, 8);
+    if (sqlite3_step(up) != SQLITE_DONE) return -1;
+    sqlite3_reset(up);
+    if (id <= 0) id = sqlite3_last_insert_rowid(db);
+    f->db_id = id;
+    (void)ds;
+    (void)di;
+    (void)dc;
+    for (size_t i = 0; i < f->n_syms; i++) {
+        gsym *s = &f->syms[i];
+        sqlite3_bind_int64(is, 1, id);
+        sqlite3_bind_text(is, 2, s->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int(is, 3, s->kind);
+        sqlite3_bind_int(is, 4, s->exported);
+        sqlite3_bind_int(is, 5, (int)s->line);
+        sqlite3_bind_int(is, 6, (int)s->end_line);
+        if (sqlite3_step(is) != SQLITE_DONE) return -1;
+        sqlite3_reset(is);
+    }
+    for (size_t i = 0; i < f->n_imports; i++) {
+        sqlite3_bind_int64(ii, 1, id);
+        sqlite3_bind_text(ii, 2, f->imports[i].spec, -1, SQLITE_STATIC);
+        sqlite3_bind_null(ii, 3); /* resolved afterwards */
+        if (sqlite3_step(ii) != SQLITE_DONE) return -1;
+        sqlite3_reset(ii);
+    }
+    for (size_t i = 0; i < f->n_calls; i++) {
+        sqlite3_bind_int64(ic, 1, id);
+        sqlite3_bind_text(ic, 2, f->calls[i].name, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ic, 3, (int)f->calls[i].line);
+        if (sqlite3_step(ic) != SQLITE_DONE) return -1;
+        sqlite3_reset(ic);
+    }
+    return 0;
+}
+
+/* Resolves the imports of the given files (all when file_ids is NULL). */
+static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t *ids,
+                           int *langs, size_t n, int all, size_t *resolved, size_t *imports)
+{
+    /* db id -> index in paths */
+    sqlite3_stmt *sel, *upd;
+    const char *q = all ? "SELECT rowid, file_id, spec FROM imports"
+                        : "SELECT i.rowid, i.file_id, i.spec FROM imports i JOIN files f ON "
+                          "f.id = i.file_id WHERE i.target IS NULL AND f.id IN (SELECT value FROM "
+                          "json_each(?))";
+    if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(db, "UPDATE imports SET target = ? WHERE rowid = ?", -1, &upd, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(sel);
+        return -1;
+    }
+    (void)langs;
+    int rc = 0;
+    /* ids are ascending in insertion order but not dense: binary search a sorted copy */
+    typedef struct idmap {
+        int64_t id;
+        uint32_t idx;
+    } idmap;
+    idmap *m = malloc(sizeof *m * (n ? n : 1));
+    if (!m) rc = -1;
+    for (size_t i = 0; i < n && rc == 0; i++) m[i] = (idmap){ids[i], (uint32_t)i};
+    for (size_t i = 1; i < n && rc == 0; i++) { /* insertion sort on nearly sorted ids */
+        idmap x = m[i];
+        size_t j = i;
+        while (j > 0 && m[j - 1].id > x.id) {
+            m[j] = m[j - 1];
+            j--;
+        }
+        m[j] = x;
+    }
+    buf idl;
+    buf_init(&idl);
+    if (!all) {
+        buf_putc(&idl, '[');
+        int first = 1;
+        for (size_t i = 0; i < n; i++) {
+            if (ids[i] >= 0 && langs[i] < 0) continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (langs[i] >= 0) continue; /* marker: langs[i] < 0 = changed */
+            buf_printf(&idl, "%s%" PRId64, first ? "" : ",", ids[i]);
+            first = 0;
+        }
+        buf_putc(&idl, ']');
+        sqlite3_bind_text(sel, 1, idl.p, (int)idl.len, SQLITE_STATIC);
+    }
+    while (rc == 0 && sqlite3_step(sel) == SQLITE_ROW) {
+        int64_t rowid = sqlite3_column_int64(sel, 0), fid = sqlite3_column_int64(sel, 1);
+        const char *spec = (const char *)sqlite3_column_text(sel, 2);
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (m[mid].id < fid) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo >= n || m[lo].id != fid) continue;
+        uint32_t from = m[lo].idx;
+        int lang = langs[from] < 0 ? -langs[from] : langs[from];
+        int32_t t = graph_resolve(r, paths[from], lang, spec);
+        (*imports)++;
+        if (t >= 0 && (uint32_t)t != from) {
+            (*resolved)++;
+            sqlite3_bind_int64(upd, 1, ids[t]);
+        } else {
+            sqlite3_bind_null(upd, 1);
+        }
+        if (!all && t < 0) continue;
+        sqlite3_bind_int64(upd, 2, rowid);
+        if (sqlite3_step(upd) != SQLITE_DONE) rc = -1;
+        sqlite3_reset(upd);
+    }
+    buf_free(&idl);
+    free(m);
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    return rc;
+}
+
+int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
+{
+    double t0 = now_ms();
+    memset(st, 0, sizeof *st);
+    *err = NULL;
+    char *dbp = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
+    sqlite3 *db = NULL;
+    if (!dbp || graph_db_open(dbp, 1, &db, err) != 0) {
+        free(dbp);
+        if (!*err) *err = util_strdup("out of memory");
+        return -1;
+    }
+    free(dbp);
+    int rc = 0, full = 0;
+    char parser_s[8];
+    snprintf(parser_s, sizeof parser_s, "%d", o->parser);
+    char *ver = graph_db_meta(db, "schema"), *par = graph_db_meta(db, "parser");
+    if (!ver || strcmp(ver, GRAPH_SCHEMA_VERSION) != 0 || !par || strcmp(par, parser_s) != 0) {
+        full = 1;
+        rc = exec_sql(db, "BEGIN; DELETE FROM files; DELETE FROM symbols; DELETE FROM imports;"
+                          "DELETE FROM calls; DELETE FROM cochange; DELETE FROM commit_files;"
+                          "DELETE FROM meta; COMMIT;");
+    }
+    free(ver);
+    free(par);
+
+    /* 1. the file list */
+    buf ls;
+    buf_init(&ls);
+    const char *lsargs[] = {"ls-files", "-z", "--cached", "--others", "--exclude-standard", NULL};
+    if (rc == 0 && graph_git(repo, lsargs, &ls) != 0) {
+        *err = util_strdup("not a git repository (git ls-files failed)");
+        rc = -1;
+    }
+    char **paths = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t off = 0; rc == 0 && off < ls.len;) {
+        const char *p = ls.p + off;
+        size_t l = strnlen(p, ls.len - off);
+        off += l + 1;
+        if (l == 0 || strncmp(p, ".clarity/", 9) == 0 || graph_lang_of_path(p) == LANG_NONE) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            char **np = realloc(paths, cap * sizeof *np);
+            if (!np) {
+                rc = -1;
+                break;
+            }
+            paths = np;
+        }
+        if (n > 0 && strcmp(paths[n - 1], p) == 0) continue; /* unmerged entries repeat */
+        if (!(paths[n] = util_strndup(p, l))) rc = -1;
+        else n++;
+    }
+    buf_free(&ls);
+    if (rc == 0 && n > 1) qsort(paths, n, sizeof *paths, cmp_strp);
+
+    /* 2. the cache's files */
+    old_file *old = NULL;
+    sqlite3_stmt *q = NULL;
+    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT id, path, size, mtime, hash FROM files", -1, &q,
+                                      NULL) != SQLITE_OK)
+        rc = -1;
+    while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+        old_file *of = calloc(1, sizeof *of);
+        if (!of || !(of->path = util_strdup((const char *)sqlite3_column_text(q, 1)))) {
+            free(of);
+            rc = -1;
+            break;
+        }
+        of->id = sqlite3_column_int64(q, 0);
+        of->size = sqlite3_column_int64(q, 2);
+        of->mtime = sqlite3_column_int64(q, 3);
+        of->hash = (uint64_t)sqlite3_column_int64(q, 4);
+        HASH_ADD_KEYPTR(hh, old, of->path, strlen(of->path), of);
+    }
+    sqlite3_finalize(q);
+    if (!old) full = 1;
+
+    int64_t *ids = calloc(n ? n : 1, sizeof *ids);
+    int *langs = calloc(n ? n : 1, sizeof *langs); /* negative: re-parsed this build */
+    if (!ids || !langs) rc = -1;
+    static const char *const sqls[7] = {
+        "INSERT OR REPLACE INTO files(path, lang, is_test, size, mtime, hash, parsed_with, id) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+        "DELETE FROM symbols WHERE file_id = ?",
+        "DELETE FROM imports WHERE file_id = ?",
+        "DELETE FROM calls WHERE file_id = ?",
+        "INSERT INTO symbols(file_id, name, kind, exported, line, end_line) VALUES(?, ?, ?, ?, ?, ?)",
+        "INSERT INTO imports(file_id, spec, target) VALUES(?, ?, ?)",
+        "INSERT INTO calls(file_id, name, line) VALUES(?, ?, ?)",
+    };
+    sqlite3_stmt *stm[7] = {0};
+    for (int k = 0; k < 7 && rc == 0; k++)
+        if (sqlite3_prepare_v2(db, sqls[k], -1, &stm[k], NULL) != SQLITE_OK) rc = -1;
+    sqlite3_stmt *touch = NULL;
+    if (rc == 0 && sqlite3_prepare_v2(db, "UPDATE files SET size = ?, mtime = ? WHERE id = ?", -1,
+                                      &touch, NULL) != SQLITE_OK)
+        rc = -1;
+    if (rc == 0) rc = exec_sql(db, "BEGIN");
+    int set_changed = 0;
+    graph_parser_ctx *pc = rc == 0 ? graph_parser_new(o->parser) : NULL;
+    if (rc == 0 && !pc) rc = -1;
+    int bar = o->progress && isatty(2);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        progress(bar, "parsing", i + 1, n);
+        char full_path[4200];
+        snprintf(full_path, sizeof full_path, "%s/%s", repo, paths[i]);
+        struct stat sb;
+        old_file *of;
+        HASH_FIND(hh, old, paths[i], strlen(paths[i]), of);
+        int lang = graph_lang_of_path(paths[i]);
+        langs[i] = lang;
+        if (stat(full_path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            ids[i] = of ? of->id : -1;
+            if (of) of->seen = 1;
+            continue;
+        }
+        int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+        if (of) of->seen = 1;
+        if (of && of->size == sb.st_size && of->mtime == mt) {
+            ids[i] = of->id;
+            continue;
+        }
+        size_t len = 0;
+        char *src = read_file(repo, paths[i], &len);
+        uint64_t h = src ? graph_fnv64(src, len) : 0;
+        if (of && of->hash == h) { /* touched, same content */
+            ids[i] = of->id;
+            sqlite3_bind_int64(touch, 1, sb.st_size);
+            sqlite3_bind_int64(touch, 2, mt);
+            sqlite3_bind_int64(touch, 3, of->id);
+            if (sqlite3_step(touch) != SQLITE_DONE) rc = -1;
+            sqlite3_reset(touch);
+            free(src);
+            continue;
+        }
+        gfile f = {0};
+        f.path = paths[i];
+        f.lang = lang;
+        f.is_test = graph_is_test_path(paths[i]);
+        f.size = sb.st_size;
+        f.mtime_ns = mt;
+        f.hash = h;
+        if (src && graph_parse_file(pc, &f, src, len) != 0) rc = -1;
+        if (rc == 0) rc = write_file(db, stm, &f, of ? of->id : 0);
+        st->parsed++;
+        st->symbols += f.n_syms;
+        st->calls += f.n_calls;
+        ids[i] = f.db_id;
+        langs[i] = -lang;
+        if (!of) set_changed = 1;
+        graph_file_clear(&f);
+        free(src);
+    }
+    graph_parser_free(pc);
+    for (int k = 0; k < 7; k++) sqlite3_finalize(stm[k]);
+    sqlite3_finalize(touch);
+
+    /* removed files */
+    old_file *of, *tmp;
+    sqlite3_stmt *del = NULL;
+    if (rc == 0 && sqlite3_prepare_v2(db,
+                                      "DELETE FROM files WHERE id = ?1; DELETE FROM symbols WHERE "
+                                      "file_id = ?1;",
+                                      -1, &del, NULL) != SQLITE_OK)
+        rc = -1;
+    HASH_ITER(hh, old, of, tmp) {
+        if (rc == 0 && !of->seen) {
+            static const char *const dq[4] = {"DELETE FROM files WHERE id = ?",
+                                              "DELETE FROM symbols WHERE file_id = ?",
+                                              "DELETE FROM imports WHERE file_id = ?",
+                                              "DELETE FROM calls WHERE file_id = ?"};
+            for (int k = 0; k < 4 && rc == 0; k++) {
+                sqlite3_stmt *d;
+                if (sqlite3_prepare_v2(db, dq[k], -1, &d, NULL) != SQLITE_OK) {
+                    rc = -1;
+                    break;
+                }
+                sqlite3_bind_int64(d, 1, of->id);
+                if (sqlite3_step(d) != SQLITE_DONE) rc = -1;
+                sqlite3_finalize(d);
+            }
+            st->removed++;
+            set_changed = 1;
+        }
+        HASH_DEL(old, of);
+        free(of->path);
+        free(of);
+    }
+    sqlite3_finalize(del);
+
+    /* 3. imports */
+    if (rc == 0 && (set_changed || st->parsed)) {
+        graph_resolver *r = graph_resolver_new(paths, n);
+        if (!r) rc = -1;
+        else
+            rc = resolve_imports(db, r, paths, ids, langs, n, set_changed || full, &st->resolved,
+                                 &st->imports);
+        graph_resolver_free(r);
+    }
+    if (rc == 0) rc = exec_sql(db, "COMMIT");
+    else exec_sql(db, "ROLLBACK");
+
+    /* 4. co-change */
+    if (rc == 0) {
+        progress(bar, "history", 0, 1);
+        if (exec_sql(db, "BEGIN") != 0 ||
+            graph_cochange_update(repo, db, paths, n, o->max_commits, full, &st->commits_read,
+                                  &st->pairs, err) != 0) {
+            exec_sql(db, "ROLLBACK");
+            rc = -1;
+        } else {
+            rc = exec_sql(db, "COMMIT");
+        }
+        progress(bar, "history", 1, 1);
+    }
+    if (rc == 0) {
+        const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
+        char *head = graph_git_line(repo, rev);
+        char stamp[32];
+        snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
+        if (graph_db_set_meta(db, "schema", GRAPH_SCHEMA_VERSION) != 0 ||
+            graph_db_set_meta(db, "parser", parser_s) != 0 ||
+            graph_db_set_meta(db, "head", head ? head : "") != 0 ||
+            graph_db_set_meta(db, "built_at", stamp) != 0)
+            rc = -1;
+        free(head);
+    }
+    if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
+    sqlite3_close(db);
+    for (size_t i = 0; i < n; i++) free(paths[i]);
+    free(paths);
+    free(ids);
+    free(langs);
+    st->files = n;
+    st->full = full;
+    st->ms = now_ms() - t0;
+    return rc;
+}
+
+int graph_is_stale(const char *repo, const char *db_path)
+{
+    char *dbp = db_path ? util_strdup(db_path) : graph_db_path(repo);
+    if (!dbp) return -1;
+    struct stat sb;
+    if (stat(dbp, &sb) != 0) {
+        free(dbp);
+        return -1;
+    }
+    sqlite3 *db;
+    char *err = NULL;
+    int rc = graph_db_open(dbp, 0, &db, &err);
+    free(dbp);
+    free(err);
+    if (rc != 0) return -1;
+    char *head = graph_db_meta(db, "head"), *built = graph_db_meta(db, "built_at");
+    sqlite3_close(db);
+    const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
+    char *now = graph_git_line(repo, rev);
+    int stale = !head || strcmp(head, now ? now : "") != 0;
+    /* the index changes with every add, checkout and commit */
+    const char *gd[] = {"rev-parse", "--git-dir", NULL};
+    char *gitdir = stale ? NULL : graph_git_line(repo, gd);
+    if (gitdir) {
+        char ip[4200];
+        if (gitdir[0] == '/') snprintf(ip, sizeof ip, "%s/index", gitdir);
+        else snprintf(ip, sizeof ip, "%s/%s/index", repo, gitdir);
+        if (stat(ip, &sb) == 0 && built && sb.st_mtime > atoll(built)) stale = 1;
+    }
+    free(gitdir);
+    free(head);
+    free(built);
+    free(now);
+    return stale;
+}

@@ -1,0 +1,243 @@
+/* cochange.c: git co-change pairs.
+ *
+ * Reads `git log --name-only` (only the commits not read yet, unless the
+ * history was rewritten), and for each commit that touches between 1 and
+ * GRAPH_MAX_COMMIT_FILES files adds, for its code files and for each pair
+ * of them, one commit and a weight w = noise * 2^((t - T0) / halfLife).
+ * Weights grow with time instead of decaying, so adding newer commits never
+ * rewrites older ones; what a query uses are ratios (the decayed Jaccard
+ * w_ab / (w_a + w_b - w_ab)), in which the reference time cancels.  noise is
+ * 0.25 for formatting, lint, merge, release and version-bump commits.
+ * Merge commits list no files and are skipped.  The whole pair table is
+ * kept (between files that exist at the build).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "internal.h"
+
+#define T0 1.6e9
+
+typedef struct pentry {
+    const char *path;
+    uint32_t idx;
+    UT_hash_handle hh;
+} pentry;
+
+typedef struct pair_tab {
+    uint64_t *key; /* (a+1) << 32 | (b+1), 0 = empty */
+    uint32_t *n;
+    double *w;
+    size_t cap, count;
+} pair_tab;
+
+static int pair_add(pair_tab *t, uint32_t a, uint32_t b, double w)
+{
+    if ((t->count + 1) * 2 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 4096;
+        pair_tab nt = {calloc(cap, sizeof(uint64_t)), calloc(cap, sizeof(uint32_t)),
+                       calloc(cap, sizeof(double)), cap, t->count};
+        if (!nt.key || !nt.n || !nt.w) {
+            free(nt.key);
+            free(nt.n);
+            free(nt.w);
+            return -1;
+        }
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->key[i]) continue;
+            size_t j = (t->key[i] * 0x9E3779B97F4A7C15ULL) >> 20 & (cap - 1);
+            while (nt.key[j]) j = (j + 1) & (cap - 1);
+            nt.key[j] = t->key[i];
+            nt.n[j] = t->n[i];
+            nt.w[j] = t->w[i];
+        }
+        free(t->key);
+        free(t->n);
+        free(t->w);
+        *t = nt;
+    }
+    uint64_t k = ((uint64_t)(a + 1) << 32) | (uint64_t)(b + 1);
+    size_t j = (k * 0x9E3779B97F4A7C15ULL) >> 20 & (t->cap - 1);
+    while (t->key[j] && t->key[j] != k) j = (j + 1) & (t->cap - 1);
+    if (!t->key[j]) {
+        t->key[j] = k;
+        t->count++;
+    }
+    t->n[j]++;
+    t->w[j] += w;
+    return 0;
+}
+
+static double noise_of(const char *s, size_t n)
+{
+    char low[96];
+    size_t l = n < sizeof low - 1 ? n : sizeof low - 1;
+    for (size_t i = 0; i < l; i++) low[i] = (char)tolower((unsigned char)s[i]);
+    low[l] = '\0';
+    static const char *const words[] = {"format", "reformat", "style", "lint", "black", "isort",
+                                        "prettier", "merge", "release", "bump", "version",
+                                        "chore(release)", "chore(deps)", "typo", "whitespace"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        size_t wl = strlen(words[i]);
+        if (strncmp(low, words[i], wl) == 0) return 0.25;
+        /* conventional commits: "style: ...", "chore(release): ..." */
+        const char *c = strstr(low, ": ");
+        if (c && (size_t)(c - low) < 24 && strncmp(low, words[i], wl) == 0) return 0.25;
+    }
+    if (low[0] == 'v' && isdigit((unsigned char)low[1])) return 0.25; /* "v1.2.3" */
+    return 1.0;
+}
+
+int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n, int max_commits,
+                          int full, size_t *commits, size_t *pairs, char **err)
+{
+    *commits = *pairs = 0;
+    const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
+    char *head = graph_git_line(repo, rev);
+    if (!head) return 0; /* no commits yet */
+    char *prev = full ? NULL : graph_db_meta(db, "cochange_head");
+    if (prev && strcmp(prev, head) == 0) {
+        free(prev);
+        free(head);
+        return 0;
+    }
+    char range[200];
+    if (prev) {
+        const char *anc[] = {"merge-base", "--is-ancestor", prev, head, NULL};
+        buf tmp;
+        buf_init(&tmp);
+        int rc = graph_git(repo, anc, &tmp);
+        buf_free(&tmp);
+        if (rc == 0) snprintf(range, sizeof range, "%s..%s", prev, head);
+        else full = 1;
+    } else {
+        full = 1;
+    }
+    if (full) snprintf(range, sizeof range, "%s", head);
+    free(prev);
+
+    char maxarg[32];
+    snprintf(maxarg, sizeof maxarg, "--max-count=%d", max_commits > 0 ? max_commits : 2000000000);
+    const char *logargs[] = {"log", "--no-renames", "--name-only", "--format=%x01%H %ct%x02%s",
+                             maxarg, range, "--", NULL};
+    buf out;
+    buf_init(&out);
+    if (graph_git(repo, logargs, &out) != 0) {
+        buf_free(&out);
+        free(head);
+        *err = util_strdup("git log failed");
+        return -1;
+    }
+
+    pentry *map = NULL, *ents = calloc(n ? n : 1, sizeof *ents);
+    uint32_t *fn = calloc(n ? n : 1, sizeof *fn);
+    double *fw = calloc(n ? n : 1, sizeof *fw);
+    uint32_t *cur = malloc(sizeof(uint32_t) * (GRAPH_MAX_COMMIT_FILES + 1));
+    pair_tab pt = {0};
+    int rc = (ents && fn && fw && cur) ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        ents[i].path = paths[i];
+        ents[i].idx = (uint32_t)i;
+        HASH_ADD_KEYPTR(hh, map, ents[i].path, strlen(ents[i].path), &ents[i]);
+    }
+    char *p = out.p, *end = out.p ? out.p + out.len : NULL;
+    while (rc == 0 && p && p < end) {
+        char *c = memchr(p, '\x01', (size_t)(end - p));
+        if (!c) break;
+        char *next = memchr(c + 1, '\x01', (size_t)(end - c - 1));
+        if (!next) next = end;
+        char *sp = memchr(c + 1, ' ', (size_t)(next - c - 1));
+        char *subj = memchr(c + 1, '\x02', (size_t)(next - c - 1));
+        p = next;
+        if (!sp || !subj) continue;
+        double t = strtod(sp + 1, NULL);
+        char *nl = memchr(subj, '\n', (size_t)(next - subj));
+        if (!nl) continue;
+        double noise = noise_of(subj + 1, (size_t)(nl - subj - 1));
+        size_t total = 0, k = 0;
+        for (char *l = nl + 1; l < next;) {
+            char *e = memchr(l, '\n', (size_t)(next - l));
+            if (!e) e = next;
+            if (e > l) {
+                total++;
+                pentry *pe;
+                HASH_FIND(hh, map, l, (size_t)(e - l), pe);
+                if (pe && k <= GRAPH_MAX_COMMIT_FILES) cur[k++] = pe->idx;
+            }
+            l = e + 1;
+        }
+        if (total == 0 || total > GRAPH_MAX_COMMIT_FILES || k == 0) continue;
+        (*commits)++;
+        double w = noise * exp2((t - T0) / GRAPH_HALF_LIFE_S);
+        for (size_t i = 0; i < k; i++) {
+            fn[cur[i]]++;
+            fw[cur[i]] += w;
+        }
+        for (size_t i = 0; i < k && rc == 0; i++)
+            for (size_t j = 0; j < k && rc == 0; j++)
+                if (cur[i] < cur[j]) rc = pair_add(&pt, cur[i], cur[j], w);
+    }
+    buf_free(&out);
+
+    if (rc == 0 && full)
+        rc = sqlite3_exec(db, "DELETE FROM cochange; DELETE FROM commit_files;", NULL, NULL, NULL) ==
+                     SQLITE_OK
+                 ? 0
+                 : -1;
+    sqlite3_stmt *sf = NULL, *sp2 = NULL;
+    if (rc == 0 &&
+        (sqlite3_prepare_v2(db,
+                            "INSERT INTO commit_files(path, n, w) VALUES(?, ?, ?) ON CONFLICT(path) "
+                            "DO UPDATE SET n = n + excluded.n, w = w + excluded.w",
+                            -1, &sf, NULL) != SQLITE_OK ||
+         sqlite3_prepare_v2(db,
+                            "INSERT INTO cochange(a, b, n, w) VALUES(?, ?, ?, ?) ON CONFLICT(a, b) "
+                            "DO UPDATE SET n = n + excluded.n, w = w + excluded.w",
+                            -1, &sp2, NULL) != SQLITE_OK))
+        rc = -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!fn[i]) continue;
+        sqlite3_bind_text(sf, 1, paths[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(sf, 2, fn[i]);
+        sqlite3_bind_double(sf, 3, fw[i]);
+        if (sqlite3_step(sf) != SQLITE_DONE) rc = -1;
+        sqlite3_reset(sf);
+    }
+    for (size_t i = 0; i < pt.cap && rc == 0; i++) {
+        if (!pt.key[i]) continue;
+        uint32_t a = (uint32_t)(pt.key[i] >> 32) - 1, b = (uint32_t)(pt.key[i] & 0xffffffffu) - 1;
+        const char *pa = paths[a], *pb = paths[b];
+        if (strcmp(pa, pb) > 0) {
+            const char *x = pa;
+            pa = pb;
+            pb = x;
+        }
+        sqlite3_bind_text(sp2, 1, pa, -1, SQLITE_STATIC);
+        sqlite3_bind_text(sp2, 2, pb, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(sp2, 3, pt.n[i]);
+        sqlite3_bind_double(sp2, 4, pt.w[i]);
+        if (sqlite3_step(sp2) != SQLITE_DONE) rc = -1;
+        sqlite3_reset(sp2);
+    }
+    *pairs = pt.count;
+    sqlite3_finalize(sf);
+    sqlite3_finalize(sp2);
+    if (rc == 0) rc = graph_db_set_meta(db, "cochange_head", head);
+    if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
+    HASH_CLEAR(hh, map);
+    free(ents);
+    free(fn);
+    free(fw);
+    free(cur);
+    free(pt.key);
+    free(pt.n);
+    free(pt.w);
+    free(head);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/* db.c: the graph cache's SQLite file and schema. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,"
+    " lang INT, is_test INT, size INT, mtime INT, hash INT, parsed_with INT);"
+    "CREATE TABLE IF NOT EXISTS symbols(file_id INT NOT NULL, name TEXT NOT NULL, kind INT,"
+    " exported INT, line INT, end_line INT);"
+    "CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);"
+    "CREATE TABLE IF NOT EXISTS imports(file_id INT NOT NULL, spec TEXT NOT NULL, target INT);"
+    "CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);"
+    "CREATE TABLE IF NOT EXISTS calls(file_id INT NOT NULL, name TEXT NOT NULL, line INT);"
+    "CREATE INDEX IF NOT EXISTS calls_file ON calls(file_id);"
+    /* co-change: per file, the commits (n) and their decayed weight (w);
+     * per pair a < b, the commits touching both and their decayed weight */
+    "CREATE TABLE IF NOT EXISTS commit_files(path TEXT PRIMARY KEY, n INT, w REAL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS cochange(a TEXT NOT NULL, b TEXT NOT NULL, n INT, w REAL,"
+    " PRIMARY KEY(a, b)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS cochange_b ON cochange(b);";
+
+static int mkdir_parent(const char *path)
+{
+    char *p = util_strdup(path);
+    if (!p) return -1;
+    char *slash = strrchr(p, '/');
+    int rc = 0;
+    if (slash && slash != p) {
+        *slash = '\0';
+        for (char *s = p + 1; *s && rc == 0; s++) {
+            if (*s != '/') continue;
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) rc = -1;
+            *s = '/';
+        }
+        if (rc == 0 && mkdir(p, 0755) != 0 && errno != EEXIST) rc = -1;
+    }
+    free(p);
+    return rc;
+}
+
+int graph_db_open(const char *path, int create, sqlite3 **out, char **err)
+{
+    *out = NULL;
+    if (create && mkdir_parent(path) != 0) {
+        char m[600];
+        snprintf(m, sizeof m, "cannot create the directory of %s: %s", path, strerror(errno));
+        *err = util_strdup(m);
+        return -1;
+    }
+    sqlite3 *db;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        char m[600];
+        snprintf(m, sizeof m, "%s: %s", path, db ? sqlite3_errmsg(db) : "cannot open");
+        *err = util_strdup(m);
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    char *e = NULL;
+    if (sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &e) !=
+            SQLITE_OK ||
+        (create && sqlite3_exec(db, schema, NULL, NULL, &e) != SQLITE_OK)) {
+        char m[600];
+        snprintf(m, sizeof m, "%s: %s", path, e ? e : "schema");
+        *err = util_strdup(m);
+        sqlite3_free(e);
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
+char *graph_db_meta(sqlite3 *db, const char *key)
+{
+    sqlite3_stmt *st;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        v = util_strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+}
+
+int graph_db_set_meta(sqlite3 *db, const char *key, const char *value)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_finalize(st);
+    return rc;
+}

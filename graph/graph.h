@@ -1,0 +1,182 @@
+/* graph.h: the code graph of a repository and file predictions.
+ *
+ * A repository's graph (files, their symbols, import edges resolved to
+ * files, call sites, git co-change pairs) is built by graph_build() and
+ * cached in SQLite (<repo>/.clarity/graph.db).  A later build refreshes it
+ * incrementally: only files whose content changed are re-parsed and only
+ * commits not yet read are read.  graph_load() reads the cache into a query
+ * index; graph_predict() ranks the repository's files for a prompt:
+ *
+ *   BM25F over path segments, symbol names and import names
+ *   -> test-file to source-file proxy
+ *   -> spreading activation over imports, importers and co-change partners
+ *   -> a linear fusion of lexical, graph, co-change, mention and centrality
+ *      features.
+ *
+ * Internal to libclarity.so.
+ */
+#ifndef GRAPH_GRAPH_H
+#define GRAPH_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/buf.h"
+
+enum graph_lang {
+    LANG_NONE = 0,
+    LANG_PYTHON,
+    LANG_JS,
+    LANG_TS,
+    LANG_TSX,
+    LANG_GO,
+    LANG_RUST,
+    LANG_JAVA,
+    LANG_C,
+    LANG__COUNT
+};
+
+enum graph_sym_kind {
+    SYM_FUNCTION = 0,
+    SYM_CLASS,
+    SYM_METHOD,
+    SYM_VARIABLE,
+    SYM_TYPE,
+    SYM_MODULE,
+    SYM_MACRO,
+    SYM__COUNT
+};
+
+enum graph_parser { GRAPH_PARSER_AUTO = 0, GRAPH_PARSER_REGEX = 1 };
+
+typedef struct gsym {
+    char *name;
+    uint8_t kind;
+    uint8_t exported;
+    uint32_t line, end_line; /* 1-based */
+} gsym;
+
+typedef struct gimport {
+    char *spec;     /* as written: "a.b.c", "./x", "crate::a::b", "x/y.h" */
+    int32_t target; /* file index, or -1 when it leaves the repository */
+} gimport;
+
+typedef struct gcall {
+    char *name;
+    uint32_t line;
+} gcall;
+
+typedef struct gfile {
+    char *path; /* repository-relative, '/' separated */
+    int lang;
+    int is_test;
+    int64_t size, mtime_ns;
+    uint64_t hash; /* FNV-1a 64 of the content */
+    int parsed_with; /* 1 tree-sitter, 2 regex */
+    gsym *syms;
+    size_t n_syms, cap_syms;
+    gimport *imports;
+    size_t n_imports, cap_imports;
+    gcall *calls;
+    size_t n_calls, cap_calls;
+    int changed; /* re-parsed in this build: rewrite its rows */
+    int64_t db_id;
+} gfile;
+
+/* ---- lang.c: languages, test files ---- */
+int graph_lang_of_path(const char *path);
+const char *graph_lang_name(int lang);
+int graph_is_test_path(const char *path);
+const char *graph_sym_kind_name(int kind);
+
+/* ---- parse.c: one file's symbols, imports and calls ---- */
+typedef struct graph_parser_ctx graph_parser_ctx;
+graph_parser_ctx *graph_parser_new(int parser);
+void graph_parser_free(graph_parser_ctx *p);
+/* Fills f->syms/imports/calls from the content (f->lang set).  Returns 0,
+ * or -1 on allocation failure. */
+int graph_parse_file(graph_parser_ctx *p, gfile *f, const char *src, size_t len);
+void graph_file_clear(gfile *f);
+/* Which parser produced the languages: 1 when tree-sitter has a grammar. */
+int graph_has_grammar(int lang);
+
+/* ---- tokenize.c ---- */
+typedef int (*graph_token_cb)(void *ud, const char *tok, size_t len);
+/* Splits text into normalized tokens: words split at camelCase, snake_case,
+ * digits and punctuation, lowercased, light plural stemming, synonyms mapped
+ * to one form, stopwords dropped; a compound word also yields its joined
+ * form ("getUserName" -> get, user, name, getusername). */
+void graph_tokenize(const char *text, size_t len, int keep_stopwords, graph_token_cb cb, void *ud);
+
+/* ---- build.c: the SQLite cache ---- */
+typedef struct graph_build_opts {
+    int parser;           /* enum graph_parser */
+    int max_commits;      /* history depth for co-change; 0 = all */
+    int progress;         /* draw a progress bar on stderr when it is a terminal */
+    const char *db_path;  /* NULL: <repo>/.clarity/graph.db */
+} graph_build_opts;
+
+typedef struct graph_build_stats {
+    size_t files, parsed, removed, symbols, imports, resolved, calls;
+    size_t commits_read, pairs;
+    int full;   /* 1 when built from scratch */
+    double ms;
+} graph_build_stats;
+
+int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err);
+/* Default cache path of a repository (malloc'ed). */
+char *graph_db_path(const char *repo);
+/* 1 when the cache is older than the repository (HEAD moved, files changed
+ * since the build), 0 when fresh, -1 when there is no cache. */
+int graph_is_stale(const char *repo, const char *db_path);
+
+/* ---- index.c / query.c ---- */
+typedef struct graph_index graph_index;
+
+typedef struct graph_weights {
+    double lexical, graph, cochange, mention, centrality;
+    double seed_count;  /* seeds of the propagation */
+    double hop_decay;   /* activation kept per hop */
+    int hops;
+    int use_calls;      /* BM25F over call names as a fourth field */
+} graph_weights;
+
+void graph_weights_default(graph_weights *w);
+
+int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err);
+void graph_index_free(graph_index *g);
+size_t graph_index_files(const graph_index *g);
+const char *graph_index_path(const graph_index *g, size_t file);
+/* Head commit and build stamp the index was loaded at. */
+int64_t graph_index_loaded_ms(const graph_index *g);
+
+typedef struct graph_hit {
+    uint32_t file;
+    double score;
+} graph_hit;
+
+/* Ranks the non-test files for the prompt; writes up to k hits, best first,
+ * deterministically (ties by path).  Returns the number written. */
+size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+                     graph_hit *out, size_t k);
+/* Raw BM25F score of every file (index order) for the prompt (tests). */
+void graph_lexical(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+                   double *out);
+/* Index of a path, or -1. */
+int graph_index_find(const graph_index *g, const char *path);
+/* Key symbols of a file (exported definitions first, by line), up to max. */
+size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out, size_t max);
+
+/* ---- api.c: what the engine and the RPC layer call ---- */
+/* The predictions as JSON: {"files":[{path,score,symbols:[{name,line}]}],"ms"}. */
+int graph_predict_json(const char *repo, const char *prompt, size_t len, size_t k, buf *out,
+                       char **err);
+/* Cache of loaded indexes, one per repository; freed at unload. */
+void graph_cache_clear(void);
+/* The loaded index of a repository that has a graph (refreshed when stale
+ * at most every few seconds); NULL when it has none.  The caller holds it
+ * until graph_cache_put. */
+graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err);
+void graph_cache_put(graph_index *g);
+
+#endif

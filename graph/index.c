@@ -1,0 +1,457 @@
+/* index.c: the query index of a repository, loaded from its graph cache.
+ *
+ * Files with their symbols; import edges both ways (CSR); BM25F postings
+ * over four fields (path segments, symbol names, import names, callee
+ * names), with per-field lengths; import in-degree centrality.  Co-change
+ * partners are read from SQLite on first use per file and kept.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HASH_NONFATAL_OOM 1
+#include <uthash.h>
+
+#include "index.h"
+
+typedef struct term_ent {
+    char *s;
+    uint32_t id;
+    UT_hash_handle hh;
+} term_ent;
+
+typedef struct triple {
+    uint32_t term, doc;
+    uint8_t field;
+} triple;
+
+typedef struct tok_ctx {
+    graph_index *g;
+    triple *t;
+    size_t n, cap;
+    uint32_t doc;
+    uint8_t field;
+    int oom;
+} tok_ctx;
+
+int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
+{
+    term_ent *e;
+    HASH_FIND(hh, g->terms, s, n, e);
+    return e ? (int32_t)e->id : -1;
+}
+
+static int on_tok(void *ud, const char *s, size_t n)
+{
+    tok_ctx *c = ud;
+    graph_index *g = c->g;
+    term_ent *e;
+    HASH_FIND(hh, g->terms, s, n, e);
+    if (!e) {
+        e = malloc(sizeof *e);
+        if (!e || !(e->s = util_strndup(s, n))) {
+            free(e);
+            c->oom = 1;
+            return 1;
+        }
+        e->id = (uint32_t)g->n_terms++;
+        HASH_ADD_KEYPTR(hh, g->terms, e->s, n, e);
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 65536;
+        triple *t = realloc(c->t, cap * sizeof *t);
+        if (!t) {
+            c->oom = 1;
+            return 1;
+        }
+        c->t = t;
+        c->cap = cap;
+    }
+    c->t[c->n++] = (triple){e->id, c->doc, c->field};
+    g->flen[c->field][c->doc] += 1.0f;
+    return 0;
+}
+
+static int cmp_triple(const void *a, const void *b)
+{
+    const triple *x = a, *y = b;
+    if (x->term != y->term) return x->term < y->term ? -1 : 1;
+    if (x->doc != y->doc) return x->doc < y->doc ? -1 : 1;
+    return (int)x->field - (int)y->field;
+}
+
+static char *dup_col(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return util_strdup(t ? (const char *)t : "");
+}
+
+/* CSR from an edge list (src, dst), deduplicated. */
+static int csr(size_t n, const uint32_t *src, const uint32_t *dst, size_t m, uint32_t **off_out,
+               uint32_t **adj_out)
+{
+    uint32_t *off = calloc(n + 1, sizeof *off), *adj = malloc(sizeof *adj * (m ? m : 1));
+    if (!off || !adj) {
+        free(off);
+        free(adj);
+        return -1;
+    }
+    for (size_t i = 0; i < m; i++) off[src[i] + 1]++;
+    for (size_t i = 0; i < n; i++) off[i + 1] += off[i];
+    uint32_t *pos = malloc(sizeof *pos * (n ? n : 1));
+    if (!pos) {
+        free(off);
+        free(adj);
+        return -1;
+    }
+    memcpy(pos, off, sizeof *pos * n);
+    for (size_t i = 0; i < m; i++) adj[pos[src[i]]++] = dst[i];
+    free(pos);
+    /* dedupe within each row (rows are short) */
+    uint32_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = off[i], b = off[i + 1];
+        off[i] = w;
+        for (uint32_t j = a; j < b; j++) {
+            int dup = 0;
+            for (uint32_t k = off[i]; k < w; k++)
+                if (adj[k] == adj[j]) dup = 1;
+            if (!dup) adj[w++] = adj[j];
+        }
+    }
+    off[n] = w;
+    *off_out = off;
+    *adj_out = adj;
+    return 0;
+}
+
+int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
+{
+    *out = NULL;
+    graph_index *g = calloc(1, sizeof *g);
+    if (!g) return -1;
+    g->repo = util_strdup(repo);
+    g->db_path = db_path ? util_strdup(db_path) : graph_db_path(repo);
+    if (!g->repo || !g->db_path || graph_db_open(g->db_path, 0, &g->db, err) != 0) {
+        graph_index_free(g);
+        return -1;
+    }
+    sqlite3 *db = g->db;
+    int rc = 0;
+    sqlite3_stmt *st;
+    int64_t maxid = 0;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM files", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        g->n = (size_t)sqlite3_column_int64(st, 0);
+        maxid = sqlite3_column_int64(st, 1);
+    } else {
+        rc = -1;
+    }
+    sqlite3_finalize(st);
+    size_t n = g->n;
+    g->paths = calloc(n + 1, sizeof *g->paths);
+    g->is_test = calloc(n + 1, 1);
+    g->lang = calloc(n + 1, 1);
+    g->sym_off = calloc(n + 1, sizeof *g->sym_off);
+    int32_t *byid = malloc(sizeof *byid * (size_t)(maxid + 1));
+    for (int f = 0; f < GI_FIELDS; f++) g->flen[f] = calloc(n + 1, sizeof(float));
+    g->co = calloc(n + 1, sizeof *g->co);
+    g->co_total = calloc(n + 1, sizeof *g->co_total);
+    g->act = calloc(n + 1, sizeof *g->act);
+    g->lex = calloc(n + 1, sizeof *g->lex);
+    g->tmp = calloc(n + 1, sizeof *g->tmp);
+    g->final = calloc(n + 1, sizeof *g->final);
+    g->mention = calloc(n + 1, sizeof *g->mention);
+    g->cosc = calloc(n + 1, sizeof *g->cosc);
+    g->central = calloc(n + 1, sizeof *g->central);
+    if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[3] || !g->co ||
+        !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
+        !g->central)
+        rc = -1;
+    for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
+    size_t i = 0;
+    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT id, path, lang, is_test FROM files ORDER BY path",
+                                      -1, &st, NULL) != SQLITE_OK)
+        rc = -1;
+    while (rc == 0 && i < n && sqlite3_step(st) == SQLITE_ROW) {
+        byid[sqlite3_column_int64(st, 0)] = (int32_t)i;
+        if (!(g->paths[i] = dup_col(st, 1))) rc = -1;
+        g->lang[i] = (uint8_t)sqlite3_column_int(st, 2);
+        g->is_test[i] = (uint8_t)sqlite3_column_int(st, 3);
+        i++;
+    }
+    if (rc == 0) sqlite3_finalize(st);
+    g->n = n = i;
+
+    /* symbols, grouped by file */
+    if (rc == 0 && sqlite3_prepare_v2(db,
+                                      "SELECT file_id, name, kind, exported, line, end_line FROM "
+                                      "symbols",
+                                      -1, &st, NULL) != SQLITE_OK)
+        rc = -1;
+    gsym *tmp_syms = NULL;
+    uint32_t *tmp_file = NULL;
+    size_t ns = 0, cs = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t fid = sqlite3_column_int64(st, 0);
+        if (fid < 0 || fid > maxid || byid[fid] < 0) continue;
+        if (ns == cs) {
+            cs = cs ? cs * 2 : 4096;
+            gsym *a = realloc(tmp_syms, cs * sizeof *a);
+            uint32_t *b = a ? realloc(tmp_file, cs * sizeof *b) : NULL;
+            if (a) tmp_syms = a;
+            if (!a || !b) {
+                rc = -1;
+                break;
+            }
+            tmp_file = b;
+        }
+        gsym s = {dup_col(st, 1), (uint8_t)sqlite3_column_int(st, 2),
+                  (uint8_t)sqlite3_column_int(st, 3), (uint32_t)sqlite3_column_int(st, 4),
+                  (uint32_t)sqlite3_column_int(st, 5)};
+        if (!s.name) rc = -1;
+        tmp_syms[ns] = s;
+        tmp_file[ns++] = (uint32_t)byid[fid];
+    }
+    if (rc == 0) sqlite3_finalize(st);
+    if (rc == 0) {
+        g->syms = malloc(sizeof *g->syms * (ns ? ns : 1));
+        if (!g->syms) rc = -1;
+    }
+    if (rc == 0) {
+        for (size_t k = 0; k < ns; k++) g->sym_off[tmp_file[k] + 1]++;
+        for (size_t k = 0; k < n; k++) g->sym_off[k + 1] += g->sym_off[k];
+        uint32_t *pos = malloc(sizeof *pos * (n ? n : 1));
+        if (!pos) rc = -1;
+        for (size_t k = 0; rc == 0 && k < n; k++) pos[k] = g->sym_off[k];
+        for (size_t k = 0; rc == 0 && k < ns; k++) g->syms[pos[tmp_file[k]]++] = tmp_syms[k];
+        free(pos);
+        g->n_syms = ns;
+    } else {
+        for (size_t k = 0; k < ns; k++) free(tmp_syms[k].name);
+    }
+    free(tmp_syms);
+    free(tmp_file);
+
+    /* BM25F fields */
+    tok_ctx tc = {g, NULL, 0, 0, 0, 0, 0};
+    for (size_t d = 0; rc == 0 && d < n && !tc.oom; d++) {
+        tc.doc = (uint32_t)d;
+        tc.field = GI_PATH;
+        char p[1024];
+        snprintf(p, sizeof p, "%s", g->paths[d]);
+        char *dot = strrchr(p, '.');
+        if (dot && !strchr(dot, '/')) *dot = '\0';
+        for (char *c = p; *c; c++)
+            if (*c == '/' || *c == '-' || *c == '.') *c = ' ';
+        graph_tokenize(p, strlen(p), 0, on_tok, &tc);
+        tc.field = GI_SYMBOL;
+        for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc.oom; k++)
+            graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, &tc);
+    }
+    /* import and call names */
+    static const char *const q2[2] = {"SELECT file_id, spec, target FROM imports",
+                                      "SELECT file_id, name, 0 FROM calls"};
+    uint32_t *esrc = NULL, *edst = NULL;
+    size_t ne = 0, ce = 0;
+    for (int k = 0; k < 2 && rc == 0 && !tc.oom; k++) {
+        if (sqlite3_prepare_v2(db, q2[k], -1, &st, NULL) != SQLITE_OK) {
+            rc = -1;
+            break;
+        }
+        tc.field = k == 0 ? GI_IMPORT : GI_CALL;
+        while (!tc.oom && sqlite3_step(st) == SQLITE_ROW) {
+            int64_t fid = sqlite3_column_int64(st, 0);
+            if (fid < 0 || fid > maxid || byid[fid] < 0) continue;
+            tc.doc = (uint32_t)byid[fid];
+            const char *s = (const char *)sqlite3_column_text(st, 1);
+            if (s) graph_tokenize(s, strlen(s), 0, on_tok, &tc);
+            if (k == 0 && sqlite3_column_type(st, 2) != SQLITE_NULL) {
+                int64_t t = sqlite3_column_int64(st, 2);
+                if (t < 0 || t > maxid || byid[t] < 0) continue;
+                if (ne == ce) {
+                    ce = ce ? ce * 2 : 4096;
+                    uint32_t *a = realloc(esrc, ce * sizeof *a);
+                    if (a) esrc = a;
+                    uint32_t *b = a ? realloc(edst, ce * sizeof *b) : NULL;
+                    if (!a || !b) {
+                        tc.oom = 1;
+                        break;
+                    }
+                    edst = b;
+                }
+                esrc[ne] = tc.doc;
+                edst[ne++] = (uint32_t)byid[t];
+            }
+        }
+        sqlite3_finalize(st);
+    }
+    if (tc.oom) rc = -1;
+    if (rc == 0) rc = csr(n, esrc, edst, ne, &g->out_off, &g->out);
+    if (rc == 0) rc = csr(n, edst, esrc, ne, &g->in_off, &g->in);
+    free(esrc);
+    free(edst);
+
+    /* postings: sort the (term, doc, field) triples and aggregate */
+    if (rc == 0) {
+        qsort(tc.t, tc.n, sizeof *tc.t, cmp_triple);
+        g->post_off = calloc(g->n_terms + 1, sizeof *g->post_off);
+        g->post = malloc(sizeof *g->post * (tc.n ? tc.n : 1));
+        if (!g->post_off || !g->post) rc = -1;
+        size_t np = 0;
+        for (size_t k = 0; rc == 0 && k < tc.n; k++) {
+            const triple *t = &tc.t[k];
+            if (np == 0 || g->post[np - 1].doc != t->doc || g->post_term_last != t->term) {
+                g->post[np] = (gi_posting){t->doc, {0, 0, 0, 0}};
+                g->post_off[t->term + 1]++;
+                g->post_term_last = t->term;
+                np++;
+            }
+            if (g->post[np - 1].tf[t->field] < 65535) g->post[np - 1].tf[t->field]++;
+        }
+        for (size_t k = 0; rc == 0 && k < g->n_terms; k++) g->post_off[k + 1] += g->post_off[k];
+    }
+    free(tc.t);
+    for (int f = 0; rc == 0 && f < GI_FIELDS; f++) {
+        double s = 0;
+        for (size_t d = 0; d < n; d++) s += g->flen[f][d];
+        g->avglen[f] = n ? s / (double)n : 1.0;
+        if (g->avglen[f] <= 0) g->avglen[f] = 1.0;
+    }
+    /* centrality: log import in-degree, scaled to [0, 1] */
+    if (rc == 0) {
+        double mx = 0;
+        for (size_t d = 0; d < n; d++) {
+            g->central[d] = log1p((double)(g->in_off[d + 1] - g->in_off[d]));
+            if (g->central[d] > mx) mx = g->central[d];
+        }
+        for (size_t d = 0; mx > 0 && d < n; d++) g->central[d] /= mx;
+    }
+    /* per-file decayed commit weights, for the co-change Jaccard */
+    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT path, w FROM commit_files", -1, &st, NULL) ==
+                       SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            int32_t d = gi_find_path(g, (const char *)sqlite3_column_text(st, 0));
+            if (d >= 0) g->co_total[d] = sqlite3_column_double(st, 1);
+        }
+        sqlite3_finalize(st);
+    }
+    if (rc == 0 &&
+        sqlite3_prepare_v2(db,
+                           "SELECT b, w FROM cochange WHERE a = ?1 UNION ALL "
+                           "SELECT a, w FROM cochange WHERE b = ?1",
+                           -1, &g->co_stmt, NULL) != SQLITE_OK)
+        rc = -1;
+    if (rc == 0) {
+        g->res = graph_resolver_new(g->paths, n);
+        if (!g->res) rc = -1;
+    }
+    free(byid);
+    if (rc != 0) {
+        if (!*err) *err = util_strdup("could not load the graph cache");
+        graph_index_free(g);
+        return -1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g->loaded_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    *out = g;
+    return 0;
+}
+
+int32_t gi_find_path(const graph_index *g, const char *path)
+{
+    if (!path) return -1;
+    size_t lo = 0, hi = g->n;
+    while (lo < hi) { /* paths are sorted (ORDER BY path: byte order) */
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(g->paths[mid], path);
+        if (c == 0) return (int32_t)mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
+int graph_index_find(const graph_index *g, const char *path) { return gi_find_path(g, path); }
+
+const gi_partners *gi_cochange(graph_index *g, uint32_t d)
+{
+    gi_partners *p = &g->co[d];
+    if (p->loaded) return p;
+    p->loaded = 1;
+    sqlite3_stmt *st = g->co_stmt;
+    sqlite3_bind_text(st, 1, g->paths[d], -1, SQLITE_STATIC);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int32_t o = gi_find_path(g, (const char *)sqlite3_column_text(st, 0));
+        if (o < 0) continue;
+        double wab = sqlite3_column_double(st, 1);
+        double den = g->co_total[d] + g->co_total[o] - wab;
+        if (den <= 0) continue;
+        if (p->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint32_t *a = realloc(p->ids, cap * sizeof *a);
+            if (a) p->ids = a;
+            float *b = a ? realloc(p->w, cap * sizeof *b) : NULL;
+            if (!a || !b) break;
+            p->w = b;
+        }
+        p->ids[p->n] = (uint32_t)o;
+        p->w[p->n++] = (float)(wab / den);
+    }
+    sqlite3_reset(st);
+    return p;
+}
+
+void graph_index_free(graph_index *g)
+{
+    if (!g) return;
+    for (size_t i = 0; i < g->n && g->paths; i++) free(g->paths[i]);
+    for (size_t i = 0; i < g->n_syms; i++) free(g->syms[i].name);
+    term_ent *e, *t;
+    HASH_ITER(hh, g->terms, e, t) {
+        HASH_DEL(g->terms, e);
+        free(e->s);
+        free(e);
+    }
+    for (size_t i = 0; g->co && i < g->n; i++) {
+        free(g->co[i].ids);
+        free(g->co[i].w);
+    }
+    for (int f = 0; f < GI_FIELDS; f++) free(g->flen[f]);
+    sqlite3_finalize(g->co_stmt);
+    sqlite3_close(g->db);
+    graph_resolver_free(g->res);
+    free(g->paths);
+    free(g->is_test);
+    free(g->lang);
+    free(g->syms);
+    free(g->sym_off);
+    free(g->post_off);
+    free(g->post);
+    free(g->out_off);
+    free(g->out);
+    free(g->in_off);
+    free(g->in);
+    free(g->co);
+    free(g->co_total);
+    free(g->central);
+    free(g->act);
+    free(g->lex);
+    free(g->tmp);
+    free(g->final);
+    free(g->mention);
+    free(g->cosc);
+    free(g->qterms);
+    free(g->repo);
+    free(g->db_path);
+    free(g);
+}
+
+size_t graph_index_files(const graph_index *g) { return g->n; }
+const char *graph_index_path(const graph_index *g, size_t file) { return g->paths[file]; }
+int64_t graph_index_loaded_ms(const graph_index *g) { return g->loaded_ms; }

@@ -1,0 +1,48 @@
+/* internal.h: helpers shared by the graph module's files. */
+#ifndef GRAPH_INTERNAL_H
+#define GRAPH_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "graph.h"
+
+#define GRAPH_SCHEMA_VERSION "1"
+/* Co-change weights decay with this half-life (seconds): 180 days. */
+#define GRAPH_HALF_LIFE_S (180.0 * 86400.0)
+/* Commits touching more files than this say nothing about pairs. */
+#define GRAPH_MAX_COMMIT_FILES 30
+
+/* git.c: runs `git -C repo args...`; output appended to out.  Returns the
+ * exit status, or -1 when git could not run. */
+int graph_git(const char *repo, const char *const *args, buf *out);
+/* First line of the output of a successful command (malloc'ed) or NULL. */
+char *graph_git_line(const char *repo, const char *const *args);
+
+/* db.c */
+int graph_db_open(const char *path, int create, sqlite3 **out, char **err);
+char *graph_db_meta(sqlite3 *db, const char *key);
+int graph_db_set_meta(sqlite3 *db, const char *key, const char *value);
+
+/* resolve.c: maps import specs to files. */
+typedef struct graph_resolver graph_resolver;
+graph_resolver *graph_resolver_new(char **paths, size_t n);
+void graph_resolver_free(graph_resolver *r);
+/* The file index an import of file `from` (its path and language) names, or -1. */
+int32_t graph_resolve(graph_resolver *r, const char *from, int lang, const char *spec);
+/* A file whose path ends with the given '/'-separated suffix (whole
+ * segments); -1 when none, -2 when ambiguous. */
+int32_t graph_resolver_suffix(graph_resolver *r, const char *suffix);
+
+/* cochange.c: reads commits from git and accumulates pair weights into the db. */
+int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n, int max_commits,
+                          int full, size_t *commits, size_t *pairs, char **err);
+
+static inline uint64_t graph_fnv64(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+#endif

@@ -1,0 +1,293 @@
+/* query.c: ranks a repository's files for a prompt.
+ *
+ *  lexical   BM25F (k1 1.2) over path segments (weight 2.0, b 0.3), symbol
+ *            names (1.0, 0.4), import names (0.5, 0.5) and, optionally,
+ *            callee names (0.3, 0.5); global IDF; query terms weighted by
+ *            1 + log(qtf).  A test file's score is lent to the files it
+ *            imports (test -> source proxy).
+ *  mention   the prompt names the file: a path (tracebacks) or a dotted
+ *            module.
+ *  graph     spreading activation from the best seeds over imports and
+ *            importers, `hops` hops, each keeping `hop_decay`.
+ *  cochange  activation from the seeds over co-change partners (decayed
+ *            Jaccard), one hop.
+ *  centrality  log import in-degree.
+ * The fused score is the weighted sum; test files are never predicted;
+ * ties break by path, so results are deterministic.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+
+static const double K1 = 1.2;
+static const double FW[GI_FIELDS] = {2.0, 1.0, 0.5, 0.3};
+static const double FB[GI_FIELDS] = {0.3, 0.4, 0.5, 0.5};
+
+void graph_weights_default(graph_weights *w)
+{
+    w->lexical = 1.0;
+    w->mention = 1.0;
+    w->graph = 0.3;
+    w->cochange = 0.3;
+    w->centrality = 0.05;
+    w->seed_count = 20;
+    w->hop_decay = 0.5;
+    w->hops = 3;
+    w->use_calls = 1;
+}
+
+typedef struct qctx {
+    graph_index *g;
+    int oom;
+} qctx;
+
+static int on_qtok(void *ud, const char *s, size_t n)
+{
+    qctx *c = ud;
+    graph_index *g = c->g;
+    int32_t id = gi_term_id(g, s, n);
+    if (id < 0) return 0;
+    if (g->n_qterms == g->cap_qterms) {
+        size_t cap = g->cap_qterms ? g->cap_qterms * 2 : 256;
+        int32_t *q = realloc(g->qterms, cap * sizeof *q);
+        if (!q) {
+            c->oom = 1;
+            return 1;
+        }
+        g->qterms = q;
+        g->cap_qterms = cap;
+    }
+    g->qterms[g->n_qterms++] = id;
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void bm25f(graph_index *g, const graph_weights *w)
+{
+    double N = (double)g->n;
+    int nf = w->use_calls ? GI_FIELDS : GI_CALL;
+    for (size_t i = 0; i < g->n_qterms;) {
+        int32_t t = g->qterms[i];
+        size_t j = i;
+        while (j < g->n_qterms && g->qterms[j] == t) j++;
+        double qw = 1.0 + log((double)(j - i));
+        i = j;
+        uint32_t a = g->post_off[t], b = g->post_off[t + 1];
+        double df = (double)(b - a);
+        if (df == 0) continue;
+        double idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
+        for (uint32_t k = a; k < b; k++) {
+            const gi_posting *p = &g->post[k];
+            double tf = 0;
+            for (int f = 0; f < nf; f++) {
+                if (!p->tf[f]) continue;
+                double norm = 1.0 - FB[f] + FB[f] * g->flen[f][p->doc] / g->avglen[f];
+                tf += FW[f] * p->tf[f] / norm;
+            }
+            if (tf > 0) g->lex[p->doc] += qw * idf * tf / (K1 + tf);
+        }
+    }
+}
+
+/* Paths and dotted modules the prompt names. */
+static void mentions(graph_index *g, const char *s, size_t len)
+{
+    size_t i = 0;
+    char tok[512];
+    while (i < len) {
+        while (i < len && !(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '/' || s[i] == '.'))
+            i++;
+        size_t a = i;
+        int slash = 0, dot = 0;
+        while (i < len && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '/' || s[i] == '.' ||
+                           s[i] == '-')) {
+            slash |= s[i] == '/';
+            dot |= s[i] == '.';
+            i++;
+        }
+        size_t b = i;
+        while (b > a && (s[b - 1] == '.' || s[b - 1] == '/')) b--;
+        if (b - a < 4 || b - a >= sizeof tok || !(slash || dot)) continue;
+        memcpy(tok, s + a, b - a);
+        tok[b - a] = '\0';
+        int32_t f = -1;
+        if (graph_lang_of_path(tok) != LANG_NONE) {
+            for (char *p = tok; p && *p && f < 0; p = strchr(p, '/'), p = p ? p + 1 : NULL) {
+                f = graph_resolver_suffix(g->res, p);
+                if (f == -2) break;
+            }
+        } else if (dot && !slash) {
+            f = graph_resolve(g->res, "", LANG_PYTHON, tok);
+        }
+        if (f >= 0) g->mention[f] = 1.0;
+    }
+}
+
+/* Top k of score[] among the candidates (non-test unless tests), into out. */
+static size_t top_k(const graph_index *g, const double *score, int tests, graph_hit *out, size_t k)
+{
+    size_t n = 0;
+    for (uint32_t d = 0; d < g->n; d++) {
+        if (score[d] <= 0 || (!tests && g->is_test[d])) continue;
+        if (n == k && !(score[d] > out[n - 1].score ||
+                        (score[d] == out[n - 1].score && d < out[n - 1].file)))
+            continue;
+        size_t pos = n < k ? n++ : k - 1;
+        while (pos > 0 && (score[d] > out[pos - 1].score ||
+                           (score[d] == out[pos - 1].score && d < out[pos - 1].file))) {
+            out[pos] = out[pos - 1];
+            pos--;
+        }
+        out[pos] = (graph_hit){d, score[d]};
+    }
+    return n;
+}
+
+void graph_lexical(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+                   double *out)
+{
+    memset(g->lex, 0, g->n * sizeof *g->lex);
+    g->n_qterms = 0;
+    qctx qc = {g, 0};
+    graph_tokenize(prompt, len, 0, on_qtok, &qc);
+    qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
+    bm25f(g, w);
+    memcpy(out, g->lex, g->n * sizeof *out);
+}
+
+size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+                     graph_hit *out, size_t k)
+{
+    size_t n = g->n;
+    if (n == 0 || k == 0) return 0;
+    memset(g->lex, 0, n * sizeof *g->lex);
+    memset(g->mention, 0, n * sizeof *g->mention);
+    memset(g->act, 0, n * sizeof *g->act);
+    memset(g->cosc, 0, n * sizeof *g->cosc);
+    memset(g->tmp, 0, n * sizeof *g->tmp);
+    g->n_qterms = 0;
+    qctx qc = {g, 0};
+    graph_tokenize(prompt, len, 0, on_qtok, &qc);
+    qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
+    bm25f(g, w);
+    mentions(g, prompt, len);
+
+    /* test -> source proxy: a test lends half its score to what it imports */
+    for (uint32_t d = 0; d < n; d++) {
+        if (!g->is_test[d] || g->lex[d] <= 0) continue;
+        uint32_t a = g->out_off[d], b = g->out_off[d + 1];
+        for (uint32_t e = a; e < b; e++) {
+            uint32_t t = g->out[e];
+            if (!g->is_test[t]) g->tmp[t] = fmax(g->tmp[t], 0.5 * g->lex[d]);
+        }
+    }
+    double mx = 0;
+    for (uint32_t d = 0; d < n; d++) {
+        if (g->is_test[d]) continue;
+        g->lex[d] = fmax(g->lex[d], g->tmp[d]);
+        if (g->lex[d] > mx) mx = g->lex[d];
+    }
+    /* base score and seeds */
+    for (uint32_t d = 0; d < n; d++) {
+        double lx = mx > 0 && !g->is_test[d] ? g->lex[d] / mx : 0;
+        g->lex[d] = lx;
+        g->final[d] = w->lexical * lx + w->mention * g->mention[d];
+    }
+    size_t ns = (size_t)w->seed_count;
+    if (ns > 64) ns = 64;
+    graph_hit seeds[64];
+    ns = top_k(g, g->final, 0, seeds, ns);
+    double top = ns ? seeds[0].score : 0;
+    /* spreading activation over imports and importers */
+    if (w->graph > 0 && top > 0) {
+        memset(g->tmp, 0, n * sizeof *g->tmp);
+        for (size_t s = 0; s < ns; s++) g->tmp[seeds[s].file] = seeds[s].score / top;
+        double *cur = g->tmp, *acc = g->act;
+        uint32_t frontier[512], nf = 0, next[512];
+        for (size_t s = 0; s < ns; s++) frontier[nf++] = seeds[s].file;
+        double *nxt = calloc(n, sizeof *nxt);
+        for (int h = 0; nxt && h < w->hops && nf; h++) {
+            uint32_t nn = 0;
+            for (uint32_t fi = 0; fi < nf; fi++) {
+                uint32_t u = frontier[fi];
+                double au = cur[u];
+                if (au <= 1e-6) continue;
+                for (int dir = 0; dir < 2; dir++) {
+                    const uint32_t *off = dir ? g->in_off : g->out_off;
+                    const uint32_t *adj = dir ? g->in : g->out;
+                    uint32_t a = off[u], b = off[u + 1];
+                    if (b == a) continue;
+                    double share = w->hop_decay * au / sqrt((double)(b - a));
+                    for (uint32_t e = a; e < b; e++) {
+                        uint32_t v = adj[e];
+                        if (nxt[v] == 0 && nn < 512) next[nn++] = v;
+                        nxt[v] += share;
+                    }
+                }
+            }
+            for (uint32_t fi = 0; fi < nf; fi++) cur[frontier[fi]] = 0;
+            for (uint32_t fi = 0; fi < nn; fi++) {
+                uint32_t v = next[fi];
+                acc[v] += nxt[v];
+                cur[v] = nxt[v];
+                nxt[v] = 0;
+                frontier[fi] = v;
+            }
+            nf = nn;
+        }
+        for (uint32_t fi = 0; fi < nf; fi++) g->tmp[frontier[fi]] = 0;
+        free(nxt);
+    }
+    /* co-change partners of the seeds */
+    if (w->cochange > 0 && top > 0) {
+        for (size_t s = 0; s < ns; s++) {
+            const gi_partners *p = gi_cochange(g, seeds[s].file);
+            double as = seeds[s].score / top;
+            for (uint32_t e = 0; e < p->n; e++) g->cosc[p->ids[e]] += as * p->w[e];
+        }
+    }
+    for (uint32_t d = 0; d < n; d++) {
+        g->final[d] += w->graph * fmin(g->act[d], 1.0) + w->cochange * fmin(g->cosc[d], 1.0);
+        if (g->final[d] > 0) g->final[d] += w->centrality * g->central[d];
+    }
+    return top_k(g, g->final, 0, out, k);
+}
+
+/* Key symbols: those whose name matches a query term first, then exported
+ * classes and functions, in line order. */
+size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out, size_t max)
+{
+    size_t n = 0;
+    uint32_t a = g->sym_off[file], b = g->sym_off[file + 1];
+    for (int pass = 0; pass < 3 && n < max; pass++) {
+        for (uint32_t i = a; i < b && n < max; i++) {
+            const gsym *s = &g->syms[i];
+            int32_t id = gi_term_id(g, s->name, strlen(s->name));
+            if (id < 0) { /* the name's lowercase compound */
+                char low[128];
+                size_t l = 0;
+                for (const char *c = s->name; *c && l < sizeof low - 1; c++)
+                    if (*c != '_') low[l++] = (char)tolower((unsigned char)*c);
+                low[l] = '\0';
+                id = gi_term_id(g, low, l);
+            }
+            int match = 0;
+            if (id >= 0 && g->qterms)
+                match = bsearch(&id, g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32) != NULL;
+            int key = s->exported && (s->kind == SYM_CLASS || s->kind == SYM_FUNCTION ||
+                                      s->kind == SYM_TYPE);
+            int want = pass == 0 ? match : pass == 1 ? (!match && key) : 0;
+            if (!want) continue;
+            out[n++] = s;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,21 @@
+# graph: the code graph and file predictions (graph/), with tree-sitter
+# grammars fetched from npm (pinned) and compiled into BUILD/grammars by
+# scripts/grammars.sh.  The grammar archive is linked into the library with
+# its symbols excluded from the dynamic table (--exclude-libs), so the .so
+# still exports only clarity_plugin_init.
+LIB_DIRS += graph
+GRAMMAR_DIR := $(BUILD)/grammars
+GRAMMAR_LIB := $(GRAMMAR_DIR)/libgrammars.a
+# -u: the table is referenced weakly (graph/parse.c), which alone pulls
+# nothing out of an archive.
+LDLIBS += -Wl,-u,graph_grammar_table $(GRAMMAR_LIB) -ltree-sitter
+XLDFLAGS += -Wl,--exclude-libs,libgrammars.a
+
+$(BUILD)/libclarity.so: | $(GRAMMAR_LIB)
+$(BUILD)/libclarity_internal.a: | $(GRAMMAR_LIB)
+
+$(GRAMMAR_LIB): scripts/grammars.sh graph/grammars.h
+	CC="$(CC)" sh scripts/grammars.sh $(GRAMMAR_DIR)
+	$(CC) -O2 -fPIC -fvisibility=hidden -I. -c $(GRAMMAR_DIR)/grammars.c -o $(GRAMMAR_DIR)/grammars.o
+	rm -f $@ && ar rcs $@ $(GRAMMAR_DIR)/*.o
+
