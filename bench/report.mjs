@@ -227,14 +227,19 @@ if (prune) {
   });
   const first = prune.points[0], last = prune.points[prune.points.length - 1];
   const growth = last.pruneNsPerItem / first.pruneNsPerItem;
+  // log-log slope of time against items: 1 = linear
+  const slope = (a, b) => Math.log(b / a) / Math.log(last.items / first.items);
+  const sPrune = slope(first.pruneDryRun.p50us, last.pruneDryRun.p50us);
+  const sScores = slope(first.getScoresTop10.p50us, last.getScoresTop10.p50us);
+  const sComp = slope(first.compactionUs, last.compactionUs);
   sections.push(`<h2 id="prune">Scoring and pruning</h2>
-<p><code>clarity.prune</code> with <code>dryRun</code> scores every item, sorts by adjusted score and decides (the JSON answer lists every decision); <code>getScores</code> with <code>limit 10</code> scores and sorts; <code>before_compaction</code> applies the prune and persists the changed items (one call). From ${first.items} to ${last.items} items (×${last.items / first.items}) the dry run's cost per item changes ×${num(growth, 2)}: ${growth < 2 ? "linear up to the n log n sort" : "superlinear"}.</p>
+<p><code>clarity.prune</code> with <code>dryRun</code> scores every item, sorts by adjusted score and decides (the JSON answer lists every decision); <code>getScores</code> with <code>limit 10</code> scores and sorts; <code>before_compaction</code> applies the prune and persists the changed items (one call). From ${first.items} to ${last.items} items (×${last.items / first.items}) the dry run's cost per item changes ×${num(growth, 2)}. Fitted growth (log-log slope, 1 = linear): prune dry run n^${num(sPrune, 2)}, getScores n^${num(sScores, 2)}, before_compaction n^${num(sComp, 2)}${Math.max(sPrune, sScores, sComp) <= 1.15 ? " — linear up to the n log n sort" : " — above linear at large n: the sort of all items plus cache misses once the table outgrows the caches"}.</p>
 ${c1}${c2}
 ${table(
   ["items", "reps", "prune dry run p50 µs", "ns/item", "getScores p50 µs", "ns/item", "before_compaction µs", "ns/item"],
   prune.points.map((p) => [p.items, p.reps, num(p.pruneDryRun.p50us), num(p.pruneNsPerItem), num(p.getScoresTop10.p50us), num(p.scoresNsPerItem), num(p.compactionUs), num(p.compactionNsPerItem)]),
 )}`);
-  headline.push(`prune dry run: ${num(first.pruneNsPerItem, 0)} ns/item at ${first.items} items, ${num(last.pruneNsPerItem, 0)} ns/item at ${last.items}`);
+  headline.push(`prune dry run: ${num(first.pruneNsPerItem, 0)} ns/item at ${first.items} items, ${num(last.pruneNsPerItem, 0)} ns/item at ${last.items} (time ∝ n^${num(sPrune, 2)})`);
 }
 
 if (persist) {
