@@ -342,7 +342,9 @@ ${c}`);
         encoding: {
           x: { field: "items", type: "nominal", sort: withOrig.map((c) => String(c.items)), title: "tracked items", axis: { labelAngle: 0 } },
           xOffset: { field: "hook", sort: ["before", "end", "turn"] },
-          y: { field: "ratio", type: "quantitative", scale: { type: "log" }, title: "original ÷ clarity" },
+          y: { field: "ratio", type: "quantitative", scale: { type: "log", domainMin: 1 }, title: "original ÷ clarity" },
+          // a log axis has no zero: bars start at ×1
+          y2: { datum: 1 },
           color: { field: "hook", type: "nominal", sort: ["before", "end", "turn"], title: "" },
         },
       },
