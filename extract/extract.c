@@ -70,10 +70,12 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether the word t[0..n) is one of the plain-word tool names. */
+/* Whether the word t[0..n) is one of the plain-word tool names: a length
+ * and first-byte screen (most words fail it), then a binary search. */
 static int is_tool_word(const extractor *ex, const char *t, size_t n)
 {
-    if (n >= 64 || !(ex->tool_lens >> n & 1)) return 0;
+    unsigned char c0 = (unsigned char)t[0];
+    if (n >= 64 || !(ex->tool_lens >> n & 1) || !(ex->tool_first[c0 >> 6] >> (c0 & 63) & 1)) return 0;
     size_t lo = 0, hi = ex->n_tool_words;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -128,6 +130,7 @@ static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
         if (!t || !*t) continue;
         if (!(ex->tool_words[ex->n_tool_words++] = util_strdup(t))) return CLARITY_ENOMEM;
         ex->tool_lens |= (uint64_t)1 << strlen(t);
+        ex->tool_first[(unsigned char)t[0] >> 6] |= (uint64_t)1 << ((unsigned char)t[0] & 63);
     }
     qsort(ex->tool_words, ex->n_tool_words, sizeof *ex->tool_words, cmp_str);
     return 0;

@@ -28,7 +28,8 @@ struct extractor {
      * regex when every name is a plain word (the common case). */
     char **tool_words;
     size_t n_tool_words;
-    uint64_t tool_lens; /* bit n set: some name has length n (< 64) */
+    uint64_t tool_lens;     /* bit n set: some name has length n (< 64) */
+    uint64_t tool_first[4]; /* bit c set: some name starts with byte c */
     size_t n_custom;
     char *custom_name[CFG_MAX_PATTERNS];
     pcre2_code *custom[CFG_MAX_PATTERNS];

@@ -273,8 +273,11 @@ void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown
     if (d > window) {
         double k = d - window;
         /* recencyWindow is integral (config enforces it), so k is too. */
-        double p = k < ENGINE_POW_TABLE ? e->decay_tab[(int)k]
-                                        : pow(pow(0.5, 1.0 / c->scoring.half_life), k);
+        /* Past the table the power is below decay^1023; once that is
+         * negligible, skip pow() for the long tail of stale items. */
+        double p = k < ENGINE_POW_TABLE                       ? e->decay_tab[(int)k]
+                   : e->decay_tab[ENGINE_POW_TABLE - 1] < 1e-12 ? 0.0
+                                                                : pow(e->decay_tab[1], k);
         out->staleness = (1.0 - p) * out->frequency;
     }
     out->anchor = it->anchored ? c->scoring.anchor_bonus : 0.0;
