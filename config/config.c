@@ -104,6 +104,13 @@ int config_defaults(clarity_config *cfg)
     cfg->limits.max_tracked_items = 5000;
     cfg->limits.max_prompt_bytes = (size_t)64 * 1024 * 1024;
     cfg->limits.history_length = 16;
+
+    cfg->prediction.enabled = 1;
+    cfg->prediction.weight = 30;
+    cfg->prediction.max_targets = 3;
+    cfg->prediction.min_score = 0.25;
+    cfg->prediction.max_files = 20;
+    cfg->prediction.auto_refresh = 0;
     return 0;
 }
 
@@ -352,6 +359,15 @@ static const field limits_fields[] = {
     {"maxTrackedItems", F_INT, CO(limits.max_tracked_items), 10, 10000000, 0, 0},
     {"maxPromptBytes", F_SIZE, CO(limits.max_prompt_bytes), 1024, 1073741824.0, 0, 0},
     {"historyLength", F_INT, CO(limits.history_length), 1, ITEM_HISTORY_MAX, 0, 0},
+};
+
+static const field prediction_fields[] = {
+    {"enabled", F_BOOL, CO(prediction.enabled), 0, 0, 0, 0},
+    {"weight", F_NUM, CO(prediction.weight), 0, NOHI, 0, 0},
+    {"maxTargets", F_INT, CO(prediction.max_targets), 0, 20, 0, 0},
+    {"minScore", F_NUM, CO(prediction.min_score), 0, 1, 0, 0},
+    {"maxFiles", F_INT, CO(prediction.max_files), 1, 1000, 0, 0},
+    {"autoRefresh", F_BOOL, CO(prediction.auto_refresh), 0, 0, 0, 0},
 };
 
 static const field top_fields[] = {
@@ -629,6 +645,8 @@ static int top_special(pctx *p, const char *path, const char *key, json_t *v)
         r = parse_section(p, path, v, storage_fields, NF(storage_fields), storage_special);
     else if (strcmp(key, "limits") == 0)
         r = parse_section(p, path, v, limits_fields, NF(limits_fields), NULL);
+    else if (strcmp(key, "prediction") == 0)
+        r = parse_section(p, path, v, prediction_fields, NF(prediction_fields), NULL);
     else return 1;
     return r ? -1 : 0;
 }
@@ -735,7 +753,8 @@ char *config_to_json(const clarity_config *cfg)
         cfg->pruning.tier_mult[0],      cfg->pruning.tier_mult[1],
         cfg->pruning.tier_mult[2],      cfg->pruning.tier_mult[3],
         cfg->context.min_score,         cfg->context.high_score,
-        cfg->context.mid_score,
+        cfg->context.mid_score,         cfg->prediction.weight,
+        cfg->prediction.min_score,
     };
     int prec = 15;
     for (size_t i = 0; i < NF(reals); i++) {
@@ -834,6 +853,16 @@ char *config_to_json(const clarity_config *cfg)
         put(li, "maxTrackedItems", json_integer(cfg->limits.max_tracked_items), &bad);
         put(li, "maxPromptBytes", json_integer((json_int_t)cfg->limits.max_prompt_bytes), &bad);
         put(li, "historyLength", json_integer(cfg->limits.history_length), &bad);
+    }
+
+    json_t *pd = obj_new(root, "prediction", &bad);
+    if (pd) {
+        put(pd, "enabled", b2j(cfg->prediction.enabled), &bad);
+        put(pd, "weight", json_real(cfg->prediction.weight), &bad);
+        put(pd, "maxTargets", json_integer(cfg->prediction.max_targets), &bad);
+        put(pd, "minScore", json_real(cfg->prediction.min_score), &bad);
+        put(pd, "maxFiles", json_integer(cfg->prediction.max_files), &bad);
+        put(pd, "autoRefresh", b2j(cfg->prediction.auto_refresh), &bad);
     }
 
     /* Dumped through a callback into a buf rather than json_dumps(): jansson

@@ -18,7 +18,9 @@
  *               "highScore":40, "midScore":15},
  *   "storage": {"backend":"auto"|"sqlite"|"host"|"memory", "path":"clarity.db",
  *               "maxResidentSessions":256},
- *   "limits": {"maxTrackedItems":5000, "maxPromptBytes":67108864, "historyLength":16}
+ *   "limits": {"maxTrackedItems":5000, "maxPromptBytes":67108864, "historyLength":16},
+ *   "prediction": {"enabled":true, "weight":30, "maxTargets":3, "minScore":0.25,
+ *                  "maxFiles":20, "autoRefresh":false}
  * }
  * Unknown keys, wrong types, out-of-range values and regexes that do not
  * compile are refused with a message naming the key ("scoring.halfLife: must
@@ -77,6 +79,16 @@ typedef struct clarity_config {
         size_t max_prompt_bytes;
         int history_length;
     } limits;
+    /* File predictions from the workspace's code graph (graph/), blended
+     * into file items at before_agent_start. */
+    struct {
+        int enabled;      /* off: the hooks never look for a graph */
+        double weight;    /* prediction term = normalized prediction * weight */
+        int max_targets;  /* untracked predicted files listed in the block */
+        double min_score; /* normalized prediction (best file = 1) kept */
+        int max_files;    /* predicted files kept per prompt */
+        int auto_refresh; /* refresh a stale graph incrementally in the hook */
+    } prediction;
 } clarity_config;
 
 /* Fills cfg with the defaults.  Returns 0, or -1 on allocation failure. */

@@ -55,15 +55,16 @@ static void scores(engine *e, session *s, size_t limit, buf *out)
     }
     buf_printf(out, "Clarity scores, session %s, turn %lld (%zu items)\n", s->id,
                (long long)s->t.current_turn, n);
-    buf_printf(out, "%-40s %-8s %7s %6s %6s %6s %6s %6s %5s %5s %-9s\n", "id", "category", "score",
-               "freq", "recent", "util", "stale", "anchor", "ment", "refs", "tier");
+    buf_printf(out, "%-40s %-8s %7s %6s %6s %6s %6s %6s %6s %5s %5s %-9s\n", "id", "category",
+               "score", "freq", "recent", "util", "stale", "anchor", "pred", "ment", "refs", "tier");
     for (size_t i = 0; i < n && i < limit; i++) {
         const item *it = v[i].it;
         const score_breakdown *b = &v[i].b;
-        buf_printf(out, "%-40.*s %-8s %7.1f %6.1f %6.1f %6.1f %6.1f %6.1f %5lld %5lld %-9s\n",
+        buf_printf(out, "%-40.*s %-8s %7.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %5lld %5lld %-9s\n",
                    40, it->id, tracker_category_name(it->category), b->score, b->frequency,
-                   b->recency, b->utility, b->staleness, b->anchor, (long long)it->mention_count,
-                   (long long)it->reference_count, tracker_tier_name(it->tier));
+                   b->recency, b->utility, b->staleness, b->anchor, b->prediction,
+                   (long long)it->mention_count, (long long)it->reference_count,
+                   tracker_tier_name(it->tier));
     }
     if (n > limit) buf_printf(out, "... and %zu more\n", n - limit);
     free(v);

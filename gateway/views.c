@@ -22,7 +22,7 @@ size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v)
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->pruned && !include_pruned) continue;
         a[n].it = it;
-        engine_score(e, it, s->t.current_turn, &a[n].b);
+        engine_score(e, s, it, s->t.current_turn, &a[n].b);
         n++;
     }
     qsort(a, n, sizeof *a, cmp_scored);
@@ -49,6 +49,7 @@ static void item_json(const scored_item *si, buf *out)
     num(out, "utility", si->b.utility, 1);
     num(out, "stalenessPenalty", si->b.staleness, 1);
     num(out, "anchor", si->b.anchor, 1);
+    num(out, "prediction", si->b.prediction, 1);
     buf_putc(out, '}');
     num(out, "adjustedScore", si->b.adjusted, 1);
     buf_printf(out,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,6 +179,92 @@ void graph_cache_put(graph_index *g)
     if (!c) return;
     pthread_mutex_unlock(&c->mu);
     entry_release(c);
+}
+
+/* Locked entry whose repository already has a graph, or NULL.  Loads it
+ * when needed; never builds from nothing. */
+static centry *acquire_existing(const char *repo_in, int auto_refresh)
+{
+    char *repo = canon(repo_in);
+    if (!repo) return NULL;
+    char *dbp = graph_db_path(repo);
+    struct stat sb;
+    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(dbp);
+    centry *c = have ? entry_for(repo) : NULL;
+    if (!c) {
+        free(repo);
+        return NULL;
+    }
+    pthread_mutex_lock(&c->mu);
+    int64_t now = mono_ms();
+    int reload = !c->g;
+    if (auto_refresh && (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS)) {
+        c->checked_ms = now;
+        if (graph_is_stale(repo, NULL) > 0) {
+            graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+            graph_build_stats st;
+            char *berr = NULL;
+            /* on failure: keep using the loaded index */
+            if (graph_build(repo, &o, &st, &berr) == 0) reload = 1;
+            free(berr);
+        }
+    }
+    if (c->g && gi_data_version(c->g) != c->g->data_version) reload = 1;
+    if (reload) {
+        char *err = NULL;
+        graph_index_free(c->g);
+        c->g = NULL;
+        if (graph_index_load(repo, NULL, &c->g, &err) == 0 && !c->checked_ms) c->checked_ms = now;
+        free(err);
+    }
+    free(repo);
+    if (!c->g) {
+        pthread_mutex_unlock(&c->mu);
+        entry_release(c);
+        return NULL;
+    }
+    return c;
+}
+
+int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt, size_t len,
+                         size_t k, graph_pred_cb cb, void *ud)
+{
+    if (!repo || !*repo || k == 0) return -1;
+    centry *c = acquire_existing(repo, auto_refresh);
+    if (!c) return -1;
+    graph_hit stack_hits[64];
+    graph_hit *hits = k <= 64 ? stack_hits : malloc(k * sizeof *hits);
+    int rc = -1;
+    if (hits) {
+        graph_weights w;
+        graph_weights_default(&w);
+        size_t n = graph_predict(c->g, &w, prompt, len, hits, k);
+        double top = n ? hits[0].score : 0;
+        for (size_t i = 0; i < n && top > 0; i++) {
+            char syms[320];
+            size_t sl = 0;
+            syms[0] = '\0';
+            const gsym *sv[3];
+            size_t ns = graph_file_symbols(c->g, hits[i].file, sv, 3);
+            for (size_t j = 0; j < ns && sl < sizeof syms; j++) {
+                int w2 = snprintf(syms + sl, sizeof syms - sl, "%s%.80s (line %u)", j ? ", " : "",
+                                  sv[j]->name, sv[j]->line);
+                if (w2 < 0 || (size_t)w2 >= sizeof syms - sl) {
+                    syms[sl] = '\0'; /* drop a symbol that does not fit whole */
+                    break;
+                }
+                sl += (size_t)w2;
+            }
+            graph_pred p = {c->g->paths[hits[i].file], hits[i].score / top, syms};
+            cb(ud, &p);
+        }
+        rc = (int)n;
+        if (hits != stack_hits) free(hits);
+    }
+    pthread_mutex_unlock(&c->mu);
+    entry_release(c);
+    return rc;
 }
 
 static void hits_json(graph_index *g, const graph_hit *hits, size_t n, buf *out)

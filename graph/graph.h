@@ -179,4 +179,21 @@ void graph_cache_clear(void);
 graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err);
 void graph_cache_put(graph_index *g);
 
+/* ---- api.c: what the engine's hooks call (plugin/predict.c) ---- */
+typedef struct graph_pred {
+    const char *path;    /* repository-relative; valid during the callback */
+    double score;        /* normalized: the best file has 1 */
+    const char *symbols; /* key symbols, "Name (line 3), other (line 9)", or "" */
+} graph_pred;
+typedef void (*graph_pred_cb)(void *ud, const graph_pred *p);
+/* Ranks repo's files for the prompt on the cached index of a repository
+ * that already has a graph (<repo>/.clarity/graph.db): never builds one.
+ * The index is loaded once and reloaded when another connection (a
+ * `clarity graph build`) changed the cache; with auto_refresh a stale graph
+ * (HEAD moved, files changed) is also refreshed incrementally, checked at
+ * most every few seconds.  Calls cb for up to k files, best first.  Returns
+ * the number of files, or -1 when repo has no graph (or it cannot load). */
+int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt, size_t len,
+                         size_t k, graph_pred_cb cb, void *ud);
+
 #endif

@@ -355,6 +355,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         graph_index_free(g);
         return -1;
     }
+    g->data_version = gi_data_version(g);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     g->loaded_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -377,6 +378,16 @@ int32_t gi_find_path(const graph_index *g, const char *path)
 }
 
 int graph_index_find(const graph_index *g, const char *path) { return gi_find_path(g, path); }
+
+int64_t gi_data_version(graph_index *g)
+{
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(g->db, "PRAGMA data_version", -1, &st, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
 
 const gi_partners *gi_cochange(graph_index *g, uint32_t d)
 {

@@ -43,6 +43,7 @@ struct graph_index {
     double *central;
     graph_resolver *res;
     int64_t loaded_ms;
+    int64_t data_version; /* PRAGMA data_version when loaded */
     /* per-query scratch (the caller serializes queries on one index) */
     double *act, *lex, *tmp, *final, *mention, *cosc;
     int32_t *qterms;
@@ -52,5 +53,8 @@ struct graph_index {
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
 int32_t gi_find_path(const graph_index *g, const char *path);
 const gi_partners *gi_cochange(graph_index *g, uint32_t d);
+/* PRAGMA data_version of the index's connection: changes when another
+ * connection (a `clarity graph build`) committed to the cache. */
+int64_t gi_data_version(graph_index *g);
 
 #endif

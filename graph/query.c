@@ -158,7 +158,7 @@ void graph_lexical(graph_index *g, const graph_weights *w, const char *prompt, s
     g->n_qterms = 0;
     qctx qc = {g, 0};
     graph_tokenize(prompt, len, 0, on_qtok, &qc);
-    qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
+    if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
     bm25f(g, w);
     memcpy(out, g->lex, g->n * sizeof *out);
 }
@@ -176,7 +176,7 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
     g->n_qterms = 0;
     qctx qc = {g, 0};
     graph_tokenize(prompt, len, 0, on_qtok, &qc);
-    qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
+    if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
     bm25f(g, w);
     mentions(g, prompt, len);
 

@@ -123,6 +123,7 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
 
 static void session_free(session *s)
 {
+    predict_clear(s);
     tracker_free(&s->t);
     pthread_mutex_destroy(&s->mu);
     free(s->id);
@@ -257,7 +258,8 @@ void engine_release(engine *e, session *s)
     pthread_mutex_unlock(&e->reg_mu);
 }
 
-void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown *out)
+void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
+                  score_breakdown *out)
 {
     const clarity_config *c = &e->cfg;
     int64_t di = turn - it->last_mention_turn;
@@ -281,7 +283,9 @@ void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown
         out->staleness = (1.0 - p) * out->frequency;
     }
     out->anchor = it->anchored ? c->scoring.anchor_bonus : 0.0;
-    double sum = out->frequency + out->recency + out->utility - out->staleness + out->anchor;
+    out->prediction = s && s->pred ? predict_term(e, s, it) : 0.0;
+    double sum = out->frequency + out->recency + out->utility - out->staleness + out->anchor +
+                 out->prediction;
     out->score = sum > 0 ? sum : 0.0;
     int tier = it->tier >= 0 && it->tier < TIER__COUNT ? it->tier : TIER_NORMAL;
     out->adjusted = out->score * c->pruning.tier_mult[tier];
@@ -311,7 +315,7 @@ void engine_enforce_cap(engine *e, session *s)
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->anchored) continue;
         score_breakdown b;
-        engine_score(e, it, s->t.current_turn, &b);
+        engine_score(e, s, it, s->t.current_turn, &b);
         v[n++] = (scored_ref){it, b.score};
     }
     qsort(v, n, sizeof *v, cmp_scored_asc);

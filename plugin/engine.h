@@ -34,6 +34,12 @@ typedef struct session {
     int exists_in_store; /* store holds a meta record */
     int unload;          /* leave memory at the last release (session_end) */
     tracker t;
+    /* File predictions of the latest prompt (predict.c), not persisted:
+     * "file:<path>" -> normalized prediction, and the block's lines for the
+     * predicted files not tracked yet. */
+    struct pred_ent *pred;
+    char **pred_targets;
+    size_t n_pred_targets;
     UT_hash_handle hh;
 } session;
 
@@ -63,8 +69,11 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
 /* Unlocks; may evict idle sessions beyond storage.maxResidentSessions. */
 void engine_release(engine *e, session *s);
 
-/* Fast score using the precomputed tables (same values as scorer_score). */
-void engine_score(const engine *e, const item *it, int64_t turn, score_breakdown *out);
+/* Fast score using the precomputed tables (same values as scorer_score),
+ * plus the prediction term of a file item the session's latest prompt
+ * predicts (s may be NULL: no prediction). */
+void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
+                  score_breakdown *out);
 /* Evicts the lowest-scoring unanchored items when the session holds more
  * than limits.maxTrackedItems (down to 90% of it, so the scan amortizes). */
 void engine_enforce_cap(engine *e, session *s);
@@ -84,6 +93,14 @@ void persist_legacy_json(const session *s, buf *out);
 /* Replaces the session's state by a value in the legacy shape (or our own
  * richer item fields when present).  On error the state is unchanged. */
 int persist_import_legacy(engine *e, session *s, const char *json, char **err);
+
+/* ---- predict.c: file predictions from the workspace's code graph ---- */
+/* Replaces the session's predictions by those for the prompt text when
+ * prediction.enabled and the workspace has a graph (.clarity/graph.db). */
+void predict_update(engine *e, session *s, const char *text, size_t len);
+/* The prediction term of an item: normalized prediction * weight, or 0. */
+double predict_term(const engine *e, const session *s, const item *it);
+void predict_clear(session *s);
 
 /* ---- hooks.c ---- */
 int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);

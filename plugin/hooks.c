@@ -33,7 +33,7 @@ void hooks_context_block(engine *e, session *s, buf *out)
 {
     const clarity_config *c = &e->cfg;
     size_t k = (size_t)c->context.max_items;
-    if (k == 0) return;
+    if (k == 0 && s->n_pred_targets == 0) return;
     top_entry stack_top[32];
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
@@ -42,8 +42,9 @@ void hooks_context_block(engine *e, session *s, buf *out)
      * comparison, so this stays linear in the number of items. */
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->pruned) continue;
+        if (k == 0) break;
         score_breakdown b;
-        engine_score(e, it, s->t.current_turn, &b);
+        engine_score(e, s, it, s->t.current_turn, &b);
         if (b.score < c->context.min_score || b.score <= 0) continue;
         top_entry cand = {it, b.score};
         if (n == k && !better(&cand, &top[n - 1])) continue;
@@ -54,7 +55,7 @@ void hooks_context_block(engine *e, session *s, buf *out)
         }
         top[pos] = cand;
     }
-    if (n == 0) goto done;
+    if (n == 0 && s->n_pred_targets == 0) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
     buf_puts(out, BLOCK_OPEN "\n");
@@ -71,6 +72,16 @@ void hooks_context_block(engine *e, session *s, buf *out)
         size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
         if (out->len - start + l + closing > budget) break;
         buf_append(out, line, l);
+    }
+    /* predicted files not tracked yet (predict.c), as far as the budget goes */
+    static const char head[] = "Likely edit targets:\n";
+    for (size_t i = 0; i < s->n_pred_targets; i++) {
+        size_t l = strlen(s->pred_targets[i]);
+        size_t need = l + 1 + (i == 0 ? sizeof head - 1 : 0);
+        if (out->len - start + need + closing > budget) break;
+        if (i == 0) buf_puts(out, head);
+        buf_append(out, s->pred_targets[i], l);
+        buf_putc(out, '\n');
     }
     buf_puts(out, BLOCK_CLOSE "\n");
 done:
@@ -164,6 +175,7 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
                 engine_log(e, CLARITY_LOG_WARN, "clarity: session %s: extraction stopped at a "
                            "match limit; the prompt was only partly scanned", s->id);
             engine_enforce_cap(e, s);
+            if (e->cfg.prediction.enabled) predict_update(e, s, text, text_len);
         }
         buf_free(&clean);
     }

@@ -19,6 +19,7 @@ void scorer_score(const clarity_config *cfg, const item *it, int64_t current_tur
         out->staleness = 0.0;
     }
     out->anchor = it->anchored ? cfg->scoring.anchor_bonus : 0.0;
+    out->prediction = 0.0;
     double s = out->frequency + out->recency + out->utility - out->staleness + out->anchor;
     out->score = s > 0 ? s : 0.0;
     int tier = it->tier >= 0 && it->tier < TIER__COUNT ? it->tier : TIER_NORMAL;

@@ -9,6 +9,8 @@
  *               with decay = 0.5^(1 / halfLife)
  *   anchor    = anchorBonus if anchored
  *   score     = max(0, frequency + recency + utility - staleness + anchor)
+ * The engine (engine_score) adds a fifth term, prediction, for file items
+ * the workspace's code graph predicts for the current prompt.
  */
 #ifndef SCORER_SCORER_H
 #define SCORER_SCORER_H
@@ -20,6 +22,9 @@
 
 typedef struct score_breakdown {
     double frequency, recency, utility, staleness, anchor;
+    /* File predictions (plugin/predict.c): the session's latest normalized
+     * prediction for a file item times prediction.weight; always 0 here. */
+    double prediction;
     double score;    /* the clamped sum */
     double adjusted; /* score * tier multiplier */
 } score_breakdown;

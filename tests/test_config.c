@@ -82,7 +82,8 @@ static int cfg_equal(const clarity_config *a, const clarity_config *b)
         a->storage.max_resident_sessions != b->storage.max_resident_sessions ||
         !str_eq(a->storage.path, b->storage.path))
         return 0;
-    return memcmp(&a->limits, &b->limits, sizeof a->limits) == 0;
+    return memcmp(&a->limits, &b->limits, sizeof a->limits) == 0 &&
+           memcmp(&a->prediction, &b->prediction, sizeof a->prediction) == 0;
 }
 
 static void assert_defaults(const clarity_config *c)
