@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,71 @@ static char *read_file(const char *repo, const char *path, size_t *len)
     if (p) p[got] = '\0';
     *len = got;
     return p;
+}
+
+/* ---- parsing in parallel ---- */
+
+#define PARSE_BATCH 512
+#define PARSE_THREADS_MAX 8
+
+typedef struct parse_job {
+    size_t idx;     /* in the file list */
+    int64_t old_id; /* cache row to replace, 0 = new file */
+    char *src;      /* NULL when unreadable: recorded without symbols */
+    size_t len;
+    gfile f;
+    int rc;
+} parse_job;
+
+typedef struct parse_pool {
+    parse_job *jobs;
+    size_t n;
+    size_t next; /* atomic */
+    int parser;
+    int failed;  /* atomic: a parser context could not be made */
+} parse_pool;
+
+static void *parse_worker(void *arg)
+{
+    parse_pool *pp = arg;
+    graph_parser_ctx *pc = graph_parser_new(pp->parser);
+    if (!pc) {
+        __atomic_store_n(&pp->failed, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    for (;;) {
+        size_t j = __atomic_fetch_add(&pp->next, 1, __ATOMIC_RELAXED);
+        if (j >= pp->n) break;
+        parse_job *jb = &pp->jobs[j];
+        jb->rc = jb->src ? graph_parse_file(pc, &jb->f, jb->src, jb->len) : 0;
+    }
+    graph_parser_free(pc);
+    return NULL;
+}
+
+/* Parses the jobs with up to one thread per online CPU (PARSE_THREADS_MAX
+ * at most, about 8 files per thread at least); the calling thread works
+ * too.  Returns 0, or -1 when a parse ran out of memory. */
+static int parse_batch(int parser, parse_job *jobs, size_t n)
+{
+    if (n == 0) return 0;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cpus > 0 ? (size_t)cpus : 1;
+    if (nt > PARSE_THREADS_MAX) nt = PARSE_THREADS_MAX;
+    if (nt > (n + 7) / 8) nt = (n + 7) / 8;
+    parse_pool pp = {jobs, n, 0, parser, 0};
+    pthread_t th[PARSE_THREADS_MAX];
+    size_t started = 0;
+    for (size_t t = 1; t < nt; t++)
+        if (pthread_create(&th[started], NULL, parse_worker, &pp) == 0) started++;
+    parse_worker(&pp);
+    for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+    if (pp.failed && pp.next < n) { /* no context could be made: nothing ran */
+        for (size_t j = 0; j < n; j++) jobs[j].rc = -1;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (jobs[j].rc != 0) return -1;
+    return 0;
 }
 
 static int exec_sql(sqlite3 *db, const char *sql)
@@ -157,8 +223,8 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
 {
     /* db id -> index in paths */
     sqlite3_stmt *sel, *upd;
-    const char *q = all ? "SELECT rowid, file_id, spec FROM imports"
-                        : "SELECT i.rowid, i.file_id, i.spec FROM imports i JOIN files f ON "
+    const char *q = all ? "SELECT rowid, file_id, spec, target FROM imports"
+                        : "SELECT i.rowid, i.file_id, i.spec, i.target FROM imports i JOIN files f ON "
                           "f.id = i.file_id WHERE i.target IS NULL AND f.id IN (SELECT value FROM "
                           "json_each(?))";
     if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) return -1;
@@ -216,13 +282,15 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
         int lang = langs[from] < 0 ? -langs[from] : langs[from];
         int32_t t = graph_resolve(r, paths[from], lang, spec);
         (*imports)++;
-        if (t >= 0 && (uint32_t)t != from) {
-            (*resolved)++;
-            sqlite3_bind_int64(upd, 1, ids[t]);
-        } else {
-            sqlite3_bind_null(upd, 1);
-        }
-        if (!all && t < 0) continue;
+        int64_t old_target = sqlite3_column_type(sel, 3) == SQLITE_NULL ? -1
+                                                                          : sqlite3_column_int64(sel, 3);
+        int64_t new_target = t >= 0 && (uint32_t)t != from ? ids[t] : -1;
+        if (new_target >= 0) (*resolved)++;
+        /* most imports resolve as before when a few files come or go:
+         * write only the changed ones */
+        if (new_target == old_target) continue;
+        if (new_target >= 0) sqlite3_bind_int64(upd, 1, new_target);
+        else sqlite3_bind_null(upd, 1);
         sqlite3_bind_int64(upd, 2, rowid);
         if (sqlite3_step(upd) != SQLITE_DONE) rc = -1;
         sqlite3_reset(upd);
@@ -335,10 +403,29 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         rc = -1;
     if (rc == 0) rc = exec_sql(db, "BEGIN");
     int set_changed = 0;
-    graph_parser_ctx *pc = rc == 0 ? graph_parser_new(o->parser) : NULL;
-    if (rc == 0 && !pc) rc = -1;
     int bar = o->progress && isatty(2);
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    /* Files to re-parse are collected in batches, parsed by several threads
+     * (parsing is most of a build), then written in order by this one. */
+    parse_job *jobs = rc == 0 ? calloc(PARSE_BATCH, sizeof *jobs) : NULL;
+    if (rc == 0 && !jobs) rc = -1;
+    size_t nj = 0;
+    for (size_t i = 0; i <= n && rc == 0; i++) {
+        if (i == n || nj == PARSE_BATCH) { /* flush the batch */
+            if (parse_batch(o->parser, jobs, nj) != 0) rc = -1;
+            for (size_t j = 0; j < nj; j++) {
+                parse_job *jb = &jobs[j];
+                if (rc == 0) rc = write_file(db, stm, &jb->f, jb->old_id);
+                st->parsed++;
+                st->symbols += jb->f.n_syms;
+                st->calls += jb->f.n_calls;
+                ids[jb->idx] = jb->f.db_id;
+                langs[jb->idx] = -jb->f.lang;
+                graph_file_clear(&jb->f);
+                free(jb->src);
+            }
+            nj = 0;
+            if (i == n) break;
+        }
         progress(bar, "parsing", i + 1, n);
         char full_path[4200];
         snprintf(full_path, sizeof full_path, "%s/%s", repo, paths[i]);
@@ -371,25 +458,25 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             free(src);
             continue;
         }
-        gfile f = {0};
-        f.path = paths[i];
-        f.lang = lang;
-        f.is_test = graph_is_test_path(paths[i]);
-        f.size = sb.st_size;
-        f.mtime_ns = mt;
-        f.hash = h;
-        if (src && graph_parse_file(pc, &f, src, len) != 0) rc = -1;
-        if (rc == 0) rc = write_file(db, stm, &f, of ? of->id : 0);
-        st->parsed++;
-        st->symbols += f.n_syms;
-        st->calls += f.n_calls;
-        ids[i] = f.db_id;
-        langs[i] = -lang;
+        parse_job *jb = &jobs[nj++];
+        memset(jb, 0, sizeof *jb);
+        jb->idx = i;
+        jb->old_id = of ? of->id : 0;
+        jb->src = src;
+        jb->len = len;
+        jb->f.path = paths[i];
+        jb->f.lang = lang;
+        jb->f.is_test = graph_is_test_path(paths[i]);
+        jb->f.size = sb.st_size;
+        jb->f.mtime_ns = mt;
+        jb->f.hash = h;
         if (!of) set_changed = 1;
-        graph_file_clear(&f);
-        free(src);
     }
-    graph_parser_free(pc);
+    for (size_t j = 0; j < nj; j++) { /* after a failure */
+        graph_file_clear(&jobs[j].f);
+        free(jobs[j].src);
+    }
+    free(jobs);
     for (int k = 0; k < 7; k++) sqlite3_finalize(stm[k]);
     sqlite3_finalize(touch);
 
