@@ -19,8 +19,15 @@
  *
  * PRAGMA quick_check is not run at open: it reads the whole file (O(size)),
  * too slow for a plugin that is loaded at gateway start.
+ *
+ * Checkpoints run off the hook path: SQLite's automatic checkpoint would
+ * copy the WAL into the database (and fsync both) inside whichever commit
+ * crosses 1000 pages, a multi-millisecond stall in some agent_end.  Here a
+ * WAL hook only signals a background thread, which runs a PASSIVE
+ * checkpoint on its own connection while the hooks go on writing.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,12 +39,20 @@
 #define SCHEMA_VERSION 1
 #define ITER_PAGE_ROWS 256
 #define ITER_PAGE_BYTES (1u << 20)
+#define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
+#define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
 
 typedef struct sq {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *get, *put, *del, *del_ns, *iter_rng, *iter_from;
     sqlite3_stmt *begin, *commit, *rollback;
+    /* background checkpointer (WAL mode only) */
+    pthread_t ckpt;
+    int ckpt_started, ckpt_pending, ckpt_stop;
+    pthread_mutex_t ckpt_mu;
+    pthread_cond_t ckpt_cv;
+    unsigned long ckpt_runs; /* checkpoints done, for tests and stats */
 } sq;
 
 static sq *SQ(store *s) { return s->impl; }
@@ -237,8 +252,22 @@ static int sq_commit(store *s)
     return rc;
 }
 
+static void ckpt_stop(sq *q)
+{
+    if (!q->ckpt_started) return;
+    pthread_mutex_lock(&q->ckpt_mu);
+    q->ckpt_stop = 1;
+    pthread_cond_signal(&q->ckpt_cv);
+    pthread_mutex_unlock(&q->ckpt_mu);
+    pthread_join(q->ckpt, NULL);
+    pthread_mutex_destroy(&q->ckpt_mu);
+    pthread_cond_destroy(&q->ckpt_cv);
+    q->ckpt_started = 0;
+}
+
 static void sq_free(sq *q)
 {
+    ckpt_stop(q);
     sqlite3_stmt **all[] = {&q->get,       &q->put,   &q->del,    &q->del_ns,  &q->iter_rng,
                             &q->iter_from, &q->begin, &q->commit, &q->rollback};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
@@ -275,6 +304,69 @@ static int open_fail(sq *q, char **err, const char *what)
                    q->db ? sqlite3_errmsg(q->db) : "out of memory");
     sq_free(q);
     return rc;
+}
+
+/* Called by SQLite after each commit with the WAL's size in pages.  The WAL
+ * only rewinds when a checkpoint has caught up with the last commit; under
+ * a continuous stream of commits the background thread never does, so past
+ * a hard size the committing thread checkpoints itself, as SQLite's own
+ * automatic checkpoint would. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    sq *q = arg;
+    if (pages >= CKPT_HARD_PAGES) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (pages >= CKPT_PAGES) {
+        pthread_mutex_lock(&q->ckpt_mu);
+        q->ckpt_pending = 1;
+        pthread_cond_signal(&q->ckpt_cv);
+        pthread_mutex_unlock(&q->ckpt_mu);
+    }
+    return SQLITE_OK;
+}
+
+static void *ckpt_main(void *arg)
+{
+    sq *q = arg;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(q->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        sqlite3_close_v2(db);
+        db = NULL; /* checkpoints then happen when the store closes */
+    } else {
+        sqlite3_busy_timeout(db, 1000);
+    }
+    pthread_mutex_lock(&q->ckpt_mu);
+    for (;;) {
+        while (!q->ckpt_pending && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
+        if (q->ckpt_stop) break;
+        q->ckpt_pending = 0;
+        pthread_mutex_unlock(&q->ckpt_mu);
+        if (db) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        pthread_mutex_lock(&q->ckpt_mu);
+        q->ckpt_runs++;
+    }
+    pthread_mutex_unlock(&q->ckpt_mu);
+    sqlite3_close_v2(db);
+    return NULL;
+}
+
+/* Moves checkpoints to a background thread; falls back to SQLite's own
+ * automatic checkpoint when the thread cannot be had. */
+static void ckpt_start(sq *q)
+{
+    if (pthread_mutex_init(&q->ckpt_mu, NULL) != 0) return;
+    if (pthread_cond_init(&q->ckpt_cv, NULL) != 0) {
+        pthread_mutex_destroy(&q->ckpt_mu);
+        return;
+    }
+    if (pthread_create(&q->ckpt, NULL, ckpt_main, q) != 0) {
+        pthread_cond_destroy(&q->ckpt_cv);
+        pthread_mutex_destroy(&q->ckpt_mu);
+        return;
+    }
+    q->ckpt_started = 1;
+    sqlite3_wal_hook(q->db, wal_hook, q); /* replaces the automatic checkpoint */
 }
 
 /* Runs one statement, optionally returning the first column of the first
@@ -394,6 +486,7 @@ int store_open_sqlite(const char *path, store **out, char **err)
         (rc = prep(q->db, "COMMIT", &q->commit)) || (rc = prep(q->db, "ROLLBACK", &q->rollback)))
         return open_fail(q, err, "prepare");
 
+    if (wal && strcmp(path, ":memory:") != 0) ckpt_start(q);
     rc = store_create(&sqlite_vt, q, out);
     if (rc != CLARITY_OK) {
         sq_free(q);
