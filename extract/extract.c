@@ -17,15 +17,14 @@
 #define DEPTH_LIMIT 10000u
 #define RE_FLAGS (PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_NEVER_BACKSLASH_C)
 
-/* CamelCase compounds, or hyphenated lowercase names not touching a path.
- * Possessive and bounded repeats: no backtracking, and a hostile run of
- * "a-a-a-..." cannot exhaust the match limit. */
-/* Two patterns rather than one alternation: each keeps PCRE2's start-up
- * optimizations (a start-character set for the first, the required '-' for
- * the second), which makes the pass several times cheaper on prose.  Their
- * matches are merged in text order. */
+/* Project names: CamelCase compounds by PCRE2 (possessive, bounded
+ * repeats: no backtracking, no runaway on hostile input); hyphenated
+ * lowercase names ("focus-engine") by ex_next_hyphen_name(), a byte scan
+ * with exactly the semantics of
+ *   (?<![\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\w/-]|\.\w)
+ * which as a regex is tried at every lowercase word of the prompt (it has
+ * no literal to start from) and dominated the cost of extraction. */
 static const char RE_PROJECT[] = "\\b[A-Z][a-z]++(?:[A-Z][a-z]++){1,32}+\\b";
-static const char RE_HYPHEN[] = "(?<![\\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\\w/-]|\\.\\w)";
 
 /* ------------------------------------------------------------ lifecycle */
 
@@ -172,7 +171,6 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     pcre2_set_match_limit(ex->mctx, MATCH_LIMIT);
     pcre2_set_depth_limit(ex->mctx, DEPTH_LIMIT);
     if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
-        (rc = compile(RE_HYPHEN, sizeof RE_HYPHEN - 1, &ex->re_hyphen, err, "projects")) ||
         (rc = compile_tools(ex, cfg, err)))
         goto fail;
 
@@ -220,7 +218,6 @@ void extract_free(extractor *ex)
 {
     if (!ex) return;
     pcre2_code_free(ex->re_project);
-    pcre2_code_free(ex->re_hyphen);
     for (size_t i = 0; i < ex->n_tool_words; i++) free(ex->tool_words[i]);
     free(ex->tool_words);
     pcre2_code_free(ex->re_tools);
@@ -488,13 +485,56 @@ static void pass_files(ex_emitter *e, const char *t, size_t len)
     buf_free(&pending);
 }
 
+static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+
+int ex_next_hyphen_name(const char *t, size_t len, size_t *pos, size_t *ms, size_t *me)
+{
+    size_t i = *pos;
+    while (i < len) {
+        const char *d = memchr(t + i, '-', len - i);
+        if (!d) break;
+        size_t h = (size_t)(d - t), a = h;
+        /* t[i - 1] is never a lowercase letter that continues into t[i]
+         * (i follows a match, a failed chain or a '-'), so the run stops at i */
+        while (a > i && is_lower((unsigned char)t[a - 1])) a--;
+        if (a == h) {
+            i = h + 1;
+            continue;
+        }
+        size_t j = h;
+        int groups = 0;
+        while (groups < 32 && j + 1 < len && t[j] == '-' && is_lower((unsigned char)t[j + 1])) {
+            j++;
+            while (j < len && is_lower((unsigned char)t[j])) j++;
+            groups++;
+        }
+        unsigned char before = a > 0 ? (unsigned char)t[a - 1] : 0;
+        int ok = groups > 0 && !(a > 0 && (ex_is_word(before) || before == '/' || before == '.' ||
+                                           before == '-'));
+        if (ok && j < len) {
+            unsigned char c = (unsigned char)t[j];
+            if (ex_is_word(c) || c == '/' || c == '-') ok = 0;
+            else if (c == '.' && j + 1 < len && ex_is_word((unsigned char)t[j + 1])) ok = 0;
+        }
+        if (ok) {
+            *ms = a;
+            *me = *pos = j;
+            return 1;
+        }
+        /* every later start inside this chain fails the look-behind */
+        i = j > h ? j : h + 1;
+    }
+    *pos = len;
+    return 0;
+}
+
 static void pass_projects(ex_emitter *e, const char *t, size_t len)
 {
     /* Two match streams (CamelCase, hyphenated), consumed in text order. */
-    const pcre2_code *re[2] = {e->ex->re_project, e->ex->re_hyphen};
     size_t pos[2] = {0, 0}, ms[2], me[2];
     int r[2];
-    for (int k = 0; k < 2; k++) r[k] = ex_next_match(e->ex, re[k], t, len, &pos[k], e->md, &ms[k], &me[k]);
+    r[0] = ex_next_match(e->ex, e->ex->re_project, t, len, &pos[0], e->md, &ms[0], &me[0]);
+    r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     while (r[0] == 1 || r[1] == 1) {
         int k = r[0] == 1 && (r[1] != 1 || ms[0] <= ms[1]) ? 0 : 1;
         size_t a = ms[k], b = me[k];
@@ -504,10 +544,10 @@ static void pass_projects(ex_emitter *e, const char *t, size_t len)
                 if (e->id.p[i] == '-') e->id.p[i] = '_';
             if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
         }
-        r[k] = ex_next_match(e->ex, re[k], t, len, &pos[k], e->md, &ms[k], &me[k]);
+        if (k == 0) r[0] = ex_next_match(e->ex, e->ex->re_project, t, len, &pos[0], e->md, &ms[0], &me[0]);
+        else r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     }
     ex_em_error(e, r[0]);
-    ex_em_error(e, r[1]);
 }
 
 void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id)

@@ -22,7 +22,6 @@ struct extractor {
     uint64_t seed;
     pcre2_match_context *mctx;
     pcre2_code *re_project; /* CamelCase */
-    pcre2_code *re_hyphen;  /* hyphen-case */
     pcre2_code *re_tools;   /* configured tool names, NULL when none */
     /* The same names as an exact-match table of words, used instead of the
      * regex when every name is a plain word (the common case). */
@@ -64,15 +63,13 @@ int ex_sset_add(ex_sset *s, const char *k, size_t n);
 static inline const char *ex_sset_key(const ex_sset *s, size_t i) { return s->arena.p + s->ents[i].off; }
 
 /* ---- paths and ids (normalize.c) ---- */
-static inline int ex_is_word(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+/* Byte classes, as a table: the scanners test every byte of every prompt. */
+enum { EX_WORD = 1, EX_PATH = 2 };
+extern const unsigned char ex_ctype[256];
+/* [A-Za-z0-9_] */
+static inline int ex_is_word(unsigned char c) { return ex_ctype[c] & EX_WORD; }
 /* Characters of path-like tokens: [A-Za-z0-9_./~@+-]. */
-static inline int ex_is_path_char(unsigned char c)
-{
-    return ex_is_word(c) || c == '.' || c == '/' || c == '~' || c == '@' || c == '+' || c == '-';
-}
+static inline int ex_is_path_char(unsigned char c) { return ex_ctype[c] & EX_PATH; }
 
 /* Appends the ASCII-lowercased bytes. */
 void ex_append_lower(buf *b, const char *s, size_t n);
@@ -124,6 +121,10 @@ int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id);
 void ex_em_error(ex_emitter *e, int rc);
 
 /* ---- matching (extract.c) ---- */
+/* Next hyphenated lowercase name at or after *pos, with the semantics of
+ * (?<![\w/.-])[a-z]++(?:-[a-z]++){1,32}+(?![\w/-]|\.\w): 1 with [*ms, *me)
+ * and *pos advanced, or 0 at the end. */
+int ex_next_hyphen_name(const char *t, size_t len, size_t *pos, size_t *ms, size_t *me);
 /* Reports "<name>:" + lowercase(match) for every match of every custom
  * pattern; pattern_id as for ex_em_emit. */
 void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id);

@@ -1,5 +1,6 @@
 /* normalize.c: path normalization, file-id classification and the string
  * set used for de-duplication and keyword counting. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +8,23 @@
 #include "internal.h"
 
 /* ---------------------------------------------------------------- ex_sset */
+
+#define W (EX_WORD | EX_PATH)
+const unsigned char ex_ctype[256] = {
+    ['.'] = EX_PATH, ['/'] = EX_PATH, ['~'] = EX_PATH, ['@'] = EX_PATH, ['+'] = EX_PATH,
+    ['-'] = EX_PATH, ['_'] = W,
+    ['0'] = W, ['1'] = W, ['2'] = W, ['3'] = W, ['4'] = W, ['5'] = W, ['6'] = W, ['7'] = W,
+    ['8'] = W, ['9'] = W,
+    ['a'] = W, ['b'] = W, ['c'] = W, ['d'] = W, ['e'] = W, ['f'] = W, ['g'] = W, ['h'] = W,
+    ['i'] = W, ['j'] = W, ['k'] = W, ['l'] = W, ['m'] = W, ['n'] = W, ['o'] = W, ['p'] = W,
+    ['q'] = W, ['r'] = W, ['s'] = W, ['t'] = W, ['u'] = W, ['v'] = W, ['w'] = W, ['x'] = W,
+    ['y'] = W, ['z'] = W,
+    ['A'] = W, ['B'] = W, ['C'] = W, ['D'] = W, ['E'] = W, ['F'] = W, ['G'] = W, ['H'] = W,
+    ['I'] = W, ['J'] = W, ['K'] = W, ['L'] = W, ['M'] = W, ['N'] = W, ['O'] = W, ['P'] = W,
+    ['Q'] = W, ['R'] = W, ['S'] = W, ['T'] = W, ['U'] = W, ['V'] = W, ['W'] = W, ['X'] = W,
+    ['Y'] = W, ['Z'] = W,
+};
+#undef W
 
 void ex_sset_init(ex_sset *s, uint64_t seed)
 {
@@ -195,16 +213,43 @@ static const char *file_ext(const char *p, size_t n, size_t *elen)
     return p + d;
 }
 
+/* An extension of at most 6 bytes packed into an integer, lowercased. */
+static uint64_t pack_ext(const char *e, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)e[i];
+        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c + 32);
+        v = v << 8 | c;
+    }
+    return v;
+}
+
+static uint64_t code_ext_packed[sizeof CODE_EXT / sizeof CODE_EXT[0]];
+static pthread_once_t code_ext_once = PTHREAD_ONCE_INIT;
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void code_ext_init(void)
+{
+    for (size_t k = 0; k < sizeof CODE_EXT / sizeof CODE_EXT[0]; k++)
+        code_ext_packed[k] = pack_ext(CODE_EXT[k], strlen(CODE_EXT[k]));
+    qsort(code_ext_packed, sizeof CODE_EXT / sizeof CODE_EXT[0], sizeof(uint64_t), cmp_u64);
+}
+
 int ex_has_code_ext(const char *p, size_t n)
 {
     size_t el;
     const char *e = file_ext(p, n, &el);
     if (!e || el > 6) return 0;
-    char low[8];
-    for (size_t i = 0; i < el; i++) low[i] = (e[i] >= 'A' && e[i] <= 'Z') ? (char)(e[i] + 32) : e[i];
-    for (size_t k = 0; k < sizeof CODE_EXT / sizeof CODE_EXT[0]; k++)
-        if (strlen(CODE_EXT[k]) == el && memcmp(CODE_EXT[k], low, el) == 0) return 1;
-    return 0;
+    pthread_once(&code_ext_once, code_ext_init);
+    uint64_t key = pack_ext(e, el);
+    return bsearch(&key, code_ext_packed, sizeof CODE_EXT / sizeof CODE_EXT[0], sizeof(uint64_t),
+                   cmp_u64) != NULL;
 }
 
 int ex_has_md_ext(const char *p, size_t n)

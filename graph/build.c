@@ -217,16 +217,54 @@ static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id)
     return 0;
 }
 
-/* Resolves the imports of the given files (all when file_ids is NULL). */
+/* Words an import that can name a file must contain: its base name up to
+ * the first '.' ("x" of x.py, x.d.ts) and, for a file that stands for its
+ * directory (a/b/__init__.py, x/index.ts, x/mod.rs, lib.rs, main.rs, any Go
+ * file), the directory's name.  Every resolver rule (resolve.c) maps a spec
+ * to a file whose base name or, for those, directory name is written in
+ * the spec, except relative specs made of dots and slashes only ("from ..
+ * import x", "./"), which are always re-resolved.  Appends the words to the
+ * JSON array in b. */
+static void needles_of(const char *path, buf *b)
+{
+    const char *base = strrchr(path, '/');
+    const char *bn = base ? base + 1 : path;
+    const char *dot = strchr(bn, '.');
+    size_t bl = dot ? (size_t)(dot - bn) : strlen(bn);
+    buf_putc(b, b->len > 1 ? ',' : '[');
+    buf_json_str(b, bn, bl);
+    static const char *const pkg[] = {"__init__", "index", "mod", "lib", "main"};
+    int dir = graph_lang_of_path(path) == LANG_GO;
+    for (size_t k = 0; k < sizeof pkg / sizeof *pkg && !dir; k++)
+        dir = strlen(pkg[k]) == bl && strncmp(bn, pkg[k], bl) == 0;
+    if (base && dir) {
+        const char *d = base;
+        while (d > path && d[-1] != '/') d--;
+        buf_putc(b, ',');
+        buf_json_str(b, d, (size_t)(base - d));
+    }
+}
+
+/* Resolves imports and writes the targets that changed.  all: every import
+ * (a full build); else the unresolved imports of the re-parsed files
+ * (langs[i] < 0) and, when files came or went (needles: a JSON array of
+ * their words, see needles_of), the imports whose spec contains one of the
+ * words or is relative without a name. */
 static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t *ids,
-                           int *langs, size_t n, int all, size_t *resolved, size_t *imports)
+                           int *langs, size_t n, int all, const char *needles, size_t *resolved,
+                           size_t *imports)
 {
     /* db id -> index in paths */
     sqlite3_stmt *sel, *upd;
-    const char *q = all ? "SELECT rowid, file_id, spec, target FROM imports"
-                        : "SELECT i.rowid, i.file_id, i.spec, i.target FROM imports i JOIN files f ON "
-                          "f.id = i.file_id WHERE i.target IS NULL AND f.id IN (SELECT value FROM "
-                          "json_each(?))";
+    const char *q =
+        all ? "SELECT rowid, file_id, spec, target FROM imports"
+        : needles
+            ? "SELECT rowid, file_id, spec, target FROM imports WHERE (target IS NULL AND file_id "
+              "IN (SELECT value FROM json_each(?1))) OR trim(spec, './') = '' OR EXISTS (SELECT 1 "
+              "FROM json_each(?2) WHERE instr(spec, value) > 0)"
+            : "SELECT i.rowid, i.file_id, i.spec, i.target FROM imports i JOIN files f ON "
+              "f.id = i.file_id WHERE i.target IS NULL AND f.id IN (SELECT value FROM "
+              "json_each(?))";
     if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) return -1;
     if (sqlite3_prepare_v2(db, "UPDATE imports SET target = ? WHERE rowid = ?", -1, &upd, NULL) !=
         SQLITE_OK) {
@@ -267,6 +305,7 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
         }
         buf_putc(&idl, ']');
         sqlite3_bind_text(sel, 1, idl.p, (int)idl.len, SQLITE_STATIC);
+        if (needles) sqlite3_bind_text(sel, 2, needles, -1, SQLITE_STATIC);
     }
     while (rc == 0 && sqlite3_step(sel) == SQLITE_ROW) {
         int64_t rowid = sqlite3_column_int64(sel, 0), fid = sqlite3_column_int64(sel, 1);
@@ -359,6 +398,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     buf_free(&ls);
     if (rc == 0 && n > 1) qsort(paths, n, sizeof *paths, cmp_strp);
 
+    double t_ls = now_ms();
     /* 2. the cache's files */
     old_file *old = NULL;
     sqlite3_stmt *q = NULL;
@@ -403,6 +443,8 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         rc = -1;
     if (rc == 0) rc = exec_sql(db, "BEGIN");
     int set_changed = 0;
+    buf needles; /* words of the files that came or went (needles_of) */
+    buf_init(&needles);
     int bar = o->progress && isatty(2);
     /* Files to re-parse are collected in batches, parsed by several threads
      * (parsing is most of a build), then written in order by this one. */
@@ -470,7 +512,10 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         jb->f.size = sb.st_size;
         jb->f.mtime_ns = mt;
         jb->f.hash = h;
-        if (!of) set_changed = 1;
+        if (!of) {
+            set_changed = 1;
+            needles_of(paths[i], &needles);
+        }
     }
     for (size_t j = 0; j < nj; j++) { /* after a failure */
         graph_file_clear(&jobs[j].f);
@@ -480,6 +525,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     for (int k = 0; k < 7; k++) sqlite3_finalize(stm[k]);
     sqlite3_finalize(touch);
 
+    double t_parse = now_ms();
     /* removed files */
     old_file *of, *tmp;
     sqlite3_stmt *del = NULL;
@@ -506,6 +552,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             }
             st->removed++;
             set_changed = 1;
+            needles_of(of->path, &needles);
         }
         HASH_DEL(old, of);
         free(of->path);
@@ -517,14 +564,21 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     if (rc == 0 && (set_changed || st->parsed)) {
         graph_resolver *r = graph_resolver_new(paths, n);
         if (!r) rc = -1;
-        else
-            rc = resolve_imports(db, r, paths, ids, langs, n, set_changed || full, &st->resolved,
+        else {
+            buf_putc(&needles, ']');
+            /* many files came or went: one pass over all imports is as cheap */
+            int all = full || (set_changed && (buf_failed(&needles) || needles.len > 4096));
+            rc = resolve_imports(db, r, paths, ids, langs, n, all,
+                                 set_changed && !all ? needles.p : NULL, &st->resolved,
                                  &st->imports);
+        }
         graph_resolver_free(r);
     }
+    buf_free(&needles);
     if (rc == 0) rc = exec_sql(db, "COMMIT");
     else exec_sql(db, "ROLLBACK");
 
+    double t_imp = now_ms();
     /* 4. co-change */
     if (rc == 0) {
         progress(bar, "history", 0, 1);
@@ -559,6 +613,9 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     st->files = n;
     st->full = full;
     st->ms = now_ms() - t0;
+    if (getenv("CLARITY_GRAPH_TIMING"))
+        fprintf(stderr, "graph build: ls %.1f ms, stat+parse %.1f, imports %.1f, history+meta %.1f\n",
+                t_ls - t0, t_parse - t_ls, t_imp - t_parse, now_ms() - t_imp);
     return rc;
 }
 
