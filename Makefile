@@ -69,7 +69,7 @@ $(AR_INTERNAL): $(LIB_OBJ)
 	ar rcs $@ $^
 
 # The CLI finds the plugin next to itself ($ORIGIN) unless --plugin is given.
-$(CLI): $(HOST_OBJ) $(BUILD)/obj/util/buf.o | $(SO)
+$(CLI): $(HOST_OBJ) $(BUILD)/obj/util/buf.o $(BUILD)/obj/util/fs.o | $(SO)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
 
 $(BUILD)/minimal_host: examples/minimal_host.c include/clarity.h | $(SO)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/fs.h"
 #include "jsonconv.h"
 
 static char *dir_of(const char *path)
@@ -62,24 +63,6 @@ char *hookstate_filename(const char *session)
     }
     buf_puts(&b, ".json");
     return buf_steal(&b, NULL);
-}
-
-static int mkdirs(const char *dir)
-{
-    char *p = util_strdup(dir);
-    if (!p) return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
 }
 
 static char *errf2(const char *what, const char *path)
@@ -138,7 +121,7 @@ int hookstate_open(hookstate *st, const char *dir, const char *session, char **e
         *err = util_strdup("out of memory");
         return -1;
     }
-    if (mkdirs(dir) != 0) {
+    if (util_mkdirs(dir, 0700) != 0) {
         *err = errf2("cannot create", dir);
         return -1;
     }

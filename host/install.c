@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/fs.h"
 #include "cli.h"
 
 #define MARKER "# managed by `clarity install claude-code`"
@@ -207,23 +208,6 @@ static int write_atomic(const char *path, const char *text, mode_t mode)
     return rc;
 }
 
-static int mkdir_parents(const char *path)
-{
-    char *p = util_strdup(path);
-    if (!p) return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    free(p);
-    return 0;
-}
-
 static char *join(const char *a, const char *b)
 {
     buf x;
@@ -311,7 +295,7 @@ static int update_settings(const char *path, const char *command, int uninstall)
     free(text);
     if (uninstall && removed == 0) {
         printf("clarity: no clarity hooks in %s\n", path);
-    } else if (mkdir_parents(path) != 0 || write_atomic(path, out.p, mode) != 0) {
+    } else if (util_mkdir_parents(path, 0755) != 0 || write_atomic(path, out.p, mode) != 0) {
         rc = fail("cannot write %s: %s", path, strerror(errno));
     } else if (uninstall) {
         printf("clarity: removed %zu clarity hook%s from %s\n", removed, removed == 1 ? "" : "s", path);
@@ -372,7 +356,7 @@ static int update_command(const char *path, cli *c, int uninstall)
     free(exe);
     int rc = EXIT_OK;
     if (buf_failed(&b)) rc = fail("out of memory");
-    else if (mkdir_parents(path) != 0 || write_atomic(path, b.p, 0644) != 0)
+    else if (util_mkdir_parents(path, 0755) != 0 || write_atomic(path, b.p, 0644) != 0)
         rc = fail("cannot write %s: %s", path, strerror(errno));
     else printf("clarity: slash command /clarity -> %s\n", path);
     buf_free(&b);
@@ -409,7 +393,7 @@ int cli_install(cli *c, const char *host)
     int rc;
     if (c->state_path && !c->uninstall) { /* the hooks run with it: its folder must exist */
         char *st = abs_path(c->state_path);
-        if (!st || mkdir_parents(st) != 0)
+        if (!st || util_mkdir_parents(st, 0755) != 0)
             fprintf(stderr, "clarity install: cannot create the folder of %s: %s\n", c->state_path,
                     strerror(errno));
         free(st);

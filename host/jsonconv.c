@@ -231,3 +231,22 @@ char *json_compact(const json_t *v)
 {
     return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 }
+
+json_t *jsonrpc_response(json_t *id, json_t *result, json_t *error)
+{
+    json_t *r = json_object();
+    if (!r) {
+        json_decref(result);
+        json_decref(error);
+        return NULL;
+    }
+    json_object_set_new(r, "jsonrpc", json_string("2.0"));
+    json_object_set(r, "id", id ? id : json_null());
+    if (error) {
+        json_object_set_new(r, "error", error);
+        json_decref(result);
+    } else {
+        json_object_set_new(r, "result", result ? result : json_null());
+    }
+    return r;
+}

@@ -44,6 +44,10 @@ json_t *msgs_to_json(const clarity_message *v, size_t n);
 
 /* A JSON string from bytes that may be invalid UTF-8 (replaced by U+FFFD). */
 json_t *json_string_lossy(const char *s, size_t n);
+/* A JSON-RPC 2.0 response: {"jsonrpc","id","error"} when error is given,
+ * else {"jsonrpc","id","result"} (null when result is NULL).  id is
+ * borrowed (NULL = null); result and error are stolen. */
+json_t *jsonrpc_response(json_t *id, json_t *result, json_t *error);
 
 /* A plugin result's data parsed as JSON (any value), or NULL. */
 json_t *result_json(const clarity_result *r);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/fs.h"
 #include "cli.h"
 #include "graphcmd.h"
 #include "eval.h"
@@ -162,24 +163,6 @@ static char *read_all(const char *path, size_t *len)
     return buf_steal(&b, len);
 }
 
-static int mkdir_p(const char *dir)
-{
-    char *p = util_strdup(dir);
-    if (!p) return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
-}
-
 /* $CLARITY_STATE, else $XDG_STATE_HOME/clarity/clarity.db, else
  * ~/.local/state/clarity/clarity.db; creates the parent directory. */
 static char *default_state_path(void)
@@ -209,7 +192,7 @@ static char *default_state_path(void)
     char *slash = strrchr(path, '/');
     if (slash && slash != path) {
         *slash = '\0';
-        int rc = mkdir_p(path);
+        int rc = util_mkdirs(path, 0700);
         if (rc != 0) fprintf(stderr, "clarity: cannot create %s: %s\n", path, strerror(errno));
         *slash = '/';
         if (rc != 0) {

@@ -36,21 +36,6 @@ static json_t *error_obj(int code, const char *msg)
     return json_pack("{s:i,s:o}", "code", code, "message", json_string_lossy(msg, strlen(msg)));
 }
 
-static json_t *response(json_t *id, json_t *result, json_t *error)
-{
-    json_t *r = json_object();
-    if (!r) {
-        json_decref(result);
-        json_decref(error);
-        return NULL;
-    }
-    json_object_set_new(r, "jsonrpc", json_string("2.0"));
-    json_object_set(r, "id", id ? id : json_null());
-    if (error) json_object_set_new(r, "error", error);
-    else json_object_set_new(r, "result", result ? result : json_object());
-    return r;
-}
-
 static json_t *m_initialize(mcp_server *s, json_t *params, json_t **err)
 {
     const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
@@ -103,7 +88,7 @@ static json_t *m_tools_call(mcp_server *s, json_t *params, json_t **err)
 static json_t *handle(mcp_server *s, json_t *msg)
 {
     if (!json_is_object(msg))
-        return response(NULL, NULL,
+        return jsonrpc_response(NULL, NULL,
                         error_obj(MCP_INVALID_REQUEST,
                                   json_is_array(msg) ? "Invalid Request: batches are not supported"
                                                      : "Invalid Request: expected an object"));
@@ -118,12 +103,12 @@ static json_t *handle(mcp_server *s, json_t *msg)
         const char *why = bad_id ? "Invalid Request: \"id\" must be a string or an integer"
                           : !method ? "Invalid Request: \"method\" must be a string"
                                     : "Invalid Request: \"jsonrpc\" must be \"2.0\"";
-        return response(bad_id ? NULL : id, NULL, error_obj(MCP_INVALID_REQUEST, why));
+        return jsonrpc_response(bad_id ? NULL : id, NULL, error_obj(MCP_INVALID_REQUEST, why));
     }
     json_t *params = json_object_get(msg, "params");
     if (params && !json_is_object(params)) {
         if (!id) return NULL;
-        return response(id, NULL, error_obj(MCP_INVALID_PARAMS, "Invalid params: expected an object"));
+        return jsonrpc_response(id, NULL, error_obj(MCP_INVALID_PARAMS, "Invalid params: expected an object"));
     }
     hostsvc_log(s->c->hs, CLARITY_LOG_DEBUG, "mcp: %s", method);
     if (!id) return NULL; /* notifications/initialized, notifications/cancelled, ... */
@@ -140,7 +125,7 @@ static json_t *handle(mcp_server *s, json_t *msg)
         buf_free(&b);
     }
     if (!err && !result) err = error_obj(MCP_INTERNAL_ERROR, "Internal error: out of memory");
-    return response(id, result, err);
+    return jsonrpc_response(id, result ? result : (err ? NULL : json_object()), err);
 }
 
 static int emit(json_t *resp)
@@ -171,7 +156,7 @@ int cli_mcp(cli *c)
             buf b;
             buf_init(&b);
             buf_printf(&b, "Parse error: %s (column %d)", je.text, je.column);
-            resp = response(NULL, NULL, error_obj(MCP_PARSE_ERROR, b.p ? b.p : "Parse error"));
+            resp = jsonrpc_response(NULL, NULL, error_obj(MCP_PARSE_ERROR, b.p ? b.p : "Parse error"));
             buf_free(&b);
         } else {
             resp = handle(&s, msg);

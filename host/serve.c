@@ -59,22 +59,6 @@ static json_t *err_obj(int code, const char *fmt, ...)
     return e;
 }
 
-/* Result or error: exactly one of the two is non-NULL (both are stolen). */
-static json_t *response(json_t *id, json_t *result, json_t *error)
-{
-    json_t *r = json_object();
-    if (!r) {
-        json_decref(result);
-        json_decref(error);
-        return NULL;
-    }
-    json_object_set_new(r, "jsonrpc", json_string("2.0"));
-    json_object_set(r, "id", id ? id : json_null());
-    if (error) json_object_set_new(r, "error", error);
-    else json_object_set_new(r, "result", result ? result : json_null());
-    return r;
-}
-
 /* ---- params ------------------------------------------------------------- */
 
 /* *out = the string member, or dflt when absent/null.  -1 on a wrong type. */
@@ -307,10 +291,10 @@ static int valid_id(json_t *id)
 static json_t *handle(server *s, json_t *req)
 {
     if (!json_is_object(req))
-        return response(NULL, NULL, err_obj(RPC_INVALID_REQUEST, "Invalid Request: expected an object"));
+        return jsonrpc_response(NULL, NULL, err_obj(RPC_INVALID_REQUEST, "Invalid Request: expected an object"));
     json_t *id = json_object_get(req, "id");
     if (id && !valid_id(id))
-        return response(NULL, NULL,
+        return jsonrpc_response(NULL, NULL,
                         err_obj(RPC_INVALID_REQUEST, "Invalid Request: \"id\" must be a string, number or null"));
     int notification = id == NULL;
     json_t *ver = json_object_get(req, "jsonrpc");
@@ -360,7 +344,7 @@ static json_t *handle(server *s, json_t *req)
         json_decref(err);
         return NULL;
     }
-    return response(id, result, err);
+    return jsonrpc_response(id, result, err);
 }
 
 static int emit(json_t *resp)
@@ -393,11 +377,11 @@ int cli_serve(cli *c)
         json_t *req = json_loadb(line, (size_t)n, JSON_ALLOW_NUL, &je);
         json_t *resp = NULL;
         if (!req) {
-            resp = response(NULL, NULL,
+            resp = jsonrpc_response(NULL, NULL,
                             err_obj(RPC_PARSE_ERROR, "Parse error: %s (column %d)", je.text, je.column));
         } else if (json_is_array(req)) {
             if (json_array_size(req) == 0) {
-                resp = response(NULL, NULL, err_obj(RPC_INVALID_REQUEST, "Invalid Request: empty batch"));
+                resp = jsonrpc_response(NULL, NULL, err_obj(RPC_INVALID_REQUEST, "Invalid Request: empty batch"));
             } else {
                 resp = json_array();
                 size_t i;

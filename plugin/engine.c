@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../pruner/pruner.h"
+#include "../util/fs.h"
 
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(obj) (oom = 1)
@@ -41,21 +42,6 @@ static void fill_tables(engine *e)
     }
 }
 
-/* Creates the directories above path (mode 0700), ignoring failures: the
- * store's open reports a path it cannot use. */
-static void make_parents(const char *path)
-{
-    char *p = strdup(path);
-    if (!p) return;
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = '\0';
-        mkdir(p, 0700);
-        *c = '/';
-    }
-    free(p);
-}
-
 /* storage.path, else $CLARITY_STATE, else the XDG state dir, else
  * ~/.local/state/clarity/clarity.db (the reference CLI uses the same). */
 static char *default_db_path(const clarity_config *c)
@@ -68,7 +54,7 @@ static char *default_db_path(const clarity_config *c)
     if (xdg && *xdg == '/') snprintf(path, sizeof path, "%s/clarity/clarity.db", xdg);
     else if (home && *home == '/') snprintf(path, sizeof path, "%s/.local/state/clarity/clarity.db", home);
     else return strdup("clarity.db");
-    make_parents(path);
+    util_mkdir_parents(path, 0700); /* a failure shows when the store opens */
     return strdup(path);
 }
 
