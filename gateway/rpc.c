@@ -250,7 +250,8 @@ static int m_import(rpc_call *c)
     return rc;
 }
 
-/* graph/ (file predictions) answers clarity.graphBuild and clarity.predict.
+/* graph/ (file predictions) answers clarity.graphBuild, clarity.predict and
+ * clarity.graphStatus.
  * Weak: builds without it (the fuzz harnesses) answer "unknown method". */
 int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
     __attribute__((weak));
@@ -269,8 +270,74 @@ static int m_graph(rpc_call *c, const char *name)
     free(msg);
     return rc;
 }
-static int m_predict(rpc_call *c) { return m_graph(c, "clarity.predict"); }
+/* What the session used so far, as a query: the ids of its best-scoring
+ * unpruned items (file paths, symbols, ...), "file:" style prefixes off. */
+static void session_query(engine *e, session *s, buf *q)
+{
+    scored_item *v = NULL;
+    size_t n = view_sorted(e, s, 0, &v);
+    for (size_t i = 0; n != (size_t)-1 && i < n && i < 24; i++) {
+        const char *id = v[i].it->id, *colon = strchr(id, ':');
+        int prefix = colon && colon > id && colon - id < 12;
+        for (const char *p = id; prefix && p < colon; p++)
+            if (*p < 'a' || *p > 'z') prefix = 0;
+        if (q->len) buf_putc(q, ' ');
+        buf_puts(q, prefix ? colon + 1 : id);
+    }
+    free(v);
+}
+
+/* clarity.predict and clarity.graphStatus also take a session instead of a
+ * repository: its workspace is the repository and, without "prompt", what
+ * the session used so far is the query; "limit" is another name for "k". */
+static int m_graph_session(rpc_call *c, const char *name)
+{
+    int is_predict = strcmp(name, "clarity.predict") == 0;
+    json_t *repo = json_object_get(c->params, "repo");
+    const char *sid = json_string_value(json_object_get(c->params, "session"));
+    int need_query = is_predict && !json_object_get(c->params, "prompt");
+    if (!sid || (json_is_string(repo) && !need_query)) return m_graph(c, name);
+    int rc = str_param(c, "session", 1, &c->session_id);
+    session *s = NULL;
+    if (rc == CLARITY_OK) {
+        rc = engine_acquire(c->e, c->session_id, 0, &s);
+        if (rc == CLARITY_ENOTFOUND && !is_predict) { /* graphStatus: no session, no graph */
+            buf_puts(c->out, "{\"available\":false}");
+            return CLARITY_OK;
+        }
+        if (rc != CLARITY_OK) return fail_acquire(c, rc);
+    }
+    if (rc != CLARITY_OK) return rc;
+    if (!json_is_string(repo) && s->workspace && *s->workspace)
+        json_object_set_new(c->params, "repo", json_string(s->workspace));
+    if (need_query) {
+        buf q;
+        buf_init(&q);
+        session_query(c->e, s, &q);
+        json_object_set_new(c->params, "prompt", json_stringn(q.p ? q.p : "", q.len));
+        buf_free(&q);
+    }
+    engine_release(c->e, s);
+    if (!json_is_string(json_object_get(c->params, "repo"))) {
+        if (!is_predict) {
+            buf_puts(c->out, "{\"available\":false}");
+            return CLARITY_OK;
+        }
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS,
+                    "clarity.predict: the session has no workspace; pass \"repo\"%s", NULL);
+    }
+    return m_graph(c, name);
+}
+
+static int m_predict(rpc_call *c)
+{
+    json_t *lim = json_object_get(c->params, "limit");
+    if (lim && !json_object_get(c->params, "k")) json_object_set(c->params, "k", lim);
+    json_object_del(c->params, "limit");
+    return m_graph_session(c, "clarity.predict");
+}
 static int m_graph_build(rpc_call *c) { return m_graph(c, "clarity.graphBuild"); }
+static int m_graph_status(rpc_call *c) { return m_graph_session(c, "clarity.graphStatus"); }
 
 typedef struct method {
     const char *name;
@@ -288,6 +355,7 @@ static const method methods[] = {
     {"clarity.config", 0, m_config},          {"clarity.setTier", 1, m_set_tier},
     {"clarity.exportState", 1, m_export},     {"clarity.importState", 1, m_import},
     {"clarity.predict", 0, m_predict},        {"clarity.graphBuild", 0, m_graph_build},
+    {"clarity.graphStatus", 0, m_graph_status},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

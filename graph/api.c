@@ -28,6 +28,7 @@ typedef struct centry {
     graph_index *g;
     pthread_mutex_t mu; /* held while a caller uses g */
     int64_t checked_ms;
+    int stale; /* the last check found the cache older than the repository */
     uint64_t used;
     int refs;
 } centry;
@@ -116,9 +117,20 @@ static void entry_release(centry *c)
     pthread_mutex_unlock(&cache_mu);
 }
 
-/* Locked entry with a fresh index, or NULL (message in *err). */
-static centry *acquire(const char *repo_in, int build_if_missing, char **err)
+/* What acquire_ex found and did. */
+typedef struct acq_info {
+    int stale;     /* the index is older than the repository (last check) */
+    int refreshed; /* this call refreshed the cache: st */
+    graph_build_stats st;
+} acq_info;
+
+/* Locked entry with a loaded index, or NULL (message in *err).  A stale
+ * cache (checked at most every GRAPH_RECHECK_MS) is refreshed first unless
+ * !refresh; a missing one is built when build_if_missing. */
+static centry *acquire_ex(const char *repo_in, int build_if_missing, int refresh, char **err,
+                          acq_info *ai)
 {
+    memset(ai, 0, sizeof *ai);
     char *repo = canon(repo_in);
     if (!repo) return NULL;
     centry *c = entry_for(repo);
@@ -132,27 +144,33 @@ static centry *acquire(const char *repo_in, int build_if_missing, char **err)
     if (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS) {
         int stale = graph_is_stale(repo, NULL);
         c->checked_ms = now;
+        c->stale = stale > 0;
         if (stale < 0 && !build_if_missing) {
             graph_index_free(c->g);
             c->g = NULL;
         } else if (stale != 0 || !c->g) {
-            if (stale != 0) {
+            int reload = !c->g;
+            if (stale < 0 || (stale > 0 && refresh)) {
                 graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
-                graph_build_stats st;
                 char *berr = NULL;
-                if (graph_build(repo, &o, &st, &berr) != 0) {
+                if (graph_build(repo, &o, &ai->st, &berr) != 0) {
                     *err = berr;
                     berr = NULL;
+                } else {
+                    ai->refreshed = 1;
+                    c->stale = 0;
+                    reload = 1;
                 }
                 free(berr);
             }
-            if (!*err) {
+            if (!*err && reload) {
                 graph_index_free(c->g);
                 c->g = NULL;
                 graph_index_load(repo, NULL, &c->g, err);
             }
         }
     }
+    ai->stale = c->stale;
     free(repo);
     if (!c->g) {
         pthread_mutex_unlock(&c->mu);
@@ -160,6 +178,12 @@ static centry *acquire(const char *repo_in, int build_if_missing, char **err)
         return NULL;
     }
     return c;
+}
+
+static centry *acquire(const char *repo_in, int build_if_missing, char **err)
+{
+    acq_info ai;
+    return acquire_ex(repo_in, build_if_missing, 1, err, &ai);
 }
 
 graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err)
@@ -335,7 +359,9 @@ static int predict(json_t *params, buf *out, char **msg)
     json_t *rj = json_object_get(params, "repeat"); /* benchmarks: run the query N times */
     if (json_is_integer(rj) && json_integer_value(rj) > 1 && json_integer_value(rj) <= 100000)
         repeat = (int)json_integer_value(rj);
-    centry *c = acquire(repo, 1, msg);
+    acq_info ai;
+    /* "refresh": false answers from the cache as it is, "stale" says so */
+    centry *c = acquire_ex(repo, 1, !json_is_false(json_object_get(params, "refresh")), msg, &ai);
     if (!c) {
         if (!*msg) *msg = util_strdup("no graph for this repository");
         return CLARITY_ERR;
@@ -370,6 +396,12 @@ static int predict(json_t *params, buf *out, char **msg)
         buf_printf(out, ",\"p50\":%.3f,\"p99\":%.3f", lat[repeat / 2],
                    lat[(int)(repeat * 0.99) < repeat ? (int)(repeat * 0.99) : repeat - 1]);
     }
+    buf_printf(out, ",\"stale\":%s", ai.stale ? "true" : "false");
+    if (ai.refreshed)
+        buf_printf(out, ",\"refreshed\":{\"full\":%s,\"parsed\":%zu,\"removed\":%zu,\"commits\":%zu,"
+                        "\"ms\":%.1f}",
+                   ai.st.full ? "true" : "false", ai.st.parsed, ai.st.removed, ai.st.commits_read,
+                   ai.st.ms);
     buf_putc(out, '}');
     free(hits);
     free(lat);
@@ -421,7 +453,67 @@ static int build(json_t *params, buf *out, char **msg)
     return CLARITY_OK;
 }
 
-/* Called by gateway/rpc.c for clarity.graphBuild and clarity.predict. */
+/* A meta value printed as a JSON number: digits only, else null. */
+static const char *num_or_null(const char *v)
+{
+    if (!v || !*v || strlen(v) > 20) return "null";
+    for (const char *p = v; *p; p++)
+        if (*p < '0' || *p > '9') return "null";
+    return v;
+}
+
+static int64_t count_rows(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* clarity.graphStatus {repo} -> {available, repo, files, symbols, commits,
+ * stale, builtAt}: what the cache holds, without loading or building it.
+ * commits: the commits read for co-change; builtAt: Unix seconds. */
+static int status(json_t *params, buf *out, char **msg)
+{
+    const char *repo = json_string_value(json_object_get(params, "repo"));
+    if (!repo || !*repo) {
+        buf_puts(out, "{\"available\":false}");
+        return CLARITY_OK;
+    }
+    char *r = canon(repo), *dbp = r ? graph_db_path(r) : NULL;
+    if (!dbp) {
+        free(r);
+        return CLARITY_ENOMEM;
+    }
+    struct stat sb;
+    sqlite3 *db = NULL;
+    char *err = NULL;
+    int have = stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode) && graph_db_open(dbp, 0, &db, &err) == 0;
+    free(err);
+    buf_printf(out, "{\"available\":%s,\"repo\":", have ? "true" : "false");
+    buf_json_str(out, r, strlen(r));
+    if (have) {
+        char *built = graph_db_meta(db, "built_at"), *commits = graph_db_meta(db, "commits");
+        int64_t files = count_rows(db, "SELECT count(*) FROM files");
+        int64_t syms = count_rows(db, "SELECT count(*) FROM symbols");
+        sqlite3_close(db);
+        int stale = graph_is_stale(r, dbp);
+        buf_printf(out, ",\"files\":%lld,\"symbols\":%lld,\"commits\":%s,\"stale\":%s,\"builtAt\":%s",
+                   (long long)files, (long long)syms, num_or_null(commits),
+                   stale != 0 ? "true" : "false", num_or_null(built));
+        free(built);
+        free(commits);
+    }
+    buf_putc(out, '}');
+    free(dbp);
+    free(r);
+    return CLARITY_OK;
+}
+
+/* Called by gateway/rpc.c for clarity.graphBuild, clarity.predict and
+ * clarity.graphStatus. */
 int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
 {
     json_error_t je;
@@ -434,6 +526,7 @@ int graph_rpc_call(const char *method, const char *params_json, buf *out, char *
     int rc;
     if (strcmp(method, "clarity.predict") == 0) rc = predict(params, out, msg);
     else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(params, out, msg);
+    else if (strcmp(method, "clarity.graphStatus") == 0) rc = status(params, out, msg);
     else rc = CLARITY_ENOTFOUND;
     json_decref(params);
     return rc;

@@ -6,7 +6,8 @@
  *      content is hashed, and only a changed hash re-parses it;
  *   3. imports are resolved to files (all of them when the file set
  *      changed, else only the re-parsed files');
- *   4. co-change reads only the commits since the last build;
+ *   4. co-change reads only the commits since the last build (git log runs
+ *      on a thread from before step 2 on);
  *   5. one transaction writes it all.
  */
 #include <errno.h>
@@ -420,6 +421,9 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     }
     sqlite3_finalize(q);
     if (!old) full = 1;
+    /* the history is read by git while we parse */
+    graph_history *hist = rc == 0 ? graph_history_start(repo, db, o->max_commits, full) : NULL;
+    if (rc == 0 && !hist) rc = -1;
 
     int64_t *ids = calloc(n ? n : 1, sizeof *ids);
     int *langs = calloc(n ? n : 1, sizeof *langs); /* negative: re-parsed this build */
@@ -583,8 +587,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     if (rc == 0) {
         progress(bar, "history", 0, 1);
         if (exec_sql(db, "BEGIN") != 0 ||
-            graph_cochange_update(repo, db, paths, n, o->max_commits, full, &st->commits_read,
-                                  &st->pairs, err) != 0) {
+            graph_cochange_update(hist, db, paths, n, &st->commits_read, &st->pairs, err) != 0) {
             exec_sql(db, "ROLLBACK");
             rc = -1;
         } else {
@@ -593,8 +596,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         progress(bar, "history", 1, 1);
     }
     if (rc == 0) {
-        const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
-        char *head = graph_git_line(repo, rev);
+        const char *head = graph_history_head(hist);
         char stamp[32];
         snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
         if (graph_db_set_meta(db, "schema", GRAPH_SCHEMA_VERSION) != 0 ||
@@ -602,8 +604,8 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             graph_db_set_meta(db, "head", head ? head : "") != 0 ||
             graph_db_set_meta(db, "built_at", stamp) != 0)
             rc = -1;
-        free(head);
     }
+    graph_history_free(hist);
     if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
     sqlite3_close(db);
     for (size_t i = 0; i < n; i++) free(paths[i]);

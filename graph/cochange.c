@@ -1,7 +1,7 @@
 /* cochange.c: git co-change pairs.
  *
  * Reads `git log --name-only` (only the commits not read yet, unless the
- * history was rewritten), and for each commit that touches between 1 and
+ * history was rewritten) on a thread started before the build parses, and for each commit that touches between 1 and
  * GRAPH_MAX_COMMIT_FILES files adds, for its code files and for each pair
  * of them, one commit and a weight w = noise * 2^((t - T0) / halfLife).
  * Weights grow with time instead of decaying, so adding newer commits never
@@ -13,6 +13,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,46 +95,95 @@ static double noise_of(const char *s, size_t n)
     return 1.0;
 }
 
-int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n, int max_commits,
-                          int full, size_t *commits, size_t *pairs, char **err)
+struct graph_history {
+    char *head;     /* NULL: no commits */
+    int nothing_new; /* the cache has read up to head */
+    int full;       /* the pair table is rebuilt from scratch */
+    const char *repo;
+    char maxarg[32], range[200];
+    buf out;        /* git log's output */
+    int git_rc;
+    pthread_t th;
+    int started;    /* th runs git log */
+};
+
+static void *history_reader(void *arg)
 {
-    *commits = *pairs = 0;
+    graph_history *h = arg;
+    const char *logargs[] = {"log", "--no-renames", "--name-only", "--format=%x01%H %ct%x02%s",
+                             h->maxarg, h->range, "--", NULL};
+    h->git_rc = graph_git(h->repo, logargs, &h->out);
+    return NULL;
+}
+
+graph_history *graph_history_start(const char *repo, sqlite3 *db, int max_commits, int full)
+{
+    graph_history *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    buf_init(&h->out);
+    h->repo = repo;
+    h->full = full;
     const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
-    char *head = graph_git_line(repo, rev);
-    if (!head) return 0; /* no commits yet */
+    h->head = graph_git_line(repo, rev);
+    if (!h->head) return h; /* no commits yet */
     char *prev = full ? NULL : graph_db_meta(db, "cochange_head");
-    if (prev && strcmp(prev, head) == 0) {
+    if (prev && strcmp(prev, h->head) == 0) { /* nothing new */
         free(prev);
-        free(head);
-        return 0;
+        h->nothing_new = 1;
+        return h;
     }
-    char range[200];
     if (prev) {
-        const char *anc[] = {"merge-base", "--is-ancestor", prev, head, NULL};
+        const char *anc[] = {"merge-base", "--is-ancestor", prev, h->head, NULL};
         buf tmp;
         buf_init(&tmp);
         int rc = graph_git(repo, anc, &tmp);
         buf_free(&tmp);
-        if (rc == 0) snprintf(range, sizeof range, "%s..%s", prev, head);
-        else full = 1;
+        if (rc == 0) snprintf(h->range, sizeof h->range, "%s..%s", prev, h->head);
+        else h->full = 1;
     } else {
-        full = 1;
+        h->full = 1;
     }
-    if (full) snprintf(range, sizeof range, "%s", head);
+    if (h->full) snprintf(h->range, sizeof h->range, "%s", h->head);
     free(prev);
+    snprintf(h->maxarg, sizeof h->maxarg, "--max-count=%d",
+             max_commits > 0 ? max_commits : 2000000000);
+    /* git log runs beside the parsing; without a thread, at finish */
+    h->started = pthread_create(&h->th, NULL, history_reader, h) == 0;
+    return h;
+}
 
-    char maxarg[32];
-    snprintf(maxarg, sizeof maxarg, "--max-count=%d", max_commits > 0 ? max_commits : 2000000000);
-    const char *logargs[] = {"log", "--no-renames", "--name-only", "--format=%x01%H %ct%x02%s",
-                             maxarg, range, "--", NULL};
-    buf out;
-    buf_init(&out);
-    if (graph_git(repo, logargs, &out) != 0) {
-        buf_free(&out);
-        free(head);
+const char *graph_history_head(const graph_history *h)
+{
+    return h ? h->head : NULL;
+}
+
+void graph_history_free(graph_history *h)
+{
+    if (!h) return;
+    if (h->started) pthread_join(h->th, NULL);
+    buf_free(&h->out);
+    free(h->head);
+    free(h);
+}
+
+int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n, size_t *commits,
+                          size_t *pairs, char **err)
+{
+    *commits = *pairs = 0;
+    if (!h->head || h->nothing_new) return 0;
+    if (h->started) {
+        pthread_join(h->th, NULL);
+        h->started = 0;
+    } else {
+        history_reader(h);
+    }
+    if (h->git_rc != 0) {
         *err = util_strdup("git log failed");
         return -1;
     }
+    int full = h->full;
+    const char *head = h->head;
+    buf out = h->out;
 
     pentry *map = NULL, *ents = calloc(n ? n : 1, sizeof *ents);
     uint32_t *fn = calloc(n ? n : 1, sizeof *fn);
@@ -183,7 +233,6 @@ int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n,
             for (size_t j = 0; j < k && rc == 0; j++)
                 if (cur[i] < cur[j]) rc = pair_add(&pt, cur[i], cur[j], w);
     }
-    buf_free(&out);
 
     if (rc == 0 && full)
         rc = sqlite3_exec(db, "DELETE FROM cochange; DELETE FROM commit_files;", NULL, NULL, NULL) ==
@@ -229,6 +278,13 @@ int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n,
     sqlite3_finalize(sf);
     sqlite3_finalize(sp2);
     if (rc == 0) rc = graph_db_set_meta(db, "cochange_head", head);
+    if (rc == 0) { /* commits read so far, for clarity.graphStatus */
+        char *was = full ? NULL : graph_db_meta(db, "commits");
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (was ? atoll(was) : 0) + (long long)*commits);
+        free(was);
+        rc = graph_db_set_meta(db, "commits", num);
+    }
     if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
     HASH_CLEAR(hh, map);
     free(ents);
@@ -238,6 +294,5 @@ int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n,
     free(pt.key);
     free(pt.n);
     free(pt.w);
-    free(head);
     return rc;
 }

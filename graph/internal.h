@@ -33,9 +33,18 @@ int32_t graph_resolve(graph_resolver *r, const char *from, int lang, const char 
  * segments); -1 when none, -2 when ambiguous. */
 int32_t graph_resolver_suffix(graph_resolver *r, const char *suffix);
 
-/* cochange.c: reads commits from git and accumulates pair weights into the db. */
-int graph_cochange_update(const char *repo, sqlite3 *db, char **paths, size_t n, int max_commits,
-                          int full, size_t *commits, size_t *pairs, char **err);
+/* cochange.c: reads commits from git and accumulates pair weights into the db.
+ * graph_history_start decides what to read (the commits since the last
+ * build, all of them when full or when history was rewritten) and starts
+ * `git log` on a thread; graph_cochange_update waits for it and writes the
+ * pairs of the files in paths.  NULL only when out of memory. */
+typedef struct graph_history graph_history;
+graph_history *graph_history_start(const char *repo, sqlite3 *db, int max_commits, int full);
+int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n, size_t *commits,
+                          size_t *pairs, char **err);
+void graph_history_free(graph_history *h);
+/* HEAD when the history was started (NULL: no commits). */
+const char *graph_history_head(const graph_history *h);
 
 static inline uint64_t graph_fnv64(const void *p, size_t n)
 {

@@ -5,7 +5,11 @@
  * and clarity.predict, so every host gets the same functionality.
  *
  *   clarity graph build REPO [--regex] [--max-commits N] [--json]
- *   clarity predict REPO "prompt" [-k N] [--json] [--repeat N]
+ *   clarity predict REPO "prompt" [-k N] [--json] [--repeat N] [--no-refresh]
+ *
+ * predict refreshes a stale graph first (and says so on stderr); with
+ * --no-refresh it answers from the graph as it is and warns that it is
+ * stale.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -20,7 +24,8 @@
 
 static const char usage[] =
     "usage: clarity graph build REPO [--regex] [--max-commits N] [--json] [--plugin PATH]\n"
-    "       clarity predict REPO \"prompt\" [-k N] [--json] [--repeat N] [--plugin PATH]\n";
+    "       clarity predict REPO \"prompt\" [-k N] [--json] [--repeat N] [--no-refresh]\n"
+    "                       [--plugin PATH]\n";
 
 static int call(const char *plugin, const char *method, json_t *params, json_t **out)
 {
@@ -71,13 +76,14 @@ static int positive(const char *s, long max, long *out)
 int graphcmd_main(int argc, char **argv)
 {
     const char *plugin = NULL, *args[3] = {0};
-    int nargs = 0, json = 0, regex = 0;
+    int nargs = 0, json = 0, regex = 0, no_refresh = 0;
     long k = 10, max_commits = -1, repeat = 0;
     int predict = strcmp(argv[1], "predict") == 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) json = 1;
         else if (strcmp(a, "--regex") == 0 && !predict) regex = 1;
+        else if (strcmp(a, "--no-refresh") == 0 && predict) no_refresh = 1;
         else if ((strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) && predict && i + 1 < argc) {
             if (positive(argv[++i], 1000, &k) != 0 || k == 0) {
                 fprintf(stderr, "clarity: -k needs a number in 1..1000\n%s", usage);
@@ -111,7 +117,19 @@ int graphcmd_main(int argc, char **argv)
         json_object_set_new(params, "prompt", json_string(args[1]));
         json_object_set_new(params, "k", json_integer(k));
         if (repeat > 1) json_object_set_new(params, "repeat", json_integer(repeat));
+        if (no_refresh) json_object_set_new(params, "refresh", json_false());
         ex = call(plugin, "clarity.predict", params, &out);
+        json_t *rf = ex == EXIT_OK ? json_object_get(out, "refreshed") : NULL;
+        if (rf)
+            fprintf(stderr, "clarity: the graph was stale: refreshed (%lld files parsed, %lld "
+                            "commits read, %.0f ms)\n",
+                    (long long)json_integer_value(json_object_get(rf, "parsed")),
+                    (long long)json_integer_value(json_object_get(rf, "commits")),
+                    json_real_value(json_object_get(rf, "ms")));
+        if (ex == EXIT_OK && json_is_true(json_object_get(out, "stale")))
+            fprintf(stderr, "clarity: warning: the graph of %s is stale (HEAD moved or files "
+                            "changed since it was built); run `clarity graph build %s`\n",
+                    args[0], args[0]);
         if (ex == EXIT_OK && json) {
             char *s = json_dumps(out, JSON_COMPACT);
             if (s) puts(s);

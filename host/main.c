@@ -55,7 +55,9 @@ static const char usage_text[] =
     "  install claude-code [--project DIR | --user] [--uninstall]\n"
     "                           add (or remove) clarity's hooks and the /clarity command in\n"
     "                           DIR/.claude (default: the current directory) or ~/.claude\n"
-    "  mcp [--session S]        MCP server on stdin/stdout with the clarity_* tools\n"
+    "  mcp [--session S] [--workspace DIR]  MCP server on stdin/stdout with the clarity_*\n"
+    "                           tools (clarity_predict when DIR or the session's workspace\n"
+    "                           has a code graph)\n"
     "  export [--session S]     print the state of a session (clarity.exportState)\n"
     "  import [--session S] FILE|-  replace the state of a session (clarity.importState); takes\n"
     "                           what export prints, or its \"value\" (the legacy shape)\n"
@@ -449,7 +451,8 @@ int main(int argc, char **argv)
             return usage_error("--horizon needs a number of turns in 1..1000, got '%s'", horizon_arg);
         c.horizon = (int)h;
     }
-    if (seen_workspace && cmd != C_REPLAY) return usage_error("--workspace applies to replay only");
+    if (seen_workspace && cmd != C_REPLAY && cmd != C_MCP)
+        return usage_error("--workspace applies to replay and mcp only");
     if (seen_session && (cmd == C_RPC || cmd == C_SERVE))
         return usage_error("--session does not apply to %s (pass the session in the params)", name);
     if (c.session && !*c.session) return usage_error("--session needs a non-empty name");

@@ -5,12 +5,14 @@
  *   clarity_unanchor  {session?, item}                         clarity.unanchor
  *   clarity_prune     {session?, dryRun?, strictMode?}         clarity.prune
  *   clarity_stats     {session?}                               clarity.stats
- *   clarity_predict   {session?, limit?}                       clarity.predict
+ *   clarity_predict   {session?, limit?, prompt?}              clarity.predict
  *
- * clarity_predict is listed only when the plugin has a code graph: the
- * server asks once, with clarity.graphStatus {} -> {"available": true}.  No
- * plugin answers that yet, so the tool stays hidden; a graph part that adds
- * both methods makes it appear without a change here.
+ * clarity_predict is listed only when there is a code graph to ask: the
+ * server asks once, with clarity.graphStatus {session, repo?} ->
+ * {"available": true, ...}, where repo is --workspace and otherwise the
+ * plugin takes the session's workspace (the one its hooks were told).  A
+ * call sends {session, repo?, limit?, prompt?}; without a prompt the
+ * plugin predicts from the session's best-scoring items.
  *
  * A result carries the method's JSON as structuredContent and, serialized,
  * as the text content.  Bad arguments and plugin errors (unknown session or
@@ -78,10 +80,13 @@ static const mcp_tool tools[] = {
      "clarity.stats", {{NULL, NULL, 0, 0}}, "", NULL, 1, 1, 0},
     /* Hook point for the code graph: listed once clarity.graphStatus says so. */
     {"clarity_predict", "Predict the files needed next",
-     "Files the code graph predicts the session will need next, from what it used so far.",
+     "Files the code graph predicts the session will need next (likely edit targets, with key "
+     "symbols and lines), from a task description or else from what the session used so far.",
      "clarity.predict",
-     {{"limit", "limit", 'i', 0}},
-     ",\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"At most this many files\"}",
+     {{"limit", "limit", 'i', 0}, {"prompt", "prompt", 's', 0}},
+     ",\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"At "
+     "most this many files (default 10)\"},\"prompt\":{\"type\":\"string\",\"minLength\":1,"
+     "\"description\":\"The task, e.g. an issue text (default: the session's recent items)\"}",
      NULL, 1, 1, 1},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
@@ -89,8 +94,14 @@ static const mcp_tool tools[] = {
 static int graph_available(mcp_server *s)
 {
     if (s->graph >= 0) return s->graph;
+    json_t *q = json_pack("{s:s}", "session", s->session);
+    if (q && s->c->workspace) json_object_set_new(q, "repo", json_string(s->c->workspace));
+    char *qtext = q ? json_compact(q) : NULL;
+    json_decref(q);
+    if (!qtext) return 0; /* unknown: asked again next time */
     clarity_result res;
-    int rc = loader_rpc(&s->c->L, "clarity.graphStatus", "{}", &res);
+    int rc = loader_rpc(&s->c->L, "clarity.graphStatus", qtext, &res);
+    free(qtext);
     json_t *j = rc == CLARITY_OK ? result_json(&res) : NULL;
     s->graph = json_is_true(json_object_get(j, "available")) ? 1 : 0;
     json_decref(j);
@@ -190,6 +201,8 @@ static json_t *params_for(mcp_server *s, const mcp_tool *t, json_t *args, buf *w
         }
         json_object_set(p, a->param, v);
     }
+    if (t->needs_graph && s->c->workspace && !json_object_get(p, "repo"))
+        json_object_set_new(p, "repo", json_string(s->c->workspace));
     if (strcmp(t->name, "clarity_scores") == 0) { /* default 20; 0 = all (no limit) */
         json_t *lim = json_object_get(p, "limit");
         if (!lim) json_object_set_new(p, "limit", json_integer(20));
