@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -422,7 +423,8 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     sqlite3_finalize(q);
     if (!old) full = 1;
     /* the history is read by git while we parse */
-    graph_history *hist = rc == 0 ? graph_history_start(repo, db, o->max_commits, full) : NULL;
+    graph_history *hist =
+        rc == 0 ? graph_history_start(repo, db, paths, n, o->max_commits, full) : NULL;
     if (rc == 0 && !hist) rc = -1;
 
     int64_t *ids = calloc(n ? n : 1, sizeof *ids);
@@ -587,7 +589,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     if (rc == 0) {
         progress(bar, "history", 0, 1);
         if (exec_sql(db, "BEGIN") != 0 ||
-            graph_cochange_update(hist, db, paths, n, &st->commits_read, &st->pairs, err) != 0) {
+            graph_cochange_update(hist, db, &st->commits_read, &st->pairs, err) != 0) {
             exec_sql(db, "ROLLBACK");
             rc = -1;
         } else {
@@ -615,9 +617,16 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     st->files = n;
     st->full = full;
     st->ms = now_ms() - t0;
-    if (getenv("CLARITY_GRAPH_TIMING"))
-        fprintf(stderr, "graph build: ls %.1f ms, stat+parse %.1f, imports %.1f, history+meta %.1f\n",
-                t_ls - t0, t_parse - t_ls, t_imp - t_parse, now_ms() - t_imp);
+    if (getenv("CLARITY_GRAPH_TIMING")) {
+        struct rusage self, kids;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &kids);
+        fprintf(stderr,
+                "graph build: ls %.1f ms, stat+parse %.1f, imports %.1f, history+meta %.1f; peak "
+                "RSS %ld MB (git %ld MB)\n",
+                t_ls - t0, t_parse - t_ls, t_imp - t_parse, now_ms() - t_imp, self.ru_maxrss / 1024,
+                kids.ru_maxrss / 1024);
+    }
     return rc;
 }
 

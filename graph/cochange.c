@@ -1,7 +1,9 @@
 /* cochange.c: git co-change pairs.
  *
  * Reads `git log --name-only` (only the commits not read yet, unless the
- * history was rewritten) on a thread started before the build parses, and for each commit that touches between 1 and
+ * history was rewritten) on a thread started before the build parses,
+ * adding each commit up as its record arrives (the output is never held
+ * whole: sympy's is 100 MB), and for each commit that touches between 1 and
  * GRAPH_MAX_COMMIT_FILES files adds, for its code files and for each pair
  * of them, one commit and a weight w = noise * 2^((t - T0) / halfLife).
  * Weights grow with time instead of decaying, so adding newer commits never
@@ -96,33 +98,124 @@ static double noise_of(const char *s, size_t n)
 }
 
 struct graph_history {
-    char *head;     /* NULL: no commits */
+    char *head;      /* NULL: no commits */
     int nothing_new; /* the cache has read up to head */
-    int full;       /* the pair table is rebuilt from scratch */
+    int full;        /* the pair table is rebuilt from scratch */
     const char *repo;
     char maxarg[32], range[200];
-    buf out;        /* git log's output */
     int git_rc;
     pthread_t th;
-    int started;    /* th runs git log */
+    int started;     /* th runs git log */
+    /* what the commits add up to, per file (index in paths) and pair */
+    char **paths;
+    size_t n;
+    pentry *map, *ents;
+    uint32_t *fn;
+    double *fw;
+    pair_tab pt;
+    size_t commits;
+    int oom;
+    buf carry; /* the unfinished record of the stream */
 };
+
+/* One record of git log's output: "\x01<hash> <time>\x02<subject>\n" and
+ * the changed paths, one a line, up to the next record. */
+static void add_commit(graph_history *h, const char *c, const char *next)
+{
+    uint32_t cur[GRAPH_MAX_COMMIT_FILES + 1];
+    const char *sp = memchr(c + 1, ' ', (size_t)(next - c - 1));
+    const char *subj = memchr(c + 1, '\x02', (size_t)(next - c - 1));
+    if (!sp || !subj) return;
+    double t = strtod(sp + 1, NULL);
+    const char *nl = memchr(subj, '\n', (size_t)(next - subj));
+    if (!nl) return;
+    double noise = noise_of(subj + 1, (size_t)(nl - subj - 1));
+    size_t total = 0, k = 0;
+    for (const char *l = nl + 1; l < next;) {
+        const char *e = memchr(l, '\n', (size_t)(next - l));
+        if (!e) e = next;
+        if (e > l) {
+            total++;
+            pentry *pe;
+            HASH_FIND(hh, h->map, l, (size_t)(e - l), pe);
+            if (pe && k <= GRAPH_MAX_COMMIT_FILES) cur[k++] = pe->idx;
+        }
+        l = e + 1;
+    }
+    if (total == 0 || total > GRAPH_MAX_COMMIT_FILES || k == 0) return;
+    h->commits++;
+    double w = noise * exp2((t - T0) / GRAPH_HALF_LIFE_S);
+    for (size_t i = 0; i < k; i++) {
+        h->fn[cur[i]]++;
+        h->fw[cur[i]] += w;
+    }
+    for (size_t i = 0; i < k && !h->oom; i++)
+        for (size_t j = 0; j < k && !h->oom; j++)
+            if (cur[i] < cur[j] && pair_add(&h->pt, cur[i], cur[j], w) != 0) h->oom = 1;
+}
+
+/* Adds the complete records of p[0..n); the tail without its end yet
+ * stays in h->carry (at_end: everything is complete). */
+static void add_records(graph_history *h, const char *p, size_t n, int at_end)
+{
+    const char *end = p + n, *c = memchr(p, '\x01', n);
+    while (c && !h->oom) {
+        const char *next = memchr(c + 1, '\x01', (size_t)(end - c - 1));
+        if (!next && !at_end) break;
+        add_commit(h, c, next ? next : end);
+        c = next;
+    }
+    if (at_end) return;
+    buf rest;
+    buf_init(&rest);
+    if (c) buf_append(&rest, c, (size_t)(end - c));
+    if (buf_failed(&rest)) h->oom = 1;
+    buf_free(&h->carry);
+    h->carry = rest;
+}
+
+/* git log's output as it comes: records are added as soon as they are
+ * complete, so the history is never held whole in memory. */
+static int on_chunk(void *ud, const char *p, size_t n)
+{
+    graph_history *h = ud;
+    if (h->oom) return -1;
+    if (h->carry.len) {
+        buf_append(&h->carry, p, n);
+        if (buf_failed(&h->carry)) {
+            h->oom = 1;
+            return -1;
+        }
+        buf whole = h->carry;
+        buf_init(&h->carry);
+        add_records(h, whole.p, whole.len, 0);
+        buf_free(&whole);
+    } else {
+        add_records(h, p, n, 0);
+    }
+    return h->oom ? -1 : 0;
+}
 
 static void *history_reader(void *arg)
 {
     graph_history *h = arg;
     const char *logargs[] = {"log", "--no-renames", "--name-only", "--format=%x01%H %ct%x02%s",
                              h->maxarg, h->range, "--", NULL};
-    h->git_rc = graph_git(h->repo, logargs, &h->out);
+    h->git_rc = graph_git_stream(h->repo, logargs, on_chunk, h);
+    if (h->git_rc == 0 && !h->oom && h->carry.len) add_records(h, h->carry.p, h->carry.len, 1);
     return NULL;
 }
 
-graph_history *graph_history_start(const char *repo, sqlite3 *db, int max_commits, int full)
+graph_history *graph_history_start(const char *repo, sqlite3 *db, char **paths, size_t n,
+                                   int max_commits, int full)
 {
     graph_history *h = calloc(1, sizeof *h);
     if (!h) return NULL;
-    buf_init(&h->out);
+    buf_init(&h->carry);
     h->repo = repo;
     h->full = full;
+    h->paths = paths;
+    h->n = n;
     const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
     h->head = graph_git_line(repo, rev);
     if (!h->head) return h; /* no commits yet */
@@ -147,7 +240,20 @@ graph_history *graph_history_start(const char *repo, sqlite3 *db, int max_commit
     free(prev);
     snprintf(h->maxarg, sizeof h->maxarg, "--max-count=%d",
              max_commits > 0 ? max_commits : 2000000000);
-    /* git log runs beside the parsing; without a thread, at finish */
+    h->ents = calloc(n ? n : 1, sizeof *h->ents);
+    h->fn = calloc(n ? n : 1, sizeof *h->fn);
+    h->fw = calloc(n ? n : 1, sizeof *h->fw);
+    if (!h->ents || !h->fn || !h->fw) {
+        graph_history_free(h);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        h->ents[i].path = paths[i];
+        h->ents[i].idx = (uint32_t)i;
+        HASH_ADD_KEYPTR(hh, h->map, h->ents[i].path, strlen(h->ents[i].path), &h->ents[i]);
+    }
+    /* git log runs and is added up beside the parsing; without a thread,
+     * at graph_cochange_update */
     h->started = pthread_create(&h->th, NULL, history_reader, h) == 0;
     return h;
 }
@@ -161,13 +267,20 @@ void graph_history_free(graph_history *h)
 {
     if (!h) return;
     if (h->started) pthread_join(h->th, NULL);
-    buf_free(&h->out);
+    buf_free(&h->carry);
+    HASH_CLEAR(hh, h->map);
+    free(h->ents);
+    free(h->fn);
+    free(h->fw);
+    free(h->pt.key);
+    free(h->pt.n);
+    free(h->pt.w);
     free(h->head);
     free(h);
 }
 
-int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n, size_t *commits,
-                          size_t *pairs, char **err)
+int graph_cochange_update(graph_history *h, sqlite3 *db, size_t *commits, size_t *pairs,
+                          char **err)
 {
     *commits = *pairs = 0;
     if (!h->head || h->nothing_new) return 0;
@@ -177,62 +290,18 @@ int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n,
     } else {
         history_reader(h);
     }
-    if (h->git_rc != 0) {
-        *err = util_strdup("git log failed");
+    if (h->git_rc != 0 || h->oom) {
+        *err = util_strdup(h->oom ? "out of memory" : "git log failed");
         return -1;
     }
-    int full = h->full;
+    int full = h->full, rc = 0;
     const char *head = h->head;
-    buf out = h->out;
-
-    pentry *map = NULL, *ents = calloc(n ? n : 1, sizeof *ents);
-    uint32_t *fn = calloc(n ? n : 1, sizeof *fn);
-    double *fw = calloc(n ? n : 1, sizeof *fw);
-    uint32_t *cur = malloc(sizeof(uint32_t) * (GRAPH_MAX_COMMIT_FILES + 1));
-    pair_tab pt = {0};
-    int rc = (ents && fn && fw && cur) ? 0 : -1;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        ents[i].path = paths[i];
-        ents[i].idx = (uint32_t)i;
-        HASH_ADD_KEYPTR(hh, map, ents[i].path, strlen(ents[i].path), &ents[i]);
-    }
-    char *p = out.p, *end = out.p ? out.p + out.len : NULL;
-    while (rc == 0 && p && p < end) {
-        char *c = memchr(p, '\x01', (size_t)(end - p));
-        if (!c) break;
-        char *next = memchr(c + 1, '\x01', (size_t)(end - c - 1));
-        if (!next) next = end;
-        char *sp = memchr(c + 1, ' ', (size_t)(next - c - 1));
-        char *subj = memchr(c + 1, '\x02', (size_t)(next - c - 1));
-        p = next;
-        if (!sp || !subj) continue;
-        double t = strtod(sp + 1, NULL);
-        char *nl = memchr(subj, '\n', (size_t)(next - subj));
-        if (!nl) continue;
-        double noise = noise_of(subj + 1, (size_t)(nl - subj - 1));
-        size_t total = 0, k = 0;
-        for (char *l = nl + 1; l < next;) {
-            char *e = memchr(l, '\n', (size_t)(next - l));
-            if (!e) e = next;
-            if (e > l) {
-                total++;
-                pentry *pe;
-                HASH_FIND(hh, map, l, (size_t)(e - l), pe);
-                if (pe && k <= GRAPH_MAX_COMMIT_FILES) cur[k++] = pe->idx;
-            }
-            l = e + 1;
-        }
-        if (total == 0 || total > GRAPH_MAX_COMMIT_FILES || k == 0) continue;
-        (*commits)++;
-        double w = noise * exp2((t - T0) / GRAPH_HALF_LIFE_S);
-        for (size_t i = 0; i < k; i++) {
-            fn[cur[i]]++;
-            fw[cur[i]] += w;
-        }
-        for (size_t i = 0; i < k && rc == 0; i++)
-            for (size_t j = 0; j < k && rc == 0; j++)
-                if (cur[i] < cur[j]) rc = pair_add(&pt, cur[i], cur[j], w);
-    }
+    char **paths = h->paths;
+    size_t n = h->n;
+    uint32_t *fn = h->fn;
+    double *fw = h->fw;
+    pair_tab pt = h->pt;
+    *commits = h->commits;
 
     if (rc == 0 && full)
         rc = sqlite3_exec(db, "DELETE FROM cochange; DELETE FROM commit_files;", NULL, NULL, NULL) ==
@@ -286,13 +355,5 @@ int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n,
         rc = graph_db_set_meta(db, "commits", num);
     }
     if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
-    HASH_CLEAR(hh, map);
-    free(ents);
-    free(fn);
-    free(fw);
-    free(cur);
-    free(pt.key);
-    free(pt.n);
-    free(pt.w);
     return rc;
 }

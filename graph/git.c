@@ -12,7 +12,20 @@
 
 extern char **environ;
 
+static int to_buf(void *ud, const char *p, size_t n)
+{
+    buf_append(ud, p, n);
+    return 0;
+}
+
 int graph_git(const char *repo, const char *const *args, buf *out)
+{
+    int rc = graph_git_stream(repo, args, to_buf, out);
+    return buf_failed(out) ? -1 : rc;
+}
+
+int graph_git_stream(const char *repo, const char *const *args,
+                     int (*cb)(void *ud, const char *p, size_t n), void *ud)
 {
     const char *argv[32];
     size_t n = 0;
@@ -43,13 +56,12 @@ int graph_git(const char *repo, const char *const *args, buf *out)
         ssize_t r = read(fds[0], chunk, sizeof chunk);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
-        buf_append(out, chunk, (size_t)r);
+        if (cb(ud, chunk, (size_t)r) != 0) break;
     }
     close(fds[0]);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
-    if (buf_failed(out)) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

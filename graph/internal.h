@@ -15,6 +15,10 @@
 /* git.c: runs `git -C repo args...`; output appended to out.  Returns the
  * exit status, or -1 when git could not run. */
 int graph_git(const char *repo, const char *const *args, buf *out);
+/* The same, handing the output to cb as it comes; cb returning non-zero
+ * stops reading (git is then ended by SIGPIPE). */
+int graph_git_stream(const char *repo, const char *const *args,
+                     int (*cb)(void *ud, const char *p, size_t n), void *ud);
 /* First line of the output of a successful command (malloc'ed) or NULL. */
 char *graph_git_line(const char *repo, const char *const *args);
 
@@ -36,12 +40,14 @@ int32_t graph_resolver_suffix(graph_resolver *r, const char *suffix);
 /* cochange.c: reads commits from git and accumulates pair weights into the db.
  * graph_history_start decides what to read (the commits since the last
  * build, all of them when full or when history was rewritten) and starts
- * `git log` on a thread; graph_cochange_update waits for it and writes the
- * pairs of the files in paths.  NULL only when out of memory. */
+ * `git log` on a thread that adds up the commits of the files in paths
+ * (kept until graph_history_free) as they stream in; graph_cochange_update
+ * waits for it and writes the pairs.  NULL only when out of memory. */
 typedef struct graph_history graph_history;
-graph_history *graph_history_start(const char *repo, sqlite3 *db, int max_commits, int full);
-int graph_cochange_update(graph_history *h, sqlite3 *db, char **paths, size_t n, size_t *commits,
-                          size_t *pairs, char **err);
+graph_history *graph_history_start(const char *repo, sqlite3 *db, char **paths, size_t n,
+                                   int max_commits, int full);
+int graph_cochange_update(graph_history *h, sqlite3 *db, size_t *commits, size_t *pairs,
+                          char **err);
 void graph_history_free(graph_history *h);
 /* HEAD when the history was started (NULL: no commits). */
 const char *graph_history_head(const graph_history *h);
