@@ -311,10 +311,13 @@ static void hits_json(graph_index *g, const graph_hit *hits, size_t n, buf *out)
     buf_putc(out, ']');
 }
 
-static int weights_from(json_t *params, graph_weights *w)
+static const char *const field_names[GRAPH_FIELDS] = {"Path", "Symbol", "Import", "Call",
+                                                      "Content"};
+
+/* Weights from a JSON object over the defaults; -1 on an unknown key. */
+static int weights_obj(json_t *o, graph_weights *w)
 {
     graph_weights_default(w);
-    json_t *o = json_object_get(params, "weights");
     if (!o) return 0;
     if (!json_is_object(o)) return -1;
     const char *k;
@@ -322,6 +325,7 @@ static int weights_from(json_t *params, graph_weights *w)
     json_object_foreach(o, k, v) {
         if (!json_is_number(v)) return -1;
         double x = json_number_value(v);
+        int known = 1;
         if (strcmp(k, "lexical") == 0) w->lexical = x;
         else if (strcmp(k, "graph") == 0) w->graph = x;
         else if (strcmp(k, "cochange") == 0) w->cochange = x;
@@ -331,9 +335,26 @@ static int weights_from(json_t *params, graph_weights *w)
         else if (strcmp(k, "hopDecay") == 0) w->hop_decay = x;
         else if (strcmp(k, "hops") == 0) w->hops = (int)x;
         else if (strcmp(k, "calls") == 0) w->use_calls = x != 0;
-        else return -1;
+        else if (strcmp(k, "contentBm25") == 0) w->content_bm25 = x;
+        else if (strcmp(k, "testProxy") == 0) w->test_proxy = x;
+        else if (strcmp(k, "churn") == 0) w->churn = x;
+        else known = 0;
+        /* field weights and b: wPath, bPath, wSymbol, ... wContent, bContent */
+        for (int f = 0; !known && f < GRAPH_FIELDS; f++) {
+            if ((k[0] == 'w' || k[0] == 'b') && strcmp(k + 1, field_names[f]) == 0) {
+                if (k[0] == 'w') w->field_w[f] = x;
+                else w->field_b[f] = x;
+                known = 1;
+            }
+        }
+        if (!known) return -1;
     }
     return 0;
+}
+
+static int weights_from(json_t *params, graph_weights *w)
+{
+    return weights_obj(json_object_get(params, "weights"), w);
 }
 
 static int predict(json_t *params, buf *out, char **msg)
@@ -353,6 +374,20 @@ static int predict(json_t *params, buf *out, char **msg)
     if (weights_from(params, &w) != 0) {
         *msg = util_strdup("param \"weights\" must be an object of known numeric weights");
         return CLARITY_EINVAL;
+    }
+    /* benchmarks: "weightSets": [{...}, ...] ranks once per set on the same
+     * loaded index and answers "runs": [[path, ...], ...] as well */
+    json_t *sets = json_object_get(params, "weightSets");
+    if (sets && !json_is_array(sets)) {
+        *msg = util_strdup("param \"weightSets\" must be an array of weight objects");
+        return CLARITY_EINVAL;
+    }
+    for (size_t i = 0; sets && i < json_array_size(sets); i++) {
+        graph_weights t;
+        if (weights_obj(json_array_get(sets, i), &t) != 0) {
+            *msg = util_strdup("param \"weightSets\" must be an array of weight objects");
+            return CLARITY_EINVAL;
+        }
     }
     size_t k = kj ? (size_t)json_integer_value(kj) : 10;
     int repeat = 1;
@@ -383,6 +418,22 @@ static int predict(json_t *params, buf *out, char **msg)
     }
     hits_json(c->g, hits, n, out);
     buf_printf(out, ",\"ms\":%.3f", lat[repeat - 1]);
+    if (sets) {
+        buf_puts(out, ",\"runs\":[");
+        for (size_t i = 0; i < json_array_size(sets); i++) {
+            graph_weights t;
+            weights_obj(json_array_get(sets, i), &t);
+            size_t m = graph_predict(c->g, &t, prompt, strlen(prompt), hits, k);
+            buf_puts(out, i ? ",[" : "[");
+            for (size_t j = 0; j < m; j++) {
+                if (j) buf_putc(out, ',');
+                const char *p = graph_index_path(c->g, hits[j].file);
+                buf_json_str(out, p, strlen(p));
+            }
+            buf_putc(out, ']');
+        }
+        buf_putc(out, ']');
+    }
     if (repeat > 1) {
         for (int i = 1; i < repeat; i++) { /* insertion sort: p50/p99 */
             double x = lat[i];

@@ -133,12 +133,18 @@ int graph_is_stale(const char *repo, const char *db_path);
 /* ---- index.c / query.c ---- */
 typedef struct graph_index graph_index;
 
+enum { GRAPH_FIELDS = 5 }; /* path, symbol, import, call, content */
+
 typedef struct graph_weights {
     double lexical, graph, cochange, mention, centrality;
     double seed_count;  /* seeds of the propagation */
     double hop_decay;   /* activation kept per hop */
     int hops;
     int use_calls;      /* BM25F over call names as a fourth field */
+    double field_w[GRAPH_FIELDS], field_b[GRAPH_FIELDS]; /* BM25F field weights and b */
+    double content_bm25; /* a separate BM25 (b 0.75) over the content field, fused */
+    double test_proxy;   /* share of a test file's score lent to what it imports */
+    double churn;        /* prior: the file's time-decayed commit weight */
 } graph_weights;
 
 void graph_weights_default(graph_weights *w);

@@ -1,8 +1,10 @@
 /* index.c: the query index of a repository, loaded from its graph cache.
  *
  * Files with their symbols; import edges both ways (CSR); BM25F postings
- * over four fields (path segments, symbol names, import names, callee
- * names), with per-field lengths; import in-degree centrality.  Co-change
+ * over five fields (path segments, symbol names, import names, callee
+ * names, the words of the file's content: identifiers, comments and
+ * docstrings, read from the working tree at load), with per-field lengths;
+ * import in-degree centrality.  Co-change
  * partners are read from SQLite on first use per file and kept.
  */
 #include <math.h>
@@ -24,6 +26,7 @@ typedef struct term_ent {
 
 typedef struct triple {
     uint32_t term, doc;
+    uint16_t cnt;
     uint8_t field;
 } triple;
 
@@ -34,6 +37,10 @@ typedef struct tok_ctx {
     uint32_t doc;
     uint8_t field;
     int oom;
+    /* content: term ids of one file, counted before they become triples */
+    int collect;
+    uint32_t *ids;
+    size_t nids, capids;
 } tok_ctx;
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
@@ -41,6 +48,53 @@ int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
     term_ent *e;
     HASH_FIND(hh, g->terms, s, n, e);
     return e ? (int32_t)e->id : -1;
+}
+
+static int push_triple(tok_ctx *c, uint32_t term, uint16_t cnt)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 65536;
+        triple *t = realloc(c->t, cap * sizeof *t);
+        if (!t) {
+            c->oom = 1;
+            return 1;
+        }
+        c->t = t;
+        c->cap = cap;
+    }
+    c->t[c->n++] = (triple){term, c->doc, cnt, c->field};
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int on_tok(void *ud, const char *s, size_t n);
+
+/* The content field of one file: its words, counted per term. */
+static void content_field(tok_ctx *c, const char *repo, const char *path, char *data)
+{
+    char full[4096];
+    if (snprintf(full, sizeof full, "%s/%s", repo, path) >= (int)sizeof full) return;
+    FILE *f = fopen(full, "rb");
+    if (!f) return;
+    size_t len = fread(data, 1, GI_CONTENT_MAX, f);
+    fclose(f);
+    c->field = GI_CONTENT;
+    c->collect = 1;
+    c->nids = 0;
+    graph_tokenize(data, len, 0, on_tok, c);
+    c->collect = 0;
+    if (c->nids > 1) qsort(c->ids, c->nids, sizeof *c->ids, cmp_u32);
+    for (size_t i = 0; i < c->nids && !c->oom;) {
+        size_t j = i;
+        while (j < c->nids && c->ids[j] == c->ids[i]) j++;
+        push_triple(c, c->ids[i], (uint16_t)(j - i < 65535 ? j - i : 65535));
+        i = j;
+    }
 }
 
 static int on_tok(void *ud, const char *s, size_t n)
@@ -59,19 +113,22 @@ static int on_tok(void *ud, const char *s, size_t n)
         e->id = (uint32_t)g->n_terms++;
         HASH_ADD_KEYPTR(hh, g->terms, e->s, n, e);
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 65536;
-        triple *t = realloc(c->t, cap * sizeof *t);
-        if (!t) {
-            c->oom = 1;
-            return 1;
-        }
-        c->t = t;
-        c->cap = cap;
-    }
-    c->t[c->n++] = (triple){e->id, c->doc, c->field};
     g->flen[c->field][c->doc] += 1.0f;
-    return 0;
+    if (c->collect) {
+        if (c->nids == c->capids) {
+            size_t cap = c->capids ? c->capids * 2 : 4096;
+            uint32_t *a = realloc(c->ids, cap * sizeof *a);
+            if (!a) {
+                c->oom = 1;
+                return 1;
+            }
+            c->ids = a;
+            c->capids = cap;
+        }
+        c->ids[c->nids++] = e->id;
+        return 0;
+    }
+    return push_triple(c, e->id, 1);
 }
 
 static int cmp_triple(const void *a, const void *b)
@@ -166,9 +223,13 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     g->final = calloc(n + 1, sizeof *g->final);
     g->mention = calloc(n + 1, sizeof *g->mention);
     g->cosc = calloc(n + 1, sizeof *g->cosc);
+    g->clex = calloc(n + 1, sizeof *g->clex);
     g->central = calloc(n + 1, sizeof *g->central);
-    if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[3] || !g->co ||
+    g->churn = calloc(n + 1, sizeof *g->churn);
+    if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[GI_FIELDS - 1] ||
+        !g->co ||
         !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
+        !g->clex || !g->churn ||
         !g->central)
         rc = -1;
     for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
@@ -237,7 +298,9 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     free(tmp_file);
 
     /* BM25F fields */
-    tok_ctx tc = {g, NULL, 0, 0, 0, 0, 0};
+    tok_ctx tc = {g, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
+    char *content = malloc(GI_CONTENT_MAX);
+    if (!content) rc = -1;
     for (size_t d = 0; rc == 0 && d < n && !tc.oom; d++) {
         tc.doc = (uint32_t)d;
         tc.field = GI_PATH;
@@ -251,7 +314,10 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         tc.field = GI_SYMBOL;
         for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc.oom; k++)
             graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, &tc);
+        content_field(&tc, g->repo, g->paths[d], content);
     }
+    free(content);
+    free(tc.ids);
     /* import and call names */
     static const char *const q2[2] = {"SELECT file_id, spec, target FROM imports",
                                       "SELECT file_id, name, 0 FROM calls"};
@@ -305,12 +371,13 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         for (size_t k = 0; rc == 0 && k < tc.n; k++) {
             const triple *t = &tc.t[k];
             if (np == 0 || g->post[np - 1].doc != t->doc || g->post_term_last != t->term) {
-                g->post[np] = (gi_posting){t->doc, {0, 0, 0, 0}};
+                g->post[np] = (gi_posting){t->doc, {0}};
                 g->post_off[t->term + 1]++;
                 g->post_term_last = t->term;
                 np++;
             }
-            if (g->post[np - 1].tf[t->field] < 65535) g->post[np - 1].tf[t->field]++;
+            uint32_t tf = g->post[np - 1].tf[t->field] + t->cnt;
+            g->post[np - 1].tf[t->field] = (uint16_t)(tf < 65535 ? tf : 65535);
         }
         for (size_t k = 0; rc == 0 && k < g->n_terms; k++) g->post_off[k + 1] += g->post_off[k];
     }
@@ -338,6 +405,12 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
             if (d >= 0) g->co_total[d] = sqlite3_column_double(st, 1);
         }
         sqlite3_finalize(st);
+        double mx = 0;
+        for (size_t d = 0; d < n; d++) {
+            g->churn[d] = log1p(g->co_total[d]);
+            if (g->churn[d] > mx) mx = g->churn[d];
+        }
+        for (size_t d = 0; mx > 0 && d < n; d++) g->churn[d] /= mx;
     }
     if (rc == 0 &&
         sqlite3_prepare_v2(db,
@@ -451,12 +524,14 @@ void graph_index_free(graph_index *g)
     free(g->co);
     free(g->co_total);
     free(g->central);
+    free(g->churn);
     free(g->act);
     free(g->lex);
     free(g->tmp);
     free(g->final);
     free(g->mention);
     free(g->cosc);
+    free(g->clex);
     free(g->qterms);
     free(g->repo);
     free(g->db_path);

@@ -4,7 +4,10 @@
 
 #include "internal.h"
 
-enum { GI_PATH = 0, GI_SYMBOL, GI_IMPORT, GI_CALL, GI_FIELDS };
+enum { GI_PATH = 0, GI_SYMBOL, GI_IMPORT, GI_CALL, GI_CONTENT, GI_FIELDS };
+
+/* Bytes of a file's content indexed for the content field. */
+#define GI_CONTENT_MAX (512 * 1024)
 
 typedef struct gi_posting {
     uint32_t doc;
@@ -41,11 +44,12 @@ struct graph_index {
     gi_partners *co;
     double *co_total;
     double *central;
+    double *churn; /* log decayed commit weight, scaled to [0, 1] */
     graph_resolver *res;
     int64_t loaded_ms;
     int64_t data_version; /* PRAGMA data_version when loaded */
     /* per-query scratch (the caller serializes queries on one index) */
-    double *act, *lex, *tmp, *final, *mention, *cosc;
+    double *act, *lex, *tmp, *final, *mention, *cosc, *clex;
     int32_t *qterms;
     size_t n_qterms, cap_qterms;
 };

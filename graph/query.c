@@ -1,10 +1,12 @@
 /* query.c: ranks a repository's files for a prompt.
  *
  *  lexical   BM25F (k1 1.2) over path segments (weight 2.0, b 0.3), symbol
- *            names (1.0, 0.4), import names (0.5, 0.5) and, optionally,
- *            callee names (0.3, 0.5); global IDF; query terms weighted by
- *            1 + log(qtf).  A test file's score is lent to the files it
- *            imports (test -> source proxy).
+ *            names (1.0, 0.4), import names (0.5, 0.5), callee names
+ *            (0.3, 0.5) and the file's content words (see the defaults);
+ *            global IDF over the weighted fields; query terms weighted by
+ *            1 + log(qtf); optionally fused with a plain BM25 over the
+ *            content.  A test file's score is lent to the files it imports
+ *            (test -> source proxy).
  *  mention   the prompt names the file: a path (tracebacks) or a dotted
  *            module.
  *  graph     spreading activation from the best seeds over imports and
@@ -12,6 +14,8 @@
  *  cochange  activation from the seeds over co-change partners (decayed
  *            Jaccard), one hop.
  *  centrality  log import in-degree.
+ *  churn     a prior: log of the file's time-decayed commit weight.
+ * The priors (centrality, churn) only add to files with evidence.
  * The fused score is the weighted sum; test files are never predicted;
  * ties break by path, so results are deterministic.
  */
@@ -23,20 +27,32 @@
 #include "index.h"
 
 static const double K1 = 1.2;
-static const double FW[GI_FIELDS] = {2.0, 1.0, 0.5, 0.3};
-static const double FB[GI_FIELDS] = {0.3, 0.4, 0.5, 0.5};
+static const double FW[GI_FIELDS] = {2.0, 1.0, 0.5, 0.3, 0.1};
+static const double FB[GI_FIELDS] = {0.3, 0.4, 0.5, 0.5, 0.75};
+/* b of the separate content BM25 */
+static const double CB = 0.75;
 
 void graph_weights_default(graph_weights *w)
 {
     w->lexical = 1.0;
     w->mention = 1.0;
-    w->graph = 0.3;
-    w->cochange = 0.3;
+    /* Propagation over imports and co-change partners: off by default; on
+     * both benchmarks (SWE-bench dev, hono history) every weight tried
+     * ranked the same or worse than none (bench/graph/README.md). */
+    w->graph = 0;
+    w->cochange = 0;
     w->centrality = 0.05;
     w->seed_count = 20;
     w->hop_decay = 0.5;
     w->hops = 3;
     w->use_calls = 1;
+    for (int f = 0; f < GI_FIELDS; f++) {
+        w->field_w[f] = FW[f];
+        w->field_b[f] = FB[f];
+    }
+    w->content_bm25 = 0;
+    w->test_proxy = 0.5;
+    w->churn = 0.2;
 }
 
 typedef struct qctx {
@@ -70,10 +86,16 @@ static int cmp_i32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* BM25F into g->lex over the fields of non-zero weight (a term's document
+ * frequency counts the files that hold it in one of those fields), and,
+ * when w->content_bm25 > 0, plain BM25 over the content field alone into
+ * g->clex. */
 static void bm25f(graph_index *g, const graph_weights *w)
 {
     double N = (double)g->n;
-    int nf = w->use_calls ? GI_FIELDS : GI_CALL;
+    double fw[GI_FIELDS];
+    for (int f = 0; f < GI_FIELDS; f++) fw[f] = w->field_w[f] > 0 ? w->field_w[f] : 0;
+    if (!w->use_calls) fw[GI_CALL] = 0;
     for (size_t i = 0; i < g->n_qterms;) {
         int32_t t = g->qterms[i];
         size_t j = i;
@@ -81,18 +103,39 @@ static void bm25f(graph_index *g, const graph_weights *w)
         double qw = 1.0 + log((double)(j - i));
         i = j;
         uint32_t a = g->post_off[t], b = g->post_off[t + 1];
-        double df = (double)(b - a);
-        if (df == 0) continue;
-        double idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
+        double df = 0, dfc = 0;
         for (uint32_t k = a; k < b; k++) {
             const gi_posting *p = &g->post[k];
-            double tf = 0;
-            for (int f = 0; f < nf; f++) {
-                if (!p->tf[f]) continue;
-                double norm = 1.0 - FB[f] + FB[f] * g->flen[f][p->doc] / g->avglen[f];
-                tf += FW[f] * p->tf[f] / norm;
+            for (int f = 0; f < GI_FIELDS; f++)
+                if (fw[f] > 0 && p->tf[f]) {
+                    df++;
+                    break;
+                }
+            dfc += p->tf[GI_CONTENT] != 0;
+        }
+        if (df > 0) {
+            double idf = log(1.0 + (N - df + 0.5) / (df + 0.5));
+            for (uint32_t k = a; k < b; k++) {
+                const gi_posting *p = &g->post[k];
+                double tf = 0;
+                for (int f = 0; f < GI_FIELDS; f++) {
+                    if (!p->tf[f] || fw[f] == 0) continue;
+                    double bf = w->field_b[f];
+                    double norm = 1.0 - bf + bf * g->flen[f][p->doc] / g->avglen[f];
+                    tf += fw[f] * p->tf[f] / norm;
+                }
+                if (tf > 0) g->lex[p->doc] += qw * idf * tf / (K1 + tf);
             }
-            if (tf > 0) g->lex[p->doc] += qw * idf * tf / (K1 + tf);
+        }
+        if (w->content_bm25 > 0 && dfc > 0) {
+            double idf = log(1.0 + (N - dfc + 0.5) / (dfc + 0.5));
+            for (uint32_t k = a; k < b; k++) {
+                const gi_posting *p = &g->post[k];
+                double tf = p->tf[GI_CONTENT];
+                if (tf == 0) continue;
+                double norm = 1.0 - CB + CB * g->flen[GI_CONTENT][p->doc] / g->avglen[GI_CONTENT];
+                g->clex[p->doc] += qw * idf * tf * (K1 + 1) / (tf + K1 * norm);
+            }
         }
     }
 }
@@ -155,6 +198,7 @@ void graph_lexical(graph_index *g, const graph_weights *w, const char *prompt, s
                    double *out)
 {
     memset(g->lex, 0, g->n * sizeof *g->lex);
+    memset(g->clex, 0, g->n * sizeof *g->clex);
     g->n_qterms = 0;
     qctx qc = {g, 0};
     graph_tokenize(prompt, len, 0, on_qtok, &qc);
@@ -173,20 +217,31 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
     memset(g->act, 0, n * sizeof *g->act);
     memset(g->cosc, 0, n * sizeof *g->cosc);
     memset(g->tmp, 0, n * sizeof *g->tmp);
+    memset(g->clex, 0, n * sizeof *g->clex);
     g->n_qterms = 0;
     qctx qc = {g, 0};
     graph_tokenize(prompt, len, 0, on_qtok, &qc);
     if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
     bm25f(g, w);
     mentions(g, prompt, len);
+    if (w->content_bm25 > 0) { /* fuse the separate content BM25, each scaled to max 1 */
+        double ml = 0, mc = 0;
+        for (uint32_t d = 0; d < n; d++) {
+            ml = fmax(ml, g->lex[d]);
+            mc = fmax(mc, g->clex[d]);
+        }
+        for (uint32_t d = 0; d < n; d++)
+            g->lex[d] = (ml > 0 ? g->lex[d] / ml : 0) +
+                        (mc > 0 ? w->content_bm25 * g->clex[d] / mc : 0);
+    }
 
-    /* test -> source proxy: a test lends half its score to what it imports */
-    for (uint32_t d = 0; d < n; d++) {
+    /* test -> source proxy: a test lends a share of its score to what it imports */
+    for (uint32_t d = 0; w->test_proxy > 0 && d < n; d++) {
         if (!g->is_test[d] || g->lex[d] <= 0) continue;
         uint32_t a = g->out_off[d], b = g->out_off[d + 1];
         for (uint32_t e = a; e < b; e++) {
             uint32_t t = g->out[e];
-            if (!g->is_test[t]) g->tmp[t] = fmax(g->tmp[t], 0.5 * g->lex[d]);
+            if (!g->is_test[t]) g->tmp[t] = fmax(g->tmp[t], w->test_proxy * g->lex[d]);
         }
     }
     double mx = 0;
@@ -256,7 +311,9 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
     }
     for (uint32_t d = 0; d < n; d++) {
         g->final[d] += w->graph * fmin(g->act[d], 1.0) + w->cochange * fmin(g->cosc[d], 1.0);
-        if (g->final[d] > 0) g->final[d] += w->centrality * g->central[d];
+        /* priors: only for files the prompt gave some evidence for */
+        if (g->final[d] > 0)
+            g->final[d] += w->centrality * g->central[d] + w->churn * g->churn[d];
     }
     return top_k(g, g->final, 0, out, k);
 }

@@ -350,6 +350,7 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     graph_weights w;
     graph_weights_default(&w);
     w.use_calls = 0;
+    w.field_w[4] = 0; /* path, symbol and import fields only (content below) */
     double lex[2];
     /* "login": symbol field of session.py only (tokens login, user,
      * loginuser: length 3; db.py: connect, length 1; average 2).
@@ -373,6 +374,32 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     size_t n = graph_predict(g, &w, "the login of a user", 18, hits, 2);
     cr_assert_geq(n, 1);
     cr_assert_eq(hits[0].file, (uint32_t)s);
+    /* the content field alone (weight 1, b 0.75): session.py's words are
+     * login user loginuser pass (4; "def" is a stopword), db.py's os
+     * connect pass (3; "import" is one too); average 3.5.  With only the
+     * content weighted, df counts the content field: "login" 1 file,
+     * "pass" 2 files. */
+    for (int f = 0; f < GRAPH_FIELDS; f++) w.field_w[f] = 0;
+    w.field_w[4] = 1.0;
+    w.field_b[4] = 0.75;
+    graph_lexical(g, &w, "login", 5, lex);
+    double tc = 1.0 / (0.25 + 0.75 * 4 / 3.5), wc = log(2.0) * tc / (1.2 + tc);
+    cr_assert_float_eq(lex[s], wc, 1e-9, "content login: %.9f vs %.9f", lex[s], wc);
+    cr_assert_float_eq(lex[d], 0.0, 1e-12);
+    graph_lexical(g, &w, "pass", 4, lex);
+    double idp = log(1.0 + 0.5 / 2.5);
+    double ts_ = 1.0 / (0.25 + 0.75 * 4 / 3.5), td = 1.0 / (0.25 + 0.75 * 3 / 3.5);
+    cr_assert_float_eq(lex[s], idp * ts_ / (1.2 + ts_), 1e-9);
+    cr_assert_float_eq(lex[d], idp * td / (1.2 + td), 1e-9);
+    /* "login connect": content and symbol fields together (symbol weight
+     * 1, b 0.4; session.py's symbol field login user loginuser = 3, db.py's
+     * connect = 1, average 2): tf~ sums over the fields before saturation */
+    w.field_w[1] = 1.0;
+    graph_lexical(g, &w, "login connect", 13, lex);
+    double tsl = 1.0 / (0.6 + 0.4 * 3 / 2.0) + tc;
+    double tdc = 1.0 / (0.6 + 0.4 * 1 / 2.0) + 1.0 / (0.25 + 0.75 * 3 / 3.5);
+    cr_assert_float_eq(lex[s], log(2.0) * tsl / (1.2 + tsl), 1e-9);
+    cr_assert_float_eq(lex[d], log(2.0) * tdc / (1.2 + tdc), 1e-9);
     graph_index_free(g);
 }
 

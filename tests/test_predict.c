@@ -106,6 +106,35 @@ static double term(json_t *item, const char *k)
 
 static const char prompt[] = "login fails in the session store, called from src/api.py";
 
+Test(predict, rpc_ranks_once_per_weight_set)
+{
+    th_host h = open_host(MEM "}");
+    graph_build(&h);
+    char params[4400];
+    snprintf(params, sizeof params,
+             "{\"repo\":\"%s\",\"prompt\":\"login session\",\"k\":3,"
+             "\"weightSets\":[{},{\"wContent\":0,\"wPath\":0,\"wSymbol\":0,\"wImport\":0,"
+             "\"wCall\":0,\"graph\":0,\"cochange\":0,\"mention\":0,\"churn\":0}]}",
+             repo);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.predict", params, &j), 0);
+    json_t *runs = json_object_get(j, "runs"), *files = json_object_get(j, "files");
+    cr_assert_eq(json_array_size(runs), 2);
+    /* the first set is the defaults: the same ranking as "files" */
+    json_t *r0 = json_array_get(runs, 0);
+    cr_assert_eq(json_array_size(r0), json_array_size(files));
+    cr_assert_str_eq(json_string_value(json_array_get(r0, 0)), "src/auth/session.py");
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(files, 0), "path")),
+                     "src/auth/session.py");
+    /* every field off: nothing to rank */
+    cr_assert_eq(json_array_size(json_array_get(runs, 1)), 0);
+    json_decref(j);
+    snprintf(params, sizeof params,
+             "{\"repo\":\"%s\",\"prompt\":\"x\",\"weightSets\":[{\"nope\":1}]}", repo);
+    cr_assert_neq(th_rpc(&h, "clarity.predict", params, &j), 0);
+    th_close(&h);
+}
+
 Test(predict, tracked_files_get_the_prediction_term_and_targets_are_listed)
 {
     th_host h = open_host(MEM "}");
