@@ -343,6 +343,27 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
     return rc;
 }
 
+/* Modification time (ns) of the repository's git index, or -1.  <repo>/.git
+ * is tried first (no process); worktrees and other layouts ask git. */
+static int64_t index_mtime_ns(const char *repo)
+{
+    char ip[4200];
+    struct stat sb;
+    snprintf(ip, sizeof ip, "%s/.git", repo);
+    if (stat(ip, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(ip, sizeof ip, "%s/.git/index", repo);
+    } else {
+        const char *gd[] = {"rev-parse", "--git-dir", NULL};
+        char *gitdir = graph_git_line(repo, gd);
+        if (!gitdir) return -1;
+        if (gitdir[0] == '/') snprintf(ip, sizeof ip, "%s/index", gitdir);
+        else snprintf(ip, sizeof ip, "%s/%s/index", repo, gitdir);
+        free(gitdir);
+    }
+    if (stat(ip, &sb) != 0) return -1;
+    return (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
 int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
 {
     double t0 = now_ms();
@@ -369,6 +390,9 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     free(ver);
     free(par);
 
+    /* the git index as the build starts: a later change of it (add,
+     * checkout, commit, reset) makes the cache stale (graph_is_stale) */
+    int64_t index_mt = index_mtime_ns(repo);
     /* 1. the file list */
     buf ls;
     buf_init(&ls);
@@ -599,12 +623,14 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     }
     if (rc == 0) {
         const char *head = graph_history_head(hist);
-        char stamp[32];
+        char stamp[32], imt[32];
         snprintf(stamp, sizeof stamp, "%lld", (long long)time(NULL));
+        snprintf(imt, sizeof imt, "%lld", (long long)index_mt);
         if (graph_db_set_meta(db, "schema", GRAPH_SCHEMA_VERSION) != 0 ||
             graph_db_set_meta(db, "parser", parser_s) != 0 ||
             graph_db_set_meta(db, "head", head ? head : "") != 0 ||
-            graph_db_set_meta(db, "built_at", stamp) != 0)
+            graph_db_set_meta(db, "built_at", stamp) != 0 ||
+            graph_db_set_meta(db, "index_mtime", imt) != 0)
             rc = -1;
     }
     graph_history_free(hist);
@@ -646,20 +672,20 @@ int graph_is_stale(const char *repo, const char *db_path)
     free(err);
     if (rc != 0) return -1;
     char *head = graph_db_meta(db, "head"), *built = graph_db_meta(db, "built_at");
+    char *imt = graph_db_meta(db, "index_mtime");
     sqlite3_close(db);
     const char *rev[] = {"rev-parse", "--verify", "-q", "HEAD", NULL};
     char *now = graph_git_line(repo, rev);
     int stale = !head || strcmp(head, now ? now : "") != 0;
-    /* the index changes with every add, checkout and commit */
-    const char *gd[] = {"rev-parse", "--git-dir", NULL};
-    char *gitdir = stale ? NULL : graph_git_line(repo, gd);
-    if (gitdir) {
-        char ip[4200];
-        if (gitdir[0] == '/') snprintf(ip, sizeof ip, "%s/index", gitdir);
-        else snprintf(ip, sizeof ip, "%s/%s/index", repo, gitdir);
-        if (stat(ip, &sb) == 0 && built && sb.st_mtime > atoll(built)) stale = 1;
+    /* the index changes with every add, checkout and commit: compared to
+     * its time when the build started (ns), else (older caches) to the
+     * build's time in seconds */
+    if (!stale) {
+        int64_t mt = index_mtime_ns(repo);
+        if (imt && *imt) stale = mt != (int64_t)atoll(imt);
+        else if (built) stale = mt >= 0 && mt / 1000000000LL > atoll(built);
     }
-    free(gitdir);
+    free(imt);
     free(head);
     free(built);
     free(now);

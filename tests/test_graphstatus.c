@@ -137,6 +137,12 @@ Test(graphstatus, status_stale_and_predict_says_so)
     cr_assert_eq(json_integer_value(json_object_get(s, "files")), 3);
     cr_assert_eq(json_integer_value(json_object_get(s, "commits")), 2);
     json_decref(s);
+    /* a staged edit, HEAD unchanged: the index moved, so stale too (even
+     * within the second of the build) */
+    sh("printf 'def connect():\\n    return 1\\n' > src/pool.py && git add src/pool.py");
+    s = rpc("clarity.graphStatus", params);
+    cr_assert(json_is_true(json_object_get(s, "stale")), "%s", json_dumps(s, 0));
+    json_decref(s);
 }
 
 #define INIT "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"test\",\"version\":\"1\"}}}\n" \
