@@ -338,6 +338,8 @@ static int weights_obj(json_t *o, graph_weights *w)
         else if (strcmp(k, "contentBm25") == 0) w->content_bm25 = x;
         else if (strcmp(k, "testProxy") == 0) w->test_proxy = x;
         else if (strcmp(k, "churn") == 0) w->churn = x;
+        else if (strcmp(k, "mentionPackage") == 0) w->mention_package = x;
+        else if (strcmp(k, "aux") == 0) w->aux = x;
         else known = 0;
         /* field weights and b: wPath, bPath, wSymbol, ... wContent, bContent */
         for (int f = 0; !known && f < GRAPH_FIELDS; f++) {

@@ -145,6 +145,8 @@ typedef struct graph_weights {
     double content_bm25; /* a separate BM25 (b 0.75) over the content field, fused */
     double test_proxy;   /* share of a test file's score lent to what it imports */
     double churn;        /* prior: the file's time-decayed commit weight */
+    double mention_package; /* a named package's __init__.py / index.* / mod.rs */
+    double aux;          /* factor for files under doc(s)/, example(s)/, bench(mark)(s)/, release/ */
 } graph_weights;
 
 void graph_weights_default(graph_weights *w);

@@ -74,6 +74,22 @@ static int cmp_u32(const void *a, const void *b)
 
 static int on_tok(void *ud, const char *s, size_t n);
 
+/* A file under a documentation, example, benchmark or release directory. */
+static int aux_path(const char *path)
+{
+    static const char *const dirs[] = {"doc", "docs", "example", "examples", "bench",
+                                       "benchmark", "benchmarks", "release"};
+    for (const char *p = path; p && *p;) {
+        const char *e = strchr(p, '/');
+        if (!e) break; /* the file name itself */
+        for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+            if ((size_t)(e - p) == strlen(dirs[i]) && strncmp(p, dirs[i], (size_t)(e - p)) == 0)
+                return 1;
+        p = e + 1;
+    }
+    return 0;
+}
+
 /* The content field of one file: its words, counted per term. */
 static void content_field(tok_ctx *c, const char *repo, const char *path, char *data)
 {
@@ -226,10 +242,11 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     g->clex = calloc(n + 1, sizeof *g->clex);
     g->central = calloc(n + 1, sizeof *g->central);
     g->churn = calloc(n + 1, sizeof *g->churn);
+    g->aux = calloc(n + 1, 1);
     if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[GI_FIELDS - 1] ||
         !g->co ||
         !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
-        !g->clex || !g->churn ||
+        !g->clex || !g->churn || !g->aux ||
         !g->central)
         rc = -1;
     for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
@@ -242,6 +259,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         if (!(g->paths[i] = dup_col(st, 1))) rc = -1;
         g->lang[i] = (uint8_t)sqlite3_column_int(st, 2);
         g->is_test[i] = (uint8_t)sqlite3_column_int(st, 3);
+        g->aux[i] = (uint8_t)aux_path(g->paths[i]);
         i++;
     }
     if (rc == 0) sqlite3_finalize(st);
@@ -525,6 +543,7 @@ void graph_index_free(graph_index *g)
     free(g->co_total);
     free(g->central);
     free(g->churn);
+    free(g->aux);
     free(g->act);
     free(g->lex);
     free(g->tmp);

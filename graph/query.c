@@ -8,7 +8,7 @@
  *            content.  A test file's score is lent to the files it imports
  *            (test -> source proxy).
  *  mention   the prompt names the file: a path (tracebacks) or a dotted
- *            module.
+ *            module (a package's __init__.py / index.* / mod.rs counts less).
  *  graph     spreading activation from the best seeds over imports and
  *            importers, `hops` hops, each keeping `hop_decay`.
  *  cochange  activation from the seeds over co-change partners (decayed
@@ -16,6 +16,8 @@
  *  centrality  log import in-degree.
  *  churn     a prior: log of the file's time-decayed commit weight.
  * The priors (centrality, churn) only add to files with evidence.
+ * Files under doc(s)/, example(s)/, bench(mark)(s)/ and release/ keep a
+ * share (aux) of their score.
  * The fused score is the weighted sum; test files are never predicted;
  * ties break by path, so results are deterministic.
  */
@@ -36,9 +38,9 @@ void graph_weights_default(graph_weights *w)
 {
     w->lexical = 1.0;
     w->mention = 1.0;
-    /* Propagation over imports and co-change partners: off by default; on
-     * both benchmarks (SWE-bench dev, hono history) every weight tried
-     * ranked the same or worse than none (bench/graph/README.md). */
+    /* Propagation over imports and co-change partners: off by default; no
+     * weight tried helped on both benchmarks (SWE-bench dev, hono history;
+     * bench/graph/README.md). */
     w->graph = 0;
     w->cochange = 0;
     w->centrality = 0.05;
@@ -53,6 +55,8 @@ void graph_weights_default(graph_weights *w)
     w->content_bm25 = 0;
     w->test_proxy = 0.5;
     w->churn = 0.2;
+    w->mention_package = 0.2;
+    w->aux = 0.3;
 }
 
 typedef struct qctx {
@@ -140,8 +144,18 @@ static void bm25f(graph_index *g, const graph_weights *w)
     }
 }
 
+/* A package's own file (__init__.py, index.js/ts, mod.rs): naming the
+ * package says less about the file than naming a module does. */
+static int is_package_file(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    return strcmp(b, "__init__.py") == 0 || strncmp(b, "index.", 6) == 0 ||
+           strcmp(b, "mod.rs") == 0;
+}
+
 /* Paths and dotted modules the prompt names. */
-static void mentions(graph_index *g, const char *s, size_t len)
+static void mentions(graph_index *g, const graph_weights *w, const char *s, size_t len)
 {
     size_t i = 0;
     char tok[512];
@@ -170,7 +184,10 @@ static void mentions(graph_index *g, const char *s, size_t len)
         } else if (dot && !slash) {
             f = graph_resolve(g->res, "", LANG_PYTHON, tok);
         }
-        if (f >= 0) g->mention[f] = 1.0;
+        if (f >= 0) {
+            double m = is_package_file(g->paths[f]) ? w->mention_package : 1.0;
+            g->mention[f] = fmax(g->mention[f], m);
+        }
     }
 }
 
@@ -223,7 +240,7 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
     graph_tokenize(prompt, len, 0, on_qtok, &qc);
     if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
     bm25f(g, w);
-    mentions(g, prompt, len);
+    mentions(g, w, prompt, len);
     if (w->content_bm25 > 0) { /* fuse the separate content BM25, each scaled to max 1 */
         double ml = 0, mc = 0;
         for (uint32_t d = 0; d < n; d++) {
@@ -314,6 +331,7 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
         /* priors: only for files the prompt gave some evidence for */
         if (g->final[d] > 0)
             g->final[d] += w->centrality * g->central[d] + w->churn * g->churn[d];
+        if (g->aux[d]) g->final[d] *= w->aux;
     }
     return top_k(g, g->final, 0, out, k);
 }

@@ -37,7 +37,11 @@ static const char *const stopwords[] = {
     "error", "traceback", "recent", "call", "last", "file", "code", "test", "tests",
 };
 
-static const struct { const char *from, *to; } synonyms[] = {
+typedef struct synonym {
+    const char *from, *to;
+} synonym;
+
+static const synonym synonyms[] = {
     {"authentication", "auth"}, {"authenticate", "auth"}, {"authorization", "auth"},
     {"authorize", "auth"},      {"database", "db"},       {"configuration", "config"},
     {"configure", "config"},    {"cfg", "config"},        {"conf", "config"},
@@ -62,19 +66,30 @@ static int cmp_str(const void *a, const void *b)
 
 static const char **sorted_stop;
 static size_t n_stop;
+static synonym sorted_syn[sizeof synonyms / sizeof *synonyms];
+
+static int cmp_syn(const void *a, const void *b)
+{
+    return strcmp(((const synonym *)a)->from, ((const synonym *)b)->from);
+}
 
 static void init_stopwords(void)
 {
     static const char *copy[sizeof stopwords / sizeof *stopwords];
     /* Benign race: every thread writes the same sorted content. */
     if (__atomic_load_n(&sorted_stop, __ATOMIC_ACQUIRE)) return;
-    static const char *tmp[sizeof stopwords / sizeof *stopwords];
+    const char *tmp[sizeof stopwords / sizeof *stopwords];
     memcpy(tmp, stopwords, sizeof stopwords);
     qsort(tmp, sizeof tmp / sizeof *tmp, sizeof *tmp, cmp_str);
     size_t n = 0;
     for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
         if (n == 0 || strcmp(copy[n - 1], tmp[i]) != 0) copy[n++] = tmp[i];
     n_stop = n;
+    /* sorted aside, then copied: a racing thread writes the same bytes */
+    synonym syn[sizeof synonyms / sizeof *synonyms];
+    memcpy(syn, synonyms, sizeof synonyms);
+    qsort(syn, sizeof syn / sizeof *syn, sizeof *syn, cmp_syn);
+    memcpy(sorted_syn, syn, sizeof syn);
     __atomic_store_n(&sorted_stop, copy, __ATOMIC_RELEASE);
 }
 
@@ -97,12 +112,12 @@ static size_t normalize(char *w, size_t n)
         n -= 1;
     }
     w[n] = '\0';
-    for (size_t i = 0; i < sizeof synonyms / sizeof *synonyms; i++) {
-        if (strcmp(w, synonyms[i].from) == 0) {
-            n = strlen(synonyms[i].to);
-            memcpy(w, synonyms[i].to, n + 1);
-            break;
-        }
+    synonym key = {w, NULL};
+    const synonym *hit =
+        bsearch(&key, sorted_syn, sizeof synonyms / sizeof *synonyms, sizeof *sorted_syn, cmp_syn);
+    if (hit) {
+        n = strlen(hit->to);
+        memcpy(w, hit->to, n + 1);
     }
     return n;
 }

@@ -403,6 +403,50 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     graph_index_free(g);
 }
 
+static double score_of(const graph_hit *h, size_t n, int file)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].file == (uint32_t)file) return h[i].score;
+    return 0;
+}
+
+Test(graph_repo, package_mentions_and_doc_files_count_less)
+{
+    write_file("pkg/sub/__init__.py", "X = 1\n");
+    write_file("pkg/sub/impl.py", "def run_impl():\n    pass\n");
+    write_file("docs/impl.py", "def run_impl():\n    pass\n");
+    commit(1600000000, "init");
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    int init = graph_index_find(g, "pkg/sub/__init__.py"), doc = graph_index_find(g, "docs/impl.py");
+    cr_assert(init >= 0 && doc >= 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    graph_hit h[3];
+    /* "pkg.sub" names the package: its __init__.py gets mention_package */
+    static const char p1[] = "see pkg.sub";
+    w.mention_package = 1.0;
+    size_t n = graph_predict(g, &w, p1, sizeof p1 - 1, h, 3);
+    double full = score_of(h, n, init);
+    w.mention_package = 0.2;
+    n = graph_predict(g, &w, p1, sizeof p1 - 1, h, 3);
+    cr_assert_float_eq(full - score_of(h, n, init), 0.8 * w.mention, 1e-9);
+    /* a file under docs/ keeps the aux share of its score */
+    static const char p2[] = "run_impl";
+    w.aux = 1.0;
+    n = graph_predict(g, &w, p2, sizeof p2 - 1, h, 3);
+    full = score_of(h, n, doc);
+    cr_assert_gt(full, 0);
+    w.aux = 0.3;
+    n = graph_predict(g, &w, p2, sizeof p2 - 1, h, 3);
+    cr_assert_float_eq(score_of(h, n, doc), 0.3 * full, 1e-9);
+    graph_index_free(g);
+}
+
 static long long q1(const char *db, const char *sql)
 {
     sqlite3 *h;

@@ -131,7 +131,9 @@ Test(predict, rpc_ranks_once_per_weight_set)
     json_decref(j);
     snprintf(params, sizeof params,
              "{\"repo\":\"%s\",\"prompt\":\"x\",\"weightSets\":[{\"nope\":1}]}", repo);
+    j = NULL;
     cr_assert_neq(th_rpc(&h, "clarity.predict", params, &j), 0);
+    json_decref(j); /* the error response, when there is one */
     th_close(&h);
 }
 
