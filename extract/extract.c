@@ -32,14 +32,11 @@ static void set_err(char **err, const char *fmt, ...) __attribute__((format(prin
 static void set_err(char **err, const char *fmt, ...)
 {
     if (!err) return;
-    buf b;
-    buf_init(&b);
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
     free(*err);
-    *err = buf_steal(&b, NULL);
+    *err = util_vformat(fmt, ap);
+    va_end(ap);
 }
 
 /* Compiles and JIT-compiles pat; key names it in the error message. */

@@ -75,14 +75,12 @@ static void svc_log(void *ud, int level, const char *msg)
 void hostsvc_log(hostsvc *h, int level, const char *fmt, ...)
 {
     if (h && !hostsvc_log_enabled(h, level)) return;
-    buf b;
-    buf_init(&b);
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    char *m = util_vformat(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "clarity: %s: %s\n", level_name(level), b.p ? b.p : "");
-    buf_free(&b);
+    fprintf(stderr, "clarity: %s: %s\n", level_name(level), m ? m : fmt);
+    free(m);
 }
 
 static int64_t svc_now_ms(void *ud)
@@ -387,30 +385,18 @@ static int b64_decode(const char *s, size_t n, buf *out)
     return buf_failed(out) ? -1 : 0;
 }
 
-static char *errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *errf(const char *fmt, ...)
-{
-    buf b;
-    buf_init(&b);
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    return buf_steal(&b, NULL);
-}
-
 static int kv_load(hostsvc *h, char **err)
 {
     if (access(h->kv_path, F_OK) != 0 && errno == ENOENT) return 0;
     json_error_t je;
     json_t *root = json_load_file(h->kv_path, JSON_ALLOW_NUL, &je);
     if (!root) {
-        *err = errf("%s:%d:%d: %s", h->kv_path, je.line, je.column, je.text);
+        *err = util_format("%s:%d:%d: %s", h->kv_path, je.line, je.column, je.text);
         return -1;
     }
     h->file_exists = 1;
     if (!json_is_object(root)) {
-        *err = errf("%s: expected a JSON object {\"<namespace>\": {\"<key>\": value}}", h->kv_path);
+        *err = util_format("%s: expected a JSON object {\"<namespace>\": {\"<key>\": value}}", h->kv_path);
         json_decref(root);
         return -1;
     }
@@ -422,7 +408,7 @@ static int kv_load(hostsvc *h, char **err)
     json_object_foreach(root, ns, keys)
     {
         if (!json_is_object(keys)) {
-            *err = errf("%s: namespace \"%s\": expected an object", h->kv_path, ns);
+            *err = util_format("%s: namespace \"%s\": expected an object", h->kv_path, ns);
             rc = -1;
             break;
         }
@@ -442,7 +428,7 @@ static int kv_load(hostsvc *h, char **err)
                 p = tmp.p ? tmp.p : "";
                 n = tmp.len;
             } else {
-                *err = errf("%s: %s/%s: expected a string or {\"base64\": \"...\"}", h->kv_path, ns,
+                *err = util_format("%s: %s/%s: expected a string or {\"base64\": \"...\"}", h->kv_path, ns,
                             key);
                 rc = -1;
                 break;
@@ -450,7 +436,7 @@ static int kv_load(hostsvc *h, char **err)
             size_t klen, nslen;
             char *k = make_key(ns, key, &klen, &nslen);
             if (!k || table_set(h, k, klen, nslen, p, n) != CLARITY_OK) {
-                *err = errf("%s: out of memory", h->kv_path);
+                *err = util_format("%s: out of memory", h->kv_path);
                 rc = -1;
                 break;
             }

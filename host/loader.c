@@ -10,23 +10,11 @@
 
 #include "../util/buf.h"
 
-static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
-static char *fmt(const char *f, ...)
-{
-    buf b;
-    buf_init(&b);
-    va_list ap;
-    va_start(ap, f);
-    buf_vprintf(&b, f, ap);
-    va_end(ap);
-    return buf_steal(&b, NULL);
-}
-
 /* A name without '/' is taken from the working directory when it is there;
  * otherwise dlopen() searches the library path. */
 static char *explicit_candidate(const char *p)
 {
-    if (!strchr(p, '/') && access(p, F_OK) == 0) return fmt("./%s", p);
+    if (!strchr(p, '/') && access(p, F_OK) == 0) return util_format("./%s", p);
     return util_strdup(p);
 }
 
@@ -52,19 +40,19 @@ char *loader_find(const char *explicit_path, char **err)
 
     char *dir = exe_dir();
     if (!dir) {
-        *err = fmt("cannot locate libclarity.so: /proc/self/exe is unreadable; "
+        *err = util_format("cannot locate libclarity.so: /proc/self/exe is unreadable; "
                    "use --plugin PATH or set CLARITY_PLUGIN");
         return NULL;
     }
     const char *sep = strcmp(dir, "/") == 0 ? "" : "/";
-    char *a = fmt("%s%slibclarity.so", dir, sep);
-    char *b = fmt("%s%s../lib/libclarity.so", dir, sep);
+    char *a = util_format("%s%slibclarity.so", dir, sep);
+    char *b = util_format("%s%s../lib/libclarity.so", dir, sep);
     free(dir);
     char *found = NULL;
     if (a && access(a, F_OK) == 0) found = a, a = NULL;
     else if (b && access(b, F_OK) == 0) found = b, b = NULL;
     if (!found)
-        *err = fmt("cannot find libclarity.so (tried %s and %s); use --plugin PATH or set "
+        *err = util_format("cannot find libclarity.so (tried %s and %s); use --plugin PATH or set "
                    "CLARITY_PLUGIN",
                    a ? a : "?", b ? b : "?");
     free(a);
@@ -115,7 +103,7 @@ int loader_open(loader *L, const char *explicit_path, const clarity_host *host,
     L->dl = dlopen(L->path, RTLD_NOW | RTLD_LOCAL);
     if (!L->dl) {
         const char *e = dlerror();
-        *err = fmt("cannot load plugin %s: %s", L->path, e ? e : "dlopen failed");
+        *err = util_format("cannot load plugin %s: %s", L->path, e ? e : "dlopen failed");
         loader_close(L);
         return -1;
     }
@@ -123,7 +111,7 @@ int loader_open(loader *L, const char *explicit_path, const clarity_host *host,
     void *sym = dlsym(L->dl, CLARITY_PLUGIN_INIT_SYMBOL);
     if (!sym) {
         const char *e = dlerror();
-        *err = fmt("%s is not a clarity plugin: %s", L->path, e ? e : "no " CLARITY_PLUGIN_INIT_SYMBOL);
+        *err = util_format("%s is not a clarity plugin: %s", L->path, e ? e : "no " CLARITY_PLUGIN_INIT_SYMBOL);
         loader_close(L);
         return -1;
     }
@@ -135,7 +123,7 @@ int loader_open(loader *L, const char *explicit_path, const clarity_host *host,
     char *msg = NULL;
     int rc = init(host, config_json, &L->p, &msg);
     if (rc != CLARITY_OK) {
-        *err = fmt("plugin %s refused to start (%s): %s", L->path, rc_name(rc),
+        *err = util_format("plugin %s refused to start (%s): %s", L->path, rc_name(rc),
                    msg && *msg ? msg : "no message");
         free(msg);
         loader_close(L);
@@ -144,13 +132,13 @@ int loader_open(loader *L, const char *explicit_path, const clarity_host *host,
     free(msg);
     L->ready = 1;
     if (L->p.abi_version != CLARITY_ABI_VERSION) {
-        *err = fmt("plugin %s speaks ABI %u, this host speaks ABI %d", L->path,
+        *err = util_format("plugin %s speaks ABI %u, this host speaks ABI %d", L->path,
                    (unsigned)L->p.abi_version, CLARITY_ABI_VERSION);
         loader_close(L);
         return -1;
     }
     if (!L->p.on_event || !L->p.command || !L->p.rpc || !L->p.release || !L->p.unload) {
-        *err = fmt("plugin %s lacks a mandatory entry point", L->path);
+        *err = util_format("plugin %s lacks a mandatory entry point", L->path);
         if (!L->p.unload) L->ready = 0;
         loader_close(L);
         return -1;

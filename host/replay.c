@@ -83,14 +83,12 @@ static void line_error(replay *r, size_t lineno, const char *fmt, ...)
 static void line_error(replay *r, size_t lineno, const char *fmt, ...)
 {
     bar_hide(r);
-    buf b;
-    buf_init(&b);
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    char *m = util_vformat(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s:%zu: %s\n", r->name, lineno, b.p ? b.p : "");
-    buf_free(&b);
+    fprintf(stderr, "%s:%zu: %s\n", r->name, lineno, m ? m : fmt);
+    free(m);
     bar_show(r);
     r->failed = 1;
 }

@@ -161,6 +161,23 @@ char *buf_steal(buf *b, size_t *len)
     return p;
 }
 
+char *util_vformat(const char *fmt, va_list ap)
+{
+    buf b;
+    buf_init(&b);
+    buf_vprintf(&b, fmt, ap);
+    return buf_steal(&b, NULL);
+}
+
+char *util_format(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = util_vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 char *util_strndup(const char *s, size_t n)
 {
     char *p = malloc(n + 1);

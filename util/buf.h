@@ -31,6 +31,9 @@ void buf_json_str(buf *b, const char *s, size_t n);
 char *buf_steal(buf *b, size_t *len);
 static inline int buf_failed(const buf *b) { return b->oom; }
 
+/* A new malloc()ed string formatted as by printf, or NULL. */
+char *util_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *util_vformat(const char *fmt, va_list ap);
 /* Duplicates n bytes into a new NUL-terminated string, or NULL. */
 char *util_strndup(const char *s, size_t n);
 char *util_strdup(const char *s);
