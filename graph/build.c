@@ -28,6 +28,9 @@
 #include "internal.h"
 
 #define MAX_FILE_BYTES (1024 * 1024)
+/* the content field counts the words of a file's first 512 KB (as the
+ * query index did when it read the working tree: GI_CONTENT_MAX) */
+#define CONTENT_BYTES (512 * 1024)
 
 typedef struct old_file {
     char *path;
@@ -87,6 +90,80 @@ static char *read_file(const char *repo, const char *path, size_t *len)
     return p;
 }
 
+/* ---- the content field, counted per file ---- */
+
+typedef struct word_acc {
+    buf arena;     /* the words, NUL-terminated, one after another */
+    uint32_t *off; /* their offsets in arena */
+    size_t n, cap;
+    int oom;
+} word_acc;
+
+static int on_word(void *ud, const char *s, size_t n)
+{
+    word_acc *a = ud;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 4096;
+        uint32_t *o = realloc(a->off, cap * sizeof *o);
+        if (!o) {
+            a->oom = 1;
+            return 1;
+        }
+        a->off = o;
+        a->cap = cap;
+    }
+    if (a->arena.len > UINT32_MAX - n - 1) {
+        a->oom = 1;
+        return 1;
+    }
+    a->off[a->n++] = (uint32_t)a->arena.len;
+    buf_append(&a->arena, s, n);
+    buf_putc(&a->arena, '\0');
+    return 0;
+}
+
+/* qsort has no context argument: the arena of the calling thread */
+static __thread const char *tl_base;
+
+static int cmp_word(const void *x, const void *y)
+{
+    return strcmp(tl_base + *(const uint32_t *)x, tl_base + *(const uint32_t *)y);
+}
+
+/* The words of src through the query tokenizer, counted: distinct words in
+ * byte order, each NUL-terminated and followed by its count (LEB128), into
+ * out; *total = the words with repeats.  Returns 0, -1 out of memory. */
+static int content_words(const char *src, size_t len, buf *out, uint32_t *total)
+{
+    word_acc a = {{0}, NULL, 0, 0, 0};
+    buf_init(&a.arena);
+    *total = 0;
+    graph_tokenize(src, len < CONTENT_BYTES ? len : CONTENT_BYTES, 0, on_word, &a);
+    int rc = a.oom || buf_failed(&a.arena) ? -1 : 0;
+    if (rc == 0 && a.n > 1) {
+        tl_base = a.arena.p;
+        qsort(a.off, a.n, sizeof *a.off, cmp_word);
+    }
+    for (size_t i = 0; rc == 0 && i < a.n;) {
+        const char *w = a.arena.p + a.off[i];
+        size_t j = i + 1;
+        while (j < a.n && strcmp(a.arena.p + a.off[j], w) == 0) j++;
+        buf_append(out, w, strlen(w) + 1);
+        uint64_t c = j - i;
+        do {
+            unsigned char b = (unsigned char)(c & 0x7f);
+            c >>= 7;
+            buf_putc(out, (char)(c ? b | 0x80 : b));
+        } while (c);
+        *total += (uint32_t)(j - i);
+        i = j;
+    }
+    if (buf_failed(out)) rc = -1;
+    buf_free(&a.arena);
+    free(a.off);
+    return rc;
+}
+
 /* ---- parsing in parallel ---- */
 
 #define PARSE_BATCH 512
@@ -98,6 +175,8 @@ typedef struct parse_job {
     char *src;      /* NULL when unreadable: recorded without symbols */
     size_t len;
     gfile f;
+    buf words;      /* the content field: see db.c, table words */
+    uint32_t n_words;
     int rc;
 } parse_job;
 
@@ -122,6 +201,9 @@ static void *parse_worker(void *arg)
         if (j >= pp->n) break;
         parse_job *jb = &pp->jobs[j];
         jb->rc = jb->src ? graph_parse_file(pc, &jb->f, jb->src, jb->len) : 0;
+        if (jb->rc == 0 && jb->src &&
+            content_words(jb->src, jb->len, &jb->words, &jb->n_words) != 0)
+            jb->rc = -1;
     }
     graph_parser_free(pc);
     return NULL;
@@ -162,8 +244,9 @@ static int cmp_strp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Writes one re-parsed file: its row, symbols, imports, calls. */
-static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id)
+/* Writes one re-parsed file: its row, symbols, imports, calls and words. */
+static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id, const buf *words,
+                      uint32_t n_words)
 {
     sqlite3_stmt *up = st[0], *ds = st[1], *di = st[2], *dc = st[3], *is = st[4], *ii = st[5],
                  *ic = st[6];
@@ -216,6 +299,12 @@ static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id)
         if (sqlite3_step(ic) != SQLITE_DONE) return -1;
         sqlite3_reset(ic);
     }
+    sqlite3_stmt *iw = st[7];
+    sqlite3_bind_int64(iw, 1, id);
+    sqlite3_bind_int64(iw, 2, n_words);
+    sqlite3_bind_blob(iw, 3, words->len ? words->p : "", (int)words->len, SQLITE_STATIC);
+    if (sqlite3_step(iw) != SQLITE_DONE) return -1;
+    sqlite3_reset(iw);
     return 0;
 }
 
@@ -384,7 +473,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     if (!ver || strcmp(ver, GRAPH_SCHEMA_VERSION) != 0 || !par || strcmp(par, parser_s) != 0) {
         full = 1;
         rc = exec_sql(db, "BEGIN; DELETE FROM files; DELETE FROM symbols; DELETE FROM imports;"
-                          "DELETE FROM calls; DELETE FROM cochange; DELETE FROM commit_files;"
+                          "DELETE FROM calls; DELETE FROM words; DELETE FROM cochange; DELETE FROM commit_files;"
                           "DELETE FROM meta; COMMIT;");
     }
     free(ver);
@@ -454,7 +543,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     int64_t *ids = calloc(n ? n : 1, sizeof *ids);
     int *langs = calloc(n ? n : 1, sizeof *langs); /* negative: re-parsed this build */
     if (!ids || !langs) rc = -1;
-    static const char *const sqls[7] = {
+    static const char *const sqls[8] = {
         "INSERT OR REPLACE INTO files(path, lang, is_test, size, mtime, hash, parsed_with, id) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
         "DELETE FROM symbols WHERE file_id = ?",
@@ -463,9 +552,10 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         "INSERT INTO symbols(file_id, name, kind, exported, line, end_line) VALUES(?, ?, ?, ?, ?, ?)",
         "INSERT INTO imports(file_id, spec, target) VALUES(?, ?, ?)",
         "INSERT INTO calls(file_id, name, line) VALUES(?, ?, ?)",
+        "INSERT OR REPLACE INTO words(file_id, n, data) VALUES(?, ?, ?)",
     };
-    sqlite3_stmt *stm[7] = {0};
-    for (int k = 0; k < 7 && rc == 0; k++)
+    sqlite3_stmt *stm[8] = {0};
+    for (int k = 0; k < 8 && rc == 0; k++)
         if (sqlite3_prepare_v2(db, sqls[k], -1, &stm[k], NULL) != SQLITE_OK) rc = -1;
     sqlite3_stmt *touch = NULL;
     if (rc == 0 && sqlite3_prepare_v2(db, "UPDATE files SET size = ?, mtime = ? WHERE id = ?", -1,
@@ -486,13 +576,14 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             if (parse_batch(o->parser, jobs, nj) != 0) rc = -1;
             for (size_t j = 0; j < nj; j++) {
                 parse_job *jb = &jobs[j];
-                if (rc == 0) rc = write_file(db, stm, &jb->f, jb->old_id);
+                if (rc == 0) rc = write_file(db, stm, &jb->f, jb->old_id, &jb->words, jb->n_words);
                 st->parsed++;
                 st->symbols += jb->f.n_syms;
                 st->calls += jb->f.n_calls;
                 ids[jb->idx] = jb->f.db_id;
                 langs[jb->idx] = -jb->f.lang;
                 graph_file_clear(&jb->f);
+                buf_free(&jb->words);
                 free(jb->src);
             }
             nj = 0;
@@ -532,6 +623,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         }
         parse_job *jb = &jobs[nj++];
         memset(jb, 0, sizeof *jb);
+        buf_init(&jb->words);
         jb->idx = i;
         jb->old_id = of ? of->id : 0;
         jb->src = src;
@@ -549,10 +641,11 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     }
     for (size_t j = 0; j < nj; j++) { /* after a failure */
         graph_file_clear(&jobs[j].f);
+        buf_free(&jobs[j].words);
         free(jobs[j].src);
     }
     free(jobs);
-    for (int k = 0; k < 7; k++) sqlite3_finalize(stm[k]);
+    for (int k = 0; k < 8; k++) sqlite3_finalize(stm[k]);
     sqlite3_finalize(touch);
 
     double t_parse = now_ms();
@@ -566,11 +659,12 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         rc = -1;
     HASH_ITER(hh, old, of, tmp) {
         if (rc == 0 && !of->seen) {
-            static const char *const dq[4] = {"DELETE FROM files WHERE id = ?",
+            static const char *const dq[5] = {"DELETE FROM files WHERE id = ?",
                                               "DELETE FROM symbols WHERE file_id = ?",
                                               "DELETE FROM imports WHERE file_id = ?",
-                                              "DELETE FROM calls WHERE file_id = ?"};
-            for (int k = 0; k < 4 && rc == 0; k++) {
+                                              "DELETE FROM calls WHERE file_id = ?",
+                                              "DELETE FROM words WHERE file_id = ?"};
+            for (int k = 0; k < 5 && rc == 0; k++) {
                 sqlite3_stmt *d;
                 if (sqlite3_prepare_v2(db, dq[k], -1, &d, NULL) != SQLITE_OK) {
                     rc = -1;

@@ -18,6 +18,10 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);"
     "CREATE TABLE IF NOT EXISTS calls(file_id INT NOT NULL, name TEXT NOT NULL, line INT);"
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file_id);"
+    /* the content field of a file, counted at build time: its distinct
+     * words in byte order, each NUL-terminated and followed by its count
+     * (LEB128); n = the number of words with repeats (the field length) */
+    "CREATE TABLE IF NOT EXISTS words(file_id INTEGER PRIMARY KEY, n INT, data BLOB);"
     /* co-change: per file, the commits (n) and their decayed weight (w);
      * per pair a < b, the commits touching both and their decayed weight */
     "CREATE TABLE IF NOT EXISTS commit_files(path TEXT PRIMARY KEY, n INT, w REAL) WITHOUT ROWID;"

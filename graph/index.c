@@ -3,7 +3,8 @@
  * Files with their symbols; import edges both ways (CSR); BM25F postings
  * over five fields (path segments, symbol names, import names, callee
  * names, the words of the file's content: identifiers, comments and
- * docstrings, read from the working tree at load), with per-field lengths;
+ * docstrings, counted at build time; a cache without them, from before,
+ * has them read from the working tree), with per-field lengths;
  * import in-degree centrality.  Co-change
  * partners are read from SQLite on first use per file and kept.
  */
@@ -90,7 +91,8 @@ static int aux_path(const char *path)
     return 0;
 }
 
-/* The content field of one file: its words, counted per term. */
+/* The content field of one file from the working tree (a cache built
+ * before the words table): its words, counted per term. */
 static void content_field(tok_ctx *c, const char *repo, const char *path, char *data)
 {
     char full[4096];
@@ -113,21 +115,31 @@ static void content_field(tok_ctx *c, const char *repo, const char *path, char *
     }
 }
 
-static int on_tok(void *ud, const char *s, size_t n)
+/* The term entry of a word, added when new; NULL out of memory. */
+static term_ent *term_of(graph_index *g, const char *s, size_t n)
 {
-    tok_ctx *c = ud;
-    graph_index *g = c->g;
     term_ent *e;
     HASH_FIND(hh, g->terms, s, n, e);
     if (!e) {
         e = malloc(sizeof *e);
         if (!e || !(e->s = util_strndup(s, n))) {
             free(e);
-            c->oom = 1;
-            return 1;
+            return NULL;
         }
         e->id = (uint32_t)g->n_terms++;
         HASH_ADD_KEYPTR(hh, g->terms, e->s, n, e);
+    }
+    return e;
+}
+
+static int on_tok(void *ud, const char *s, size_t n)
+{
+    tok_ctx *c = ud;
+    graph_index *g = c->g;
+    term_ent *e = term_of(g, s, n);
+    if (!e) {
+        c->oom = 1;
+        return 1;
     }
     g->flen[c->field][c->doc] += 1.0f;
     if (c->collect) {
@@ -145,6 +157,60 @@ static int on_tok(void *ud, const char *s, size_t n)
         return 0;
     }
     return push_triple(c, e->id, 1);
+}
+
+/* The content fields from the cache's words table (see db.c).  Returns 1
+ * when the table is there (a cache from before it has none), 0 when not,
+ * -1 out of memory or on a malformed row. */
+static int content_from_cache(tok_ctx *c, sqlite3 *db, const int32_t *byid, int64_t maxid)
+{
+    /* a cache written by a build from before the table may still have
+     * one, left behind by a newer build: only this schema's counts count */
+    char *ver = graph_db_meta(db, "schema");
+    int ours = ver && strcmp(ver, GRAPH_SCHEMA_VERSION) == 0;
+    free(ver);
+    sqlite3_stmt *st;
+    if (!ours ||
+        sqlite3_prepare_v2(db, "SELECT file_id, n, data FROM words", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    graph_index *g = c->g;
+    int rc = 1;
+    c->field = GI_CONTENT;
+    while (rc == 1 && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t fid = sqlite3_column_int64(st, 0);
+        if (fid < 0 || fid > maxid || byid[fid] < 0) continue;
+        c->doc = (uint32_t)byid[fid];
+        g->flen[GI_CONTENT][c->doc] = (float)sqlite3_column_int64(st, 1);
+        const char *p = sqlite3_column_blob(st, 2);
+        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        for (size_t k = 0; p && k < len && rc == 1;) {
+            const char *w = p + k;
+            const char *nul = memchr(w, '\0', len - k);
+            if (!nul) {
+                rc = -1;
+                break;
+            }
+            size_t wl = (size_t)(nul - w);
+            k += wl + 1;
+            uint64_t cnt = 0;
+            int shift = 0;
+            for (;;) {
+                if (k >= len || shift > 56) {
+                    rc = -1;
+                    break;
+                }
+                unsigned char b = (unsigned char)p[k++];
+                cnt |= (uint64_t)(b & 0x7f) << shift;
+                shift += 7;
+                if (!(b & 0x80)) break;
+            }
+            if (rc != 1) break;
+            term_ent *e = term_of(g, w, wl);
+            if (!e || push_triple(c, e->id, (uint16_t)(cnt < 65535 ? cnt : 65535)) != 0) rc = -1;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 static int cmp_triple(const void *a, const void *b)
@@ -317,8 +383,10 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
 
     /* BM25F fields */
     tok_ctx tc = {g, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
-    char *content = malloc(GI_CONTENT_MAX);
-    if (!content) rc = -1;
+    int cached = rc == 0 ? content_from_cache(&tc, db, byid, maxid) : 0;
+    if (cached < 0) rc = -1;
+    char *content = rc == 0 && !cached ? malloc(GI_CONTENT_MAX) : NULL;
+    if (rc == 0 && !cached && !content) rc = -1;
     for (size_t d = 0; rc == 0 && d < n && !tc.oom; d++) {
         tc.doc = (uint32_t)d;
         tc.field = GI_PATH;
@@ -332,7 +400,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         tc.field = GI_SYMBOL;
         for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc.oom; k++)
             graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, &tc);
-        content_field(&tc, g->repo, g->paths[d], content);
+        if (!cached) content_field(&tc, g->repo, g->paths[d], content);
     }
     free(content);
     free(tc.ids);

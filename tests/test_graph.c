@@ -535,6 +535,103 @@ Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
     cr_assert_eq(q1(db, "SELECT COUNT(*) FROM files WHERE path = 'c.py'"), 0);
 }
 
+/* The content field comes from the cache, counted when a file is parsed:
+ * an edit not yet built changes nothing, a refresh re-counts only the
+ * re-parsed file, a removed file's words go; a cache whose schema is not
+ * this build's has its words read from the working tree. */
+Test(graph_repo, content_words_are_counted_at_build_time)
+{
+    write_file("a.py", "# walrus walrus zebra\ndef f(): pass\n");
+    write_file("b.py", "# zebra\ndef g(): pass\n");
+    write_file("c.py", "# okapi\ndef h(): pass\n");
+    commit(1600000000, "init");
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    char db[4200];
+    snprintf(db, sizeof db, "%s/.clarity/graph.db", tmpdir);
+    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM words"), 3);
+    /* a.py: walrus walrus zebra pass ("def" a stopword, "f" one letter) */
+    cr_assert_eq(q1(db, "SELECT w.n FROM words w JOIN files f ON f.id = w.file_id "
+                        "WHERE f.path = 'a.py'"),
+                 4);
+    graph_weights w;
+    graph_weights_default(&w);
+    for (int f = 0; f < GRAPH_FIELDS; f++) w.field_w[f] = 0;
+    w.field_w[4] = 1.0;
+    w.field_b[4] = 0.75;
+    double lex[3];
+    /* edited, not built: the built words still count */
+    write_file("a.py", "# giraffe\ndef f(): pass\n");
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    int a = graph_index_find(g, "a.py"), b = graph_index_find(g, "b.py");
+    cr_assert(a >= 0 && b >= 0);
+    /* "walrus": a.py only, tf 2, lengths a 4, b 2, c 2 (average 8/3) */
+    graph_lexical(g, &w, "walrus", 6, lex);
+    double idf = log(1.0 + 2.5 / 1.5), t = 2.0 / (0.25 + 0.75 * 4 / (8.0 / 3));
+    cr_assert_float_eq(lex[a], idf * t / (1.2 + t), 1e-9, "walrus %.9f", lex[a]);
+    cr_assert_float_eq(lex[b], 0.0, 1e-12);
+    graph_lexical(g, &w, "giraffe", 7, lex);
+    cr_assert_float_eq(lex[a], 0.0, 1e-12);
+    graph_index_free(g);
+    /* built: a.py re-counted (giraffe pass: 2 words), the others kept */
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(st.parsed, 1);
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_lexical(g, &w, "giraffe", 7, lex);
+    double t2 = 1.0 / (0.25 + 0.75 * 2 / 2.0); /* lengths 2, 2, 2 */
+    cr_assert_float_eq(lex[a], idf * t2 / (1.2 + t2), 1e-9, "giraffe %.9f", lex[a]);
+    graph_lexical(g, &w, "walrus", 6, lex);
+    cr_assert_float_eq(lex[a], 0.0, 1e-12);
+    graph_lexical(g, &w, "zebra", 5, lex);
+    cr_assert_gt(lex[b], 0.0);
+    graph_index_free(g);
+    /* removed: its words go */
+    sh("git rm -q c.py");
+    commit(1600001000, "rm");
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM words"), 2);
+    /* another schema's cache (an older build wrote it): the words table is
+     * not used, the working tree is read */
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h,
+                              "UPDATE meta SET value = '1' WHERE key = 'schema';"
+                              "UPDATE words SET data = X'6b6f616c610001', n = 1",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(h);
+    write_file("b.py", "# ibex\ndef g(): pass\n");
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    b = graph_index_find(g, "b.py");
+    graph_lexical(g, &w, "ibex", 4, lex);
+    cr_assert_gt(lex[b], 0.0);
+    graph_lexical(g, &w, "koala", 5, lex);
+    cr_assert_float_eq(lex[b], 0.0, 1e-12);
+    graph_index_free(g);
+    /* the same rows under this schema: read from the table */
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, "UPDATE meta SET value = '2' WHERE key = 'schema'", NULL, NULL,
+                              NULL),
+                 SQLITE_OK);
+    sqlite3_close(h);
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_lexical(g, &w, "koala", 5, lex);
+    cr_assert_gt(lex[b], 0.0);
+    graph_lexical(g, &w, "ibex", 4, lex);
+    cr_assert_float_eq(lex[b], 0.0, 1e-12);
+    graph_index_free(g);
+    /* a malformed row (no count after the word): the load fails */
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, "UPDATE words SET data = X'6b6f616c6100'", NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(h);
+    cr_assert_neq(graph_index_load(tmpdir, NULL, &g, &err), 0);
+    free(err);
+}
+
 Test(graph_repo, imports_resolve_and_propagate)
 {
     write_file("pkg/__init__.py", "");
