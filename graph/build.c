@@ -65,6 +65,21 @@ static void progress(int on, const char *what, size_t i, size_t n)
     if (i == n) fputc('\n', stderr);
 }
 
+/* The first max bytes of a regular file (malloc'ed), or NULL. */
+static char *read_head(const char *repo, const char *path, size_t max, size_t *len)
+{
+    char full[4200];
+    snprintf(full, sizeof full, "%s/%s", repo, path);
+    FILE *f = fopen(full, "rb");
+    if (!f) return NULL;
+    char *p = malloc(max + 1);
+    size_t got = p ? fread(p, 1, max, f) : 0;
+    fclose(f);
+    if (p) p[got] = '\0';
+    *len = got;
+    return p;
+}
+
 static char *read_file(const char *repo, const char *path, size_t *len)
 {
     char full[4200];
@@ -174,6 +189,8 @@ typedef struct parse_job {
     int64_t old_id; /* cache row to replace, 0 = new file */
     char *src;      /* NULL when unreadable: recorded without symbols */
     size_t len;
+    char *head;     /* a file too large to parse: its first CONTENT_BYTES, for its words */
+    size_t head_len;
     gfile f;
     buf words;      /* the content field: see db.c, table words */
     uint32_t n_words;
@@ -201,8 +218,9 @@ static void *parse_worker(void *arg)
         if (j >= pp->n) break;
         parse_job *jb = &pp->jobs[j];
         jb->rc = jb->src ? graph_parse_file(pc, &jb->f, jb->src, jb->len) : 0;
-        if (jb->rc == 0 && jb->src &&
-            content_words(jb->src, jb->len, &jb->words, &jb->n_words) != 0)
+        const char *w = jb->src ? jb->src : jb->head;
+        if (jb->rc == 0 && w &&
+            content_words(w, jb->src ? jb->len : jb->head_len, &jb->words, &jb->n_words) != 0)
             jb->rc = -1;
     }
     graph_parser_free(pc);
@@ -584,6 +602,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
                 langs[jb->idx] = -jb->f.lang;
                 graph_file_clear(&jb->f);
                 buf_free(&jb->words);
+                free(jb->head);
                 free(jb->src);
             }
             nj = 0;
@@ -628,6 +647,8 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         jb->old_id = of ? of->id : 0;
         jb->src = src;
         jb->len = len;
+        if (!src && sb.st_size > MAX_FILE_BYTES) /* words as the query index read them */
+            jb->head = read_head(repo, paths[i], CONTENT_BYTES, &jb->head_len);
         jb->f.path = paths[i];
         jb->f.lang = lang;
         jb->f.is_test = graph_is_test_path(paths[i]);
@@ -642,6 +663,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     for (size_t j = 0; j < nj; j++) { /* after a failure */
         graph_file_clear(&jobs[j].f);
         buf_free(&jobs[j].words);
+        free(jobs[j].head);
         free(jobs[j].src);
     }
     free(jobs);

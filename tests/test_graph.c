@@ -632,6 +632,41 @@ Test(graph_repo, content_words_are_counted_at_build_time)
     free(err);
 }
 
+/* A file too large to parse (over 1 MB) still has the words of its first
+ * 512 KB in the content field. */
+Test(graph_repo, content_words_of_a_large_file)
+{
+    size_t big = 1100 * 1024;
+    char *text = malloc(big + 1);
+    cr_assert_not_null(text);
+    memset(text, ' ', big);
+    memcpy(text, "# narwhal\n", 10);
+    memcpy(text + 600 * 1024, "# quokka\n", 9);
+    text[big] = '\0';
+    write_file("big.py", text);
+    free(text);
+    write_file("small.py", "# okapi\n");
+    commit(1600000000, "init");
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    int b = graph_index_find(g, "big.py");
+    cr_assert(b >= 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    for (int f = 0; f < GRAPH_FIELDS; f++) w.field_w[f] = 0;
+    w.field_w[4] = 1.0;
+    double lex[2];
+    graph_lexical(g, &w, "narwhal", 7, lex);
+    cr_assert_gt(lex[b], 0.0);
+    graph_lexical(g, &w, "quokka", 6, lex);
+    cr_assert_float_eq(lex[b], 0.0, 1e-12);
+    graph_index_free(g);
+}
+
 Test(graph_repo, imports_resolve_and_propagate)
 {
     write_file("pkg/__init__.py", "");
