@@ -33,15 +33,6 @@ int64_t engine_now_ms(const engine *e)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void fill_tables(engine *e)
-{
-    double decay = pow(0.5, 1.0 / e->cfg.scoring.half_life);
-    for (int k = 0; k < ENGINE_POW_TABLE; k++) {
-        e->log2_tab[k] = log2((double)k + 1.0) * e->cfg.scoring.frequency_scale;
-        e->decay_tab[k] = pow(decay, (double)k);
-    }
-}
-
 /* storage.path, else $CLARITY_STATE, else the XDG state dir, else
  * ~/.local/state/clarity/clarity.db (the reference CLI uses the same). */
 static char *default_db_path(const clarity_config *c)
@@ -100,7 +91,7 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         return rc;
     }
     pthread_mutex_init(&e->reg_mu, NULL);
-    fill_tables(e);
+    scorer_tables_init(&e->tables, &e->cfg);
     *out = e;
     engine_log(e, CLARITY_LOG_INFO, "clarity %s: store %s", CLARITY_VERSION,
                store_backend_name(e->st));
@@ -247,34 +238,8 @@ void engine_release(engine *e, session *s)
 void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
                   score_breakdown *out)
 {
-    const clarity_config *c = &e->cfg;
-    int64_t di = turn - it->last_mention_turn;
-    if (di < 0) di = 0;
-    double d = (double)di;
-    double window = c->scoring.recency_window;
-    out->frequency = it->mention_count >= 0 && it->mention_count < ENGINE_POW_TABLE
-                         ? e->log2_tab[it->mention_count]
-                         : log2((double)it->mention_count + 1.0) * c->scoring.frequency_scale;
-    out->recency = d <= window ? (1.0 - d / (window + 1.0)) * c->scoring.recency_bonus : 0.0;
-    out->utility = (double)it->reference_count * c->scoring.reference_weight;
-    out->staleness = 0.0;
-    if (d > window) {
-        double k = d - window;
-        /* recencyWindow is integral (config enforces it), so k is too. */
-        /* Past the table the power is below decay^1023; once that is
-         * negligible, skip pow() for the long tail of stale items. */
-        double p = k < ENGINE_POW_TABLE                       ? e->decay_tab[(int)k]
-                   : e->decay_tab[ENGINE_POW_TABLE - 1] < 1e-12 ? 0.0
-                                                                : pow(e->decay_tab[1], k);
-        out->staleness = (1.0 - p) * out->frequency;
-    }
-    out->anchor = it->anchored ? c->scoring.anchor_bonus : 0.0;
-    out->prediction = s && s->pred ? predict_term(e, s, it) : 0.0;
-    double sum = out->frequency + out->recency + out->utility - out->staleness + out->anchor +
-                 out->prediction;
-    out->score = sum > 0 ? sum : 0.0;
-    int tier = it->tier >= 0 && it->tier < TIER__COUNT ? it->tier : TIER_NORMAL;
-    out->adjusted = out->score * c->pruning.tier_mult[tier];
+    double prediction = s && s->pred ? predict_term(e, s, it) : 0.0;
+    scorer_score_with(&e->cfg, &e->tables, it, turn, prediction, out);
 }
 
 typedef struct scored_ref {

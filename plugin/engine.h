@@ -21,7 +21,6 @@
 #include "../tracker/tracker.h"
 #include "../util/buf.h"
 
-#define ENGINE_POW_TABLE 1024 /* precomputed decay^k and log2(n+1) */
 
 typedef struct session {
     char *id;  /* owned, hash key */
@@ -52,8 +51,7 @@ typedef struct engine {
     session *sessions;
     size_t n_sessions;
     uint64_t clock; /* LRU stamps */
-    double log2_tab[ENGINE_POW_TABLE];  /* log2(n + 1) * frequencyScale */
-    double decay_tab[ENGINE_POW_TABLE]; /* decay^k */
+    scorer_tables tables; /* for the per-turn scans */
 } engine;
 
 /* ---- engine.c ---- */

@@ -29,6 +29,23 @@ typedef struct score_breakdown {
     double adjusted; /* score * tier multiplier */
 } score_breakdown;
 
+#define SCORER_TABLE 1024
+
+/* Precomputed log2(n + 1) * frequencyScale and decay^k for small n and k,
+ * so the per-turn scans (context block, views) need no log2()/pow(). */
+typedef struct scorer_tables {
+    double freq[SCORER_TABLE];
+    double decay[SCORER_TABLE];
+} scorer_tables;
+
+void scorer_tables_init(scorer_tables *t, const clarity_config *cfg);
+
+/* The one implementation of the formula.  tables may be NULL (then the
+ * terms are computed directly, same values); prediction is the
+ * breakdown's prediction term, added before the clamp. */
+void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, const item *it,
+                       int64_t current_turn, double prediction, score_breakdown *out);
+/* Without tables or prediction. */
 void scorer_score(const clarity_config *cfg, const item *it, int64_t current_turn,
                   score_breakdown *out);
 /* Convenience: the final score only. */

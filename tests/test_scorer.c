@@ -122,3 +122,23 @@ Test(scorer, custom_config_values)
     NEAR(b.score, 16.0 + 6.0 - 12.0);
     NEAR(scorer_value(&cfg, &it, 5), 10.0);
 }
+
+Test(scorer, tables_give_the_same_values_as_direct_computation)
+{
+    scorer_tables *tab = malloc(sizeof *tab);
+    cr_assert_not_null(tab);
+    scorer_tables_init(tab, &cfg);
+    for (int64_t m = 0; m < 2100; m += 7) {
+        for (int64_t d = 0; d < 3000; d += 13) {
+            item it = mk(m, m % 5, 5000 - d, (int)(m % 2));
+            score_breakdown a, b;
+            scorer_score_with(&cfg, tab, &it, 5000, 2.5, &a);
+            scorer_score_with(&cfg, NULL, &it, 5000, 2.5, &b);
+            cr_assert_float_eq(a.score, b.score, 1e-9, "m=%lld d=%lld: %.12f vs %.12f",
+                               (long long)m, (long long)d, a.score, b.score);
+            cr_assert_float_eq(a.staleness, b.staleness, 1e-9);
+            cr_assert_float_eq(a.prediction, 2.5, 1e-12);
+        }
+    }
+    free(tab);
+}
