@@ -151,7 +151,7 @@ static centry *acquire_ex(const char *repo_in, int build_if_missing, int refresh
         } else if (stale != 0 || !c->g) {
             int reload = !c->g;
             if (stale < 0 || (stale > 0 && refresh)) {
-                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
                 char *berr = NULL;
                 if (graph_build(repo, &o, &ai->st, &berr) != 0) {
                     *err = berr;
@@ -226,7 +226,7 @@ static centry *acquire_existing(const char *repo_in, int auto_refresh)
     if (auto_refresh && (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS)) {
         c->checked_ms = now;
         if (graph_is_stale(repo, NULL) > 0) {
-            graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+            graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
             graph_build_stats st;
             char *berr = NULL;
             /* on failure: keep using the loaded index */
@@ -291,7 +291,14 @@ int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt,
     return rc;
 }
 
-static void hits_json(graph_index *g, const graph_hit *hits, size_t n, buf *out)
+/* Names of the learned fusion's features, in gf_features order. */
+static const char *const feat_names[GF_NFEAT] = {
+    "bias",       "lexical", "mention", "path",  "symbol", "content", "graph",
+    "cochange", "centrality", "churn", "size", "aux", "package"};
+
+/* explain: each file also gets "features" (what the learned fusion sees;
+ * the index's per-query arrays must hold this prompt's stages). */
+static void hits_json(graph_index *g, const graph_hit *hits, size_t n, int explain, buf *out)
 {
     buf_puts(out, "{\"files\":[");
     for (size_t i = 0; i < n; i++) {
@@ -306,7 +313,16 @@ static void hits_json(graph_index *g, const graph_hit *hits, size_t n, buf *out)
             buf_json_str(out, syms[j]->name, strlen(syms[j]->name));
             buf_printf(out, ",\"line\":%u}", syms[j]->line);
         }
-        buf_puts(out, "]}");
+        buf_putc(out, ']');
+        if (explain) {
+            double x[GF_NFEAT];
+            gf_features(g, hits[i].file, NULL, x);
+            buf_puts(out, ",\"features\":{");
+            for (int j = 1; j < GF_NFEAT; j++)
+                buf_printf(out, "%s\"%s\":%.6g", j > 1 ? "," : "", feat_names[j], x[j]);
+            buf_putc(out, '}');
+        }
+        buf_putc(out, '}');
     }
     buf_putc(out, ']');
 }
@@ -340,6 +356,8 @@ static int weights_obj(json_t *o, graph_weights *w)
         else if (strcmp(k, "churn") == 0) w->churn = x;
         else if (strcmp(k, "mentionPackage") == 0) w->mention_package = x;
         else if (strcmp(k, "aux") == 0) w->aux = x;
+        else if (strcmp(k, "learned") == 0) w->learned = x;
+        else if (strcmp(k, "code") == 0) w->code = x;
         else known = 0;
         /* field weights and b: wPath, bPath, wSymbol, ... wContent, bContent */
         for (int f = 0; !known && f < GRAPH_FIELDS; f++) {
@@ -418,7 +436,9 @@ static int predict(json_t *params, buf *out, char **msg)
         n = graph_predict(c->g, &w, prompt, strlen(prompt), hits, k);
         lat[r] = mono_msf() - t0;
     }
-    hits_json(c->g, hits, n, out);
+    int explain = json_is_true(json_object_get(params, "explain"));
+    if (explain) gi_stages(c->g, &w, prompt, strlen(prompt), NULL, 1);
+    hits_json(c->g, hits, n, explain, out);
     buf_printf(out, ",\"ms\":%.3f", lat[repeat - 1]);
     if (sets) {
         buf_puts(out, ",\"runs\":[");
@@ -470,7 +490,7 @@ static int build(json_t *params, buf *out, char **msg)
         *msg = util_strdup("clarity.graphBuild needs \"repo\" (a string)");
         return CLARITY_EINVAL;
     }
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     const char *parser = json_string_value(json_object_get(params, "parser"));
     if (parser && strcmp(parser, "regex") == 0) o.parser = GRAPH_PARSER_REGEX;
     else if (parser && strcmp(parser, "auto") != 0) {
@@ -481,6 +501,7 @@ static int build(json_t *params, buf *out, char **msg)
     if (json_is_integer(mc) && json_integer_value(mc) >= 0 && json_integer_value(mc) < INT_MAX)
         o.max_commits = (int)json_integer_value(mc);
     o.progress = json_is_true(json_object_get(params, "progress"));
+    o.no_learn = json_is_false(json_object_get(params, "learn"));
     char *r = canon(repo);
     if (!r) return CLARITY_ENOMEM;
     centry *c = entry_for(r);
@@ -500,9 +521,16 @@ static int build(json_t *params, buf *out, char **msg)
     buf_printf(out,
                "{\"ok\":true,\"full\":%s,\"files\":%zu,\"parsed\":%zu,\"removed\":%zu,"
                "\"symbols\":%zu,\"imports\":%zu,\"resolved\":%zu,\"calls\":%zu,"
-               "\"commits\":%zu,\"pairs\":%zu,\"grammars\":%d,\"ms\":%.1f}",
+               "\"commits\":%zu,\"pairs\":%zu,\"grammars\":%d,\"ms\":%.1f",
                st.full ? "true" : "false", st.files, st.parsed, st.removed, st.symbols, st.imports,
                st.resolved, st.calls, st.commits_read, st.pairs, ts, st.ms);
+    if (st.trained)
+        buf_printf(out,
+                   ",\"fusion\":{\"enabled\":%s,\"commits\":%zu,\"heldOut\":%zu,"
+                   "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f,\"t\":%.2f,\"ms\":%.1f}",
+                   st.fusion_enabled ? "true" : "false", st.fusion_commits, st.fusion_valid,
+                   st.fusion_mrr_default, st.fusion_mrr_learned, st.fusion_t, st.fusion_ms);
+    buf_putc(out, '}');
     return CLARITY_OK;
 }
 
@@ -549,6 +577,9 @@ static int status(json_t *params, buf *out, char **msg)
     buf_json_str(out, r, strlen(r));
     if (have) {
         char *built = graph_db_meta(db, "built_at"), *commits = graph_db_meta(db, "commits");
+        char *fu = graph_db_meta(db, "fusion");
+        gi_fusion fus;
+        gf_parse(fu, &fus);
         int64_t files = count_rows(db, "SELECT count(*) FROM files");
         int64_t syms = count_rows(db, "SELECT count(*) FROM symbols");
         sqlite3_close(db);
@@ -556,6 +587,15 @@ static int status(json_t *params, buf *out, char **msg)
         buf_printf(out, ",\"files\":%lld,\"symbols\":%lld,\"commits\":%s,\"stale\":%s,\"builtAt\":%s",
                    (long long)files, (long long)syms, num_or_null(commits),
                    stale != 0 ? "true" : "false", num_or_null(built));
+        if (fu)
+            buf_printf(out,
+                       ",\"fusion\":{\"enabled\":%s,\"commits\":%d,\"heldOut\":%d,"
+                       "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f}",
+                       fus.enabled ? "true" : "false", fus.commits, fus.valid, fus.mrr_default,
+                       fus.mrr_learned);
+        else
+            buf_puts(out, ",\"fusion\":null");
+        free(fu);
         free(built);
         free(commits);
     }

@@ -25,7 +25,7 @@
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
-#include "internal.h"
+#include "index.h"
 
 #define MAX_FILE_BYTES (1024 * 1024)
 /* the content field counts the words of a file's first 512 KB (as the
@@ -749,6 +749,40 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             graph_db_set_meta(db, "index_mtime", imt) != 0)
             rc = -1;
     }
+    /* 5. the learned fusion: on a full build, or once enough new commits
+     * came in since it was trained */
+    if (rc == 0 && !o->no_learn && graph_history_head(hist)) {
+        char *fu = graph_db_meta(db, "fusion"), *pend = graph_db_meta(db, "fusion_pending");
+        long long pending = (pend ? atoll(pend) : 0) + (long long)st->commits_read;
+        int train = full || !fu || pending >= GRAPH_RETRAIN_COMMITS;
+        free(fu);
+        free(pend);
+        char num[32];
+        snprintf(num, sizeof num, "%lld", train ? 0 : pending);
+        if (train) {
+            double t1 = now_ms();
+            gi_fusion fus;
+            char *ferr = NULL;
+            char *path = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
+            /* a failed training keeps the build (queries use the defaults) */
+            if (path && graph_fusion_train(repo, path, db, &fus, &ferr) == 0) {
+                st->trained = 1;
+                st->fusion_enabled = fus.enabled;
+                st->fusion_commits = (size_t)fus.commits;
+                st->fusion_valid = (size_t)fus.valid;
+                st->fusion_mrr_default = fus.mrr_default;
+                st->fusion_mrr_learned = fus.mrr_learned;
+                st->fusion_t = fus.t;
+            }
+            free(ferr);
+            free(path);
+            st->fusion_ms = now_ms() - t1;
+        }
+        if (graph_db_set_meta(db, "fusion_pending", num) != 0) rc = -1;
+    }
+    /* without learning, a model trained before goes too: the defaults rank */
+    if (rc == 0 && o->no_learn)
+        rc = exec_sql(db, "DELETE FROM meta WHERE key IN ('fusion', 'fusion_pending')");
     graph_history_free(hist);
     if (rc != 0 && !*err) *err = util_strdup(sqlite3_errmsg(db));
     sqlite3_close(db);
@@ -764,9 +798,10 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         getrusage(RUSAGE_SELF, &self);
         getrusage(RUSAGE_CHILDREN, &kids);
         fprintf(stderr,
-                "graph build: ls %.1f ms, stat+parse %.1f, imports %.1f, history+meta %.1f; peak "
-                "RSS %ld MB (git %ld MB)\n",
-                t_ls - t0, t_parse - t_ls, t_imp - t_parse, now_ms() - t_imp, self.ru_maxrss / 1024,
+                "graph build: ls %.1f ms, stat+parse %.1f, imports %.1f, history+meta %.1f (of which "
+                "fusion %.1f); peak RSS %ld MB (git %ld MB)\n",
+                t_ls - t0, t_parse - t_ls, t_imp - t_parse, now_ms() - t_imp, st->fusion_ms,
+                self.ru_maxrss / 1024,
                 kids.ru_maxrss / 1024);
     }
     return rc;

@@ -77,7 +77,7 @@ static int pair_add(pair_tab *t, uint32_t a, uint32_t b, double w)
     return 0;
 }
 
-static double noise_of(const char *s, size_t n)
+double graph_commit_noise(const char *s, size_t n)
 {
     char low[96];
     size_t l = n < sizeof low - 1 ? n : sizeof low - 1;
@@ -95,6 +95,11 @@ static double noise_of(const char *s, size_t n)
     }
     if (low[0] == 'v' && isdigit((unsigned char)low[1])) return 0.25; /* "v1.2.3" */
     return 1.0;
+}
+
+double graph_commit_weight(double t, double noise)
+{
+    return noise * exp2((t - T0) / GRAPH_HALF_LIFE_S);
 }
 
 struct graph_history {
@@ -129,7 +134,7 @@ static void add_commit(graph_history *h, const char *c, const char *next)
     double t = strtod(sp + 1, NULL);
     const char *nl = memchr(subj, '\n', (size_t)(next - subj));
     if (!nl) return;
-    double noise = noise_of(subj + 1, (size_t)(nl - subj - 1));
+    double noise = graph_commit_noise(subj + 1, (size_t)(nl - subj - 1));
     size_t total = 0, k = 0;
     for (const char *l = nl + 1; l < next;) {
         const char *e = memchr(l, '\n', (size_t)(next - l));
@@ -144,7 +149,7 @@ static void add_commit(graph_history *h, const char *c, const char *next)
     }
     if (total == 0 || total > GRAPH_MAX_COMMIT_FILES || k == 0) return;
     h->commits++;
-    double w = noise * exp2((t - T0) / GRAPH_HALF_LIFE_S);
+    double w = graph_commit_weight(t, noise);
     for (size_t i = 0; i < k; i++) {
         h->fn[cur[i]]++;
         h->fw[cur[i]] += w;

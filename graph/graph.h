@@ -114,6 +114,7 @@ typedef struct graph_build_opts {
     int max_commits;      /* history depth for co-change; 0 = all */
     int progress;         /* draw a progress bar on stderr when it is a terminal */
     const char *db_path;  /* NULL: <repo>/.clarity/graph.db */
+    int no_learn;         /* 1: do not (re)train the learned fusion */
 } graph_build_opts;
 
 typedef struct graph_build_stats {
@@ -121,6 +122,14 @@ typedef struct graph_build_stats {
     size_t commits_read, pairs;
     int full;   /* 1 when built from scratch */
     double ms;
+    /* the learned fusion, when this build (re)trained it */
+    int trained;        /* 1: trained now */
+    int fusion_enabled; /* 1: it beat the defaults on held-out commits */
+    size_t fusion_commits;  /* commits it trained on */
+    size_t fusion_valid;    /* of which the newest, held out to compare */
+    double fusion_mrr_default, fusion_mrr_learned; /* on those held out */
+    double fusion_t; /* paired t statistic of the gain */
+    double fusion_ms;
 } graph_build_stats;
 
 int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err);
@@ -147,6 +156,8 @@ typedef struct graph_weights {
     double churn;        /* prior: the file's time-decayed commit weight */
     double mention_package; /* a named package's __init__.py / index.* / mod.rs */
     double aux;          /* factor for files under doc(s)/, example(s)/, bench(mark)(s)/, release/ */
+    double code;         /* weight of a query term written as code (snake_case, camelCase, call, `x`) */
+    double learned;      /* 1: re-rank with the repository's learned fusion when it has one */
 } graph_weights;
 
 void graph_weights_default(graph_weights *w);

@@ -309,10 +309,11 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     g->central = calloc(n + 1, sizeof *g->central);
     g->churn = calloc(n + 1, sizeof *g->churn);
     g->aux = calloc(n + 1, 1);
+    for (int f = 0; f < 3; f++) g->fld[f] = calloc(n + 1, sizeof *g->fld[f]);
     if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[GI_FIELDS - 1] ||
         !g->co ||
         !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
-        !g->clex || !g->churn || !g->aux ||
+        !g->clex || !g->churn || !g->aux || !g->fld[0] || !g->fld[1] || !g->fld[2] ||
         !g->central)
         rc = -1;
     for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
@@ -449,7 +450,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
 
     /* postings: sort the (term, doc, field) triples and aggregate */
     if (rc == 0) {
-        qsort(tc.t, tc.n, sizeof *tc.t, cmp_triple);
+        if (tc.n > 1) qsort(tc.t, tc.n, sizeof *tc.t, cmp_triple);
         g->post_off = calloc(g->n_terms + 1, sizeof *g->post_off);
         g->post = malloc(sizeof *g->post * (tc.n ? tc.n : 1));
         if (!g->post_off || !g->post) rc = -1;
@@ -497,6 +498,14 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
             if (g->churn[d] > mx) mx = g->churn[d];
         }
         for (size_t d = 0; mx > 0 && d < n; d++) g->churn[d] /= mx;
+        g->churn_mx = mx;
+    }
+    if (rc == 0) { /* the size feature's scale */
+        for (size_t d = 0; d < n; d++)
+            g->size_mx = fmax(g->size_mx, log1p(g->flen[GI_CONTENT][d]));
+        char *fu = graph_db_meta(db, "fusion");
+        gf_parse(fu, &g->fus);
+        free(fu);
     }
     if (rc == 0 &&
         sqlite3_prepare_v2(db,
@@ -612,6 +621,7 @@ void graph_index_free(graph_index *g)
     free(g->central);
     free(g->churn);
     free(g->aux);
+    for (int f = 0; f < 3; f++) free(g->fld[f]);
     free(g->act);
     free(g->lex);
     free(g->tmp);
@@ -620,6 +630,7 @@ void graph_index_free(graph_index *g)
     free(g->cosc);
     free(g->clex);
     free(g->qterms);
+    free(g->qwt);
     free(g->repo);
     free(g->db_path);
     free(g);

@@ -23,6 +23,31 @@ typedef struct gi_partners {
 
 struct term_ent;
 
+/* Features of one (prompt, file) pair for the learned fusion (fusion.c):
+ * bias, lexical, mention, path / symbol / content field scores, import
+ * activation, co-change activation, centrality, churn, size, aux, package. */
+enum { GF_NFEAT = 13 };
+/* Files re-ranked by the learned fusion: the best of the default fusion. */
+#define GF_POOL 50
+
+struct gi_fusion;
+typedef struct gi_fusion {
+    int enabled;              /* trained, and better than the defaults on held-out commits */
+    double beta[GF_NFEAT];
+    int commits, valid;       /* training commits; of which held out for validation */
+    double mrr_default, mrr_learned; /* on the held-out commits */
+    double t;                 /* paired t statistic of the gain there */
+} gi_fusion;
+
+/* A past commit the fusion trains on: its files and its own decayed weight,
+ * taken back out of the history features (churn, co-change), which were
+ * counted with it. */
+typedef struct gi_excl {
+    const uint32_t *files;
+    size_t n;
+    double w;
+} gi_excl;
+
 struct graph_index {
     char *repo, *db_path;
     sqlite3 *db;
@@ -49,10 +74,16 @@ struct graph_index {
     graph_resolver *res;
     int64_t loaded_ms;
     int64_t data_version; /* PRAGMA data_version when loaded */
+    double churn_mx;   /* max log1p(co_total): churn's scale */
+    double size_mx;    /* max log1p(content length) */
+    gi_fusion fus;
     /* per-query scratch (the caller serializes queries on one index) */
     double *act, *lex, *tmp, *final, *mention, *cosc, *clex;
-    int32_t *qterms;
-    size_t n_qterms, cap_qterms;
+    double *fld[3];    /* BM25 of the path, symbol and content fields alone */
+    double fld_mx[3];  /* their best non-test scores for the prompt */
+    int32_t *qterms;   /* the prompt's distinct terms, sorted */
+    double *qwt;       /* their weights */
+    size_t n_qterms, cap_qterms, cap_qwt;
 };
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
@@ -61,5 +92,21 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d);
 /* PRAGMA data_version of the index's connection: changes when another
  * connection (a `clarity graph build`) committed to the cache. */
 int64_t gi_data_version(graph_index *g);
+
+/* query.c: every stage of the ranking for a prompt, up to the default
+ * fused score in g->final; with feats also what only the learned fusion
+ * uses (per-field scores; import and co-change activation whatever their
+ * weights).  ex (may be NULL) takes a training commit back out. */
+void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+               const gi_excl *ex, int feats);
+/* The best k files (non-test) of score[], ties by index; returns how many. */
+size_t gi_top(const graph_index *g, const double *score, graph_hit *out, size_t k);
+/* A package's own file (__init__.py, index.*, mod.rs). */
+int gi_is_package(const char *path);
+/* fusion.c: the features of file d after gi_stages(..., feats = 1). */
+void gf_features(const graph_index *g, uint32_t d, const gi_excl *ex, double *x);
+double gf_logit(const double *beta, const double *x);
+/* Parses the cache's "fusion" meta value into f (zeroed when absent or malformed). */
+void gf_parse(const char *s, gi_fusion *f);
 
 #endif

@@ -11,6 +11,8 @@
 #define GRAPH_HALF_LIFE_S (180.0 * 86400.0)
 /* Commits touching more files than this say nothing about pairs. */
 #define GRAPH_MAX_COMMIT_FILES 30
+/* The learned fusion is retrained after this many new commits. */
+#define GRAPH_RETRAIN_COMMITS 50
 
 /* git.c: runs `git -C repo args...`; output appended to out.  Returns the
  * exit status, or -1 when git could not run. */
@@ -51,6 +53,21 @@ int graph_cochange_update(graph_history *h, sqlite3 *db, size_t *commits, size_t
 void graph_history_free(graph_history *h);
 /* HEAD when the history was started (NULL: no commits). */
 const char *graph_history_head(const graph_history *h);
+
+/* A commit's noise factor from its subject (0.25 for formatting, merge,
+ * release and version-bump commits, else 1) and its decayed weight. */
+double graph_commit_noise(const char *subject, size_t len);
+double graph_commit_weight(double commit_time, double noise);
+
+/* fusion.c: trains the learned fusion on the repository's recent commits
+ * with the graph in db_path (committed) and stores it in db's meta
+ * ("fusion"); out says what came of it. */
+struct gi_fusion;
+int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db,
+                       struct gi_fusion *out, char **err);
+/* L2-regularized logistic regression (bias = column 0, not shrunk) by
+ * Newton's method; beta gets GF_NFEAT weights.  -1 when it fails. */
+int gf_fit(const double *X, const uint8_t *y, size_t rows, double lambda, double *beta);
 
 static inline uint64_t graph_fnv64(const void *p, size_t n)
 {

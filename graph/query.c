@@ -57,11 +57,14 @@ void graph_weights_default(graph_weights *w)
     w->churn = 0.2;
     w->mention_package = 0.2;
     w->aux = 0.3;
+    w->learned = 1;
+    w->code = 1;
 }
 
 typedef struct qctx {
     graph_index *g;
     int oom;
+    int code; /* the word being tokenized is code-shaped */
 } qctx;
 
 static int on_qtok(void *ud, const char *s, size_t n)
@@ -80,7 +83,7 @@ static int on_qtok(void *ud, const char *s, size_t n)
         g->qterms = q;
         g->cap_qterms = cap;
     }
-    g->qterms[g->n_qterms++] = id;
+    g->qterms[g->n_qterms++] = (int32_t)((uint32_t)id << 1 | (uint32_t)c->code);
     return 0;
 }
 
@@ -90,22 +93,83 @@ static int cmp_i32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int is_word(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* A word that reads as code: snake_case, camelCase, a call "name(", part
+ * of a dotted name, or inside `backticks`. */
+static int code_shaped(const char *s, size_t len, size_t a, size_t b, int tick)
+{
+    if (tick || (b < len && s[b] == '(')) return 1;
+    if ((a > 0 && s[a - 1] == '.' && a > 1 && is_word(s[a - 2])) ||
+        (b + 1 < len && s[b] == '.' && isalpha((unsigned char)s[b + 1])))
+        return 1;
+    for (size_t i = a; i < b; i++) {
+        if (s[i] == '_' && i > a && i + 1 < b) return 1;
+        if (i > a && islower((unsigned char)s[i - 1]) && isupper((unsigned char)s[i])) return 1;
+    }
+    return 0;
+}
+
+/* The prompt's terms: g->qterms (distinct term ids, sorted) and g->qwt,
+ * each term's weight 1 + log(occurrences), times w->code when one of its
+ * occurrences is code-shaped. */
+static void query_terms(graph_index *g, const graph_weights *w, const char *s, size_t len)
+{
+    g->n_qterms = 0;
+    qctx qc = {g, 0, 0};
+    int tick = 0;
+    for (size_t i = 0; i < len && !qc.oom;) {
+        if (!is_word(s[i])) {
+            tick ^= s[i] == '`';
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < len && is_word(s[i])) i++;
+        qc.code = w->code != 1.0 && code_shaped(s, len, a, i, tick);
+        graph_tokenize(s + a, i - a, 0, on_qtok, &qc);
+    }
+    if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
+    if (g->cap_qwt < g->cap_qterms) {
+        double *q = realloc(g->qwt, g->cap_qterms * sizeof *q);
+        if (!q) {
+            g->n_qterms = 0;
+            return;
+        }
+        g->qwt = q;
+        g->cap_qwt = g->cap_qterms;
+    }
+    size_t u = 0;
+    for (size_t i = 0; i < g->n_qterms;) {
+        int32_t t = (int32_t)((uint32_t)g->qterms[i] >> 1);
+        size_t j = i;
+        int code = 0;
+        while (j < g->n_qterms && (int32_t)((uint32_t)g->qterms[j] >> 1) == t)
+            code |= g->qterms[j++] & 1;
+        g->qwt[u] = (1.0 + log((double)(j - i))) * (code ? w->code : 1.0);
+        g->qterms[u++] = t;
+        i = j;
+    }
+    g->n_qterms = u;
+}
+
 /* BM25F into g->lex over the fields of non-zero weight (a term's document
  * frequency counts the files that hold it in one of those fields), and,
  * when w->content_bm25 > 0, plain BM25 over the content field alone into
  * g->clex. */
-static void bm25f(graph_index *g, const graph_weights *w)
+static void bm25f(graph_index *g, const graph_weights *w, int feats)
 {
+    static const int solo[3] = {GI_PATH, GI_SYMBOL, GI_CONTENT};
     double N = (double)g->n;
     double fw[GI_FIELDS];
     for (int f = 0; f < GI_FIELDS; f++) fw[f] = w->field_w[f] > 0 ? w->field_w[f] : 0;
     if (!w->use_calls) fw[GI_CALL] = 0;
-    for (size_t i = 0; i < g->n_qterms;) {
+    for (size_t i = 0; i < g->n_qterms; i++) {
         int32_t t = g->qterms[i];
-        size_t j = i;
-        while (j < g->n_qterms && g->qterms[j] == t) j++;
-        double qw = 1.0 + log((double)(j - i));
-        i = j;
+        double qw = g->qwt[i];
         uint32_t a = g->post_off[t], b = g->post_off[t + 1];
         double df = 0, dfc = 0;
         for (uint32_t k = a; k < b; k++) {
@@ -129,6 +193,13 @@ static void bm25f(graph_index *g, const graph_weights *w)
                     tf += fw[f] * p->tf[f] / norm;
                 }
                 if (tf > 0) g->lex[p->doc] += qw * idf * tf / (K1 + tf);
+                for (int s = 0; feats && s < 3; s++) { /* each field alone */
+                    int f = solo[s];
+                    if (!p->tf[f]) continue;
+                    double bf = w->field_b[f];
+                    double t1 = p->tf[f] / (1.0 - bf + bf * g->flen[f][p->doc] / g->avglen[f]);
+                    g->fld[s][p->doc] += qw * idf * t1 / (K1 + t1);
+                }
             }
         }
         if (w->content_bm25 > 0 && dfc > 0) {
@@ -146,7 +217,7 @@ static void bm25f(graph_index *g, const graph_weights *w)
 
 /* A package's own file (__init__.py, index.js/ts, mod.rs): naming the
  * package says less about the file than naming a module does. */
-static int is_package_file(const char *path)
+int gi_is_package(const char *path)
 {
     const char *b = strrchr(path, '/');
     b = b ? b + 1 : path;
@@ -185,7 +256,7 @@ static void mentions(graph_index *g, const graph_weights *w, const char *s, size
             f = graph_resolve(g->res, "", LANG_PYTHON, tok);
         }
         if (f >= 0) {
-            double m = is_package_file(g->paths[f]) ? w->mention_package : 1.0;
+            double m = gi_is_package(g->paths[f]) ? w->mention_package : 1.0;
             g->mention[f] = fmax(g->mention[f], m);
         }
     }
@@ -194,6 +265,7 @@ static void mentions(graph_index *g, const graph_weights *w, const char *s, size
 /* Top k of score[] among the candidates (non-test unless tests), into out. */
 static size_t top_k(const graph_index *g, const double *score, int tests, graph_hit *out, size_t k)
 {
+    if (k == 0) return 0;
     size_t n = 0;
     for (uint32_t d = 0; d < g->n; d++) {
         if (score[d] <= 0 || (!tests && g->is_test[d])) continue;
@@ -216,30 +288,47 @@ void graph_lexical(graph_index *g, const graph_weights *w, const char *prompt, s
 {
     memset(g->lex, 0, g->n * sizeof *g->lex);
     memset(g->clex, 0, g->n * sizeof *g->clex);
-    g->n_qterms = 0;
-    qctx qc = {g, 0};
-    graph_tokenize(prompt, len, 0, on_qtok, &qc);
-    if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
-    bm25f(g, w);
+    query_terms(g, w, prompt, len);
+    bm25f(g, w, 0);
     memcpy(out, g->lex, g->n * sizeof *out);
 }
 
-size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
-                     graph_hit *out, size_t k)
+size_t gi_top(const graph_index *g, const double *score, graph_hit *out, size_t k)
+{
+    return top_k(g, score, 0, out, k);
+}
+
+static int excluded(const gi_excl *ex, uint32_t d)
+{
+    for (size_t i = 0; ex && i < ex->n; i++)
+        if (ex->files[i] == d) return 1;
+    return 0;
+}
+
+/* Co-change Jaccard of s and d without the training commit's own weight. */
+static double jaccard_without(const graph_index *g, uint32_t s, uint32_t d, double j,
+                              const gi_excl *ex)
+{
+    if (!excluded(ex, s) || !excluded(ex, d)) return j;
+    double ts = g->co_total[s], td = g->co_total[d];
+    double wab = j * (ts + td) / (1.0 + j) - ex->w;
+    double den = (ts - ex->w) + (td - ex->w) - wab;
+    return wab > 0 && den > 0 ? wab / den : 0;
+}
+
+void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+               const gi_excl *ex, int feats)
 {
     size_t n = g->n;
-    if (n == 0 || k == 0) return 0;
     memset(g->lex, 0, n * sizeof *g->lex);
     memset(g->mention, 0, n * sizeof *g->mention);
     memset(g->act, 0, n * sizeof *g->act);
     memset(g->cosc, 0, n * sizeof *g->cosc);
     memset(g->tmp, 0, n * sizeof *g->tmp);
     memset(g->clex, 0, n * sizeof *g->clex);
-    g->n_qterms = 0;
-    qctx qc = {g, 0};
-    graph_tokenize(prompt, len, 0, on_qtok, &qc);
-    if (g->n_qterms > 1) qsort(g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32);
-    bm25f(g, w);
+    for (int s = 0; feats && s < 3; s++) memset(g->fld[s], 0, n * sizeof *g->fld[s]);
+    query_terms(g, w, prompt, len);
+    bm25f(g, w, feats);
     mentions(g, w, prompt, len);
     if (w->content_bm25 > 0) { /* fuse the separate content BM25, each scaled to max 1 */
         double ml = 0, mc = 0;
@@ -279,7 +368,7 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
     ns = top_k(g, g->final, 0, seeds, ns);
     double top = ns ? seeds[0].score : 0;
     /* spreading activation over imports and importers */
-    if (w->graph > 0 && top > 0) {
+    if ((w->graph > 0 || feats) && top > 0) {
         memset(g->tmp, 0, n * sizeof *g->tmp);
         for (size_t s = 0; s < ns; s++) g->tmp[seeds[s].file] = seeds[s].score / top;
         double *cur = g->tmp, *acc = g->act;
@@ -319,11 +408,13 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
         free(nxt);
     }
     /* co-change partners of the seeds */
-    if (w->cochange > 0 && top > 0) {
+    if ((w->cochange > 0 || feats) && top > 0) {
         for (size_t s = 0; s < ns; s++) {
-            const gi_partners *p = gi_cochange(g, seeds[s].file);
+            uint32_t f = seeds[s].file;
+            const gi_partners *p = gi_cochange(g, f);
             double as = seeds[s].score / top;
-            for (uint32_t e = 0; e < p->n; e++) g->cosc[p->ids[e]] += as * p->w[e];
+            for (uint32_t e = 0; e < p->n; e++)
+                g->cosc[p->ids[e]] += as * jaccard_without(g, f, p->ids[e], p->w[e], ex);
         }
     }
     for (uint32_t d = 0; d < n; d++) {
@@ -333,7 +424,42 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
             g->final[d] += w->centrality * g->central[d] + w->churn * g->churn[d];
         if (g->aux[d]) g->final[d] *= w->aux;
     }
-    return top_k(g, g->final, 0, out, k);
+    for (int s = 0; feats && s < 3; s++) {
+        g->fld_mx[s] = 0;
+        for (uint32_t d = 0; d < n; d++)
+            if (!g->is_test[d] && g->fld[s][d] > g->fld_mx[s]) g->fld_mx[s] = g->fld[s][d];
+    }
+}
+
+static int cmp_hit(const void *a, const void *b)
+{
+    const graph_hit *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->file < y->file ? -1 : x->file > y->file;
+}
+
+size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+                     graph_hit *out, size_t k)
+{
+    if (g->n == 0 || k == 0) return 0;
+    int learned = w->learned > 0 && g->fus.enabled;
+    gi_stages(g, w, prompt, len, NULL, learned);
+    if (!learned) return top_k(g, g->final, 0, out, k);
+    /* the learned fusion re-ranks the default's best GF_POOL (or k) files */
+    size_t m = k > GF_POOL ? k : GF_POOL;
+    graph_hit *pool = malloc(m * sizeof *pool);
+    if (!pool) return top_k(g, g->final, 0, out, k);
+    size_t np = top_k(g, g->final, 0, pool, m);
+    double x[GF_NFEAT];
+    for (size_t i = 0; i < np; i++) {
+        gf_features(g, pool[i].file, NULL, x);
+        pool[i].score = 1.0 / (1.0 + exp(-gf_logit(g->fus.beta, x)));
+    }
+    qsort(pool, np, sizeof *pool, cmp_hit);
+    if (np > k) np = k;
+    memcpy(out, pool, np * sizeof *out);
+    free(pool);
+    return np;
 }
 
 /* Key symbols: those whose name matches a query term first, then exported

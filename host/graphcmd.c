@@ -4,7 +4,7 @@
  * own cache in the repository) and call its RPC methods clarity.graphBuild
  * and clarity.predict, so every host gets the same functionality.
  *
- *   clarity graph build REPO [--regex] [--max-commits N] [--json]
+ *   clarity graph build REPO [--regex] [--max-commits N] [--no-learn] [--json]
  *   clarity predict REPO "prompt" [-k N] [--json] [--repeat N] [--no-refresh]
  *
  * predict refreshes a stale graph first (and says so on stderr); with
@@ -23,7 +23,8 @@
 #include "loader.h"
 
 static const char usage[] =
-    "usage: clarity graph build REPO [--regex] [--max-commits N] [--json] [--plugin PATH]\n"
+    "usage: clarity graph build REPO [--regex] [--max-commits N] [--no-learn] [--json]\n"
+    "                           [--plugin PATH]\n"
     "       clarity predict REPO \"prompt\" [-k N] [--json] [--repeat N] [--no-refresh]\n"
     "                       [--plugin PATH]\n";
 
@@ -76,13 +77,14 @@ static int positive(const char *s, long max, long *out)
 int graphcmd_main(int argc, char **argv)
 {
     const char *plugin = NULL, *args[3] = {0};
-    int nargs = 0, json = 0, regex = 0, no_refresh = 0;
+    int nargs = 0, json = 0, regex = 0, no_refresh = 0, no_learn = 0;
     long k = 10, max_commits = -1, repeat = 0;
     int predict = strcmp(argv[1], "predict") == 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0) json = 1;
         else if (strcmp(a, "--regex") == 0 && !predict) regex = 1;
+        else if (strcmp(a, "--no-learn") == 0 && !predict) no_learn = 1;
         else if (strcmp(a, "--no-refresh") == 0 && predict) no_refresh = 1;
         else if ((strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) && predict && i + 1 < argc) {
             if (positive(argv[++i], 1000, &k) != 0 || k == 0) {
@@ -157,6 +159,7 @@ int graphcmd_main(int argc, char **argv)
         }
         json_object_set_new(params, "repo", json_string(args[1]));
         if (regex) json_object_set_new(params, "parser", json_string("regex"));
+        if (no_learn) json_object_set_new(params, "learn", json_false());
         if (max_commits >= 0) json_object_set_new(params, "maxCommits", json_integer(max_commits));
         json_object_set_new(params, "progress", json_boolean(isatty(2)));
         ex = call(plugin, "clarity.graphBuild", params, &out);
@@ -179,6 +182,17 @@ int graphcmd_main(int argc, char **argv)
                        (long long)json_integer_value(json_object_get(out, "commits")),
                        (long long)json_integer_value(json_object_get(out, "pairs")),
                        json_real_value(json_object_get(out, "ms")));
+                json_t *fu = json_object_get(out, "fusion");
+                if (fu)
+                    printf("learned fusion: trained on %lld commits; on the newest %lld, MRR %.3f "
+                           "with the defaults, %.3f learned: %s\n",
+                           (long long)json_integer_value(json_object_get(fu, "commits")),
+                           (long long)json_integer_value(json_object_get(fu, "heldOut")),
+                           json_real_value(json_object_get(fu, "mrrDefault")),
+                           json_real_value(json_object_get(fu, "mrrLearned")),
+                           json_is_true(json_object_get(fu, "enabled"))
+                               ? "used for predictions"
+                               : "not better, predictions keep the defaults");
             }
         }
     }

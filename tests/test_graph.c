@@ -11,6 +11,7 @@
 
 #include "../graph/graph.h"
 #include "../include/clarity.h"
+#include "gitrepo.h"
 #include "runproc.h"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -70,43 +71,17 @@ static int has_call(const gfile *f, const char *name)
 
 static char *tmpdir;
 
-static void sh(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char full[9000];
-    snprintf(full, sizeof full,
-             "cd '%s' && export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t "
-             "GIT_COMMITTER_EMAIL=t@t GIT_CONFIG_NOSYSTEM=1 HOME='%s' && (%s) >/dev/null 2>&1",
-             tmpdir, tmpdir, cmd);
-    cr_assert_eq(system(full), 0, "failed: %s", cmd);
-}
+#define sh(...) cr_assert_eq(gitrepo_sh(tmpdir, __VA_ARGS__), 0, "failed: " __VA_ARGS__)
 
 static void write_file(const char *rel, const char *text)
 {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
-    char *slash = strrchr(p, '/');
-    *slash = '\0';
-    char mk[4200];
-    snprintf(mk, sizeof mk, "mkdir -p '%s'", p);
-    cr_assert_eq(system(mk), 0);
-    *slash = '/';
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
+    cr_assert_eq(gitrepo_write(tmpdir, rel, text), 0, "write %s", rel);
 }
 
 /* A commit at a fixed date (seconds since the epoch). */
 static void commit(long when, const char *msg)
 {
-    sh("git add -A && GIT_AUTHOR_DATE='@%ld +0000' GIT_COMMITTER_DATE='@%ld +0000' git commit -q "
-       "-m '%s'",
-       when, when, msg);
+    cr_assert_eq(gitrepo_commit(tmpdir, when, msg), 0, "commit %s", msg);
 }
 
 static void setup_repo(void)
@@ -338,7 +313,7 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     write_file("src/auth/session.py", "def login_user():\n    pass\n");
     write_file("lib/db.py", "import os\n\ndef connect():\n    pass\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
@@ -416,7 +391,7 @@ Test(graph_repo, package_mentions_and_doc_files_count_less)
     write_file("pkg/sub/impl.py", "def run_impl():\n    pass\n");
     write_file("docs/impl.py", "def run_impl():\n    pass\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
@@ -483,7 +458,7 @@ Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
     write_file("b.py", "def b(): return 4\n");
     commit(1600004000, "style: reformat");
 
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
@@ -545,7 +520,7 @@ Test(graph_repo, content_words_are_counted_at_build_time)
     write_file("b.py", "# zebra\ndef g(): pass\n");
     write_file("c.py", "# okapi\ndef h(): pass\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
@@ -647,7 +622,7 @@ Test(graph_repo, content_words_of_a_large_file)
     free(text);
     write_file("small.py", "# okapi\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
@@ -678,7 +653,7 @@ Test(graph_repo, imports_resolve_and_propagate)
     write_file("web/app.ts", "import { x } from './util'\nexport const y = x\n");
     write_file("web/util.ts", "export const x = 1\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");

@@ -92,6 +92,12 @@ Test(graphstatus, status_stale_and_predict_says_so)
     cr_assert(json_is_false(json_object_get(s, "stale")));
     cr_assert_gt(json_integer_value(json_object_get(s, "builtAt")), 1600000000);
     cr_assert_not_null(strstr(json_string_value(json_object_get(s, "repo")), "/repo"));
+    /* one commit ("init": its message names neither file, so nothing to
+     * learn from): the learned fusion was tried and keeps the defaults */
+    json_t *fu = json_object_get(s, "fusion");
+    cr_assert(json_is_object(fu), "%s", json_dumps(s, 0));
+    cr_assert(json_is_false(json_object_get(fu, "enabled")));
+    cr_assert_eq(json_integer_value(json_object_get(fu, "commits")), 0);
     json_decref(s);
 
     /* a build of an up-to-date repository parses and reads nothing */
@@ -270,7 +276,7 @@ static long long target_of(const char *from, const char *spec)
 
 static void rebuild(size_t *imports)
 {
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL};
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
     char *err = NULL;
     cr_assert_eq(graph_build(repo, &o, &st, &err), 0, "%s", err ? err : "");

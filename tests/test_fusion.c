@@ -1,0 +1,342 @@
+/* test_fusion.c: the learned fusion (graph/fusion.c) and code-shaped query
+ * terms (graph/query.c): the logistic regression against closed-form
+ * optima, training on a synthetic repository's history (fallback on a
+ * short one, retraining cadence, --no-learn), the re-ranking a stored
+ * model makes, the training commit taken back out of the history
+ * features, and the weight of terms written as code. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../graph/index.h"
+#include "gitrepo.h"
+#include "runproc.h"
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = runproc_mkdtemp("clarity-fusion-test");
+    cr_assert_not_null(dir);
+    cr_assert_eq(gitrepo_sh(dir, "git init -q ."), 0);
+}
+
+static void teardown(void)
+{
+    if (dir) runproc_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+TestSuite(fusion, .init = setup, .fini = teardown, .timeout = 120);
+
+static void put(const char *rel, const char *text)
+{
+    cr_assert_eq(gitrepo_write(dir, rel, text), 0);
+}
+
+static void commit_at(long when, const char *msg)
+{
+    cr_assert_eq(gitrepo_commit(dir, when, msg), 0, "commit %s", msg);
+}
+
+static char *meta(const char *key)
+{
+    char db[4200];
+    snprintf(db, sizeof db, "%s/.clarity/graph.db", dir);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    char *v = NULL;
+    sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = ?", -1, &q, NULL);
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW) v = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return v;
+}
+
+static void set_meta(const char *key, const char *value)
+{
+    char db[4200];
+    snprintf(db, sizeof db, "%s/.clarity/graph.db", dir);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *q;
+    sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &q, NULL);
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(q), SQLITE_DONE);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+}
+
+static graph_build_stats build(int no_learn)
+{
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, no_learn};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(dir, &o, &st, &err), 0, "%s", err ? err : "");
+    return st;
+}
+
+/* ---- the regression ---- */
+
+/* With only the bias (no shrinkage on it) the optimum is the log-odds of
+ * the base rate; a feature that separates gets a positive weight, which
+ * the L2 penalty keeps finite: at the optimum the gradient is zero. */
+Test(fusion, fit_meets_the_closed_form_optimum)
+{
+    enum { N = 40 };
+    double X[N * GF_NFEAT];
+    uint8_t y[N];
+    memset(X, 0, sizeof X);
+    for (int i = 0; i < N; i++) {
+        X[i * GF_NFEAT] = 1.0;
+        y[i] = i % 4 == 0; /* 10 of 40 */
+    }
+    double beta[GF_NFEAT];
+    cr_assert_eq(gf_fit(X, y, N, 1.0, beta), 0);
+    cr_assert_float_eq(beta[0], log(10.0 / 30.0), 1e-4);
+    for (int j = 1; j < GF_NFEAT; j++) cr_assert_float_eq(beta[j], 0.0, 1e-12);
+
+    for (int i = 0; i < N; i++) X[i * GF_NFEAT + 1] = y[i] ? 1.0 : 0.0; /* separable */
+    cr_assert_eq(gf_fit(X, y, N, 1.0, beta), 0);
+    cr_assert_gt(beta[1], 1.0);
+    double g0 = 0, g1 = 0; /* the penalized gradient vanishes */
+    for (int i = 0; i < N; i++) {
+        double p = 1.0 / (1.0 + exp(-gf_logit(beta, X + i * GF_NFEAT)));
+        g0 += y[i] - p;
+        g1 += (y[i] - p) * X[i * GF_NFEAT + 1];
+    }
+    cr_assert_float_eq(g0 - 1e-6 * beta[0], 0.0, 1e-6);
+    cr_assert_float_eq(g1 - 1.0 * beta[1], 0.0, 1e-6);
+}
+
+Test(fusion, parse_rejects_malformed_values)
+{
+    gi_fusion f;
+    gf_parse("v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13", &f);
+    cr_assert(f.enabled);
+    cr_assert_eq(f.commits, 50);
+    cr_assert_eq(f.valid, 12);
+    cr_assert_float_eq(f.beta[12], 13.0, 1e-12);
+    const char *bad[] = {NULL, "", "v2 1 50 12 0.5 0.6", "v1 1 50 12 0.5 0.6 1 2 3",
+                         "v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 nan"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        gf_parse(bad[i], &f);
+        cr_assert_not(f.enabled, "%s", bad[i] ? bad[i] : "NULL");
+    }
+}
+
+/* ---- training on a repository's history ---- */
+
+static const char *const topics[][2] = {
+    {"parser.py", "parse token grammar"}, {"render.py", "render template html"},
+    {"cache.py", "cache evict expire"},   {"auth.py", "login password session"},
+    {"network.py", "socket retry timeout"},
+};
+
+static void history(int commits)
+{
+    for (int i = 0; i < 5; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "# %s\ndef f%d():\n    return 0\n", topics[i][1], i);
+        put(topics[i][0], body);
+    }
+    commit_at(1600000000, "initial import");
+    for (int c = 0; c < commits; c++) {
+        int t = c % 5;
+        char body[512], msg[128];
+        snprintf(body, sizeof body, "# %s\ndef f%d():\n    return %d\n", topics[t][1], t, c + 1);
+        put(topics[t][0], body);
+        const char *w = topics[t][1];
+        snprintf(msg, sizeof msg, "improve %.*s handling, step %d", (int)strcspn(w, " "), w, c);
+        commit_at(1600000000 + 1000L * (c + 1), msg);
+    }
+}
+
+Test(fusion, trains_on_history_then_waits_for_enough_new_commits)
+{
+    history(60);
+    graph_build_stats st = build(0);
+    cr_assert(st.trained);
+    cr_assert_geq(st.fusion_commits, 40, "usable commits %zu", st.fusion_commits);
+    char *m = meta("fusion");
+    cr_assert_not_null(m);
+    gi_fusion f;
+    gf_parse(m, &f);
+    cr_assert_eq(f.commits, (int)st.fusion_commits);
+    cr_assert_eq(f.valid, f.commits / 4); /* the newest quarter is held out */
+    cr_assert_eq(f.enabled, st.fusion_enabled);
+    free(m);
+
+    /* one more commit: kept, counted as pending */
+    put("cache.py", "# cache evict expire\ndef f2():\n    return 99\n");
+    commit_at(1600100000, "tune cache eviction");
+    st = build(0);
+    cr_assert_not(st.trained);
+    m = meta("fusion_pending");
+    cr_assert_str_eq(m, "1");
+    free(m);
+}
+
+Test(fusion, short_history_keeps_the_defaults)
+{
+    history(6);
+    graph_build_stats st = build(0);
+    cr_assert(st.trained);
+    cr_assert_not(st.fusion_enabled);
+    char *m = meta("fusion");
+    gi_fusion f;
+    gf_parse(m, &f);
+    free(m);
+    cr_assert_not(f.enabled);
+    cr_assert_lt(f.commits, 40);
+    /* the index loads without a model: learned or not, the same ranking */
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_weights w;
+    graph_weights_default(&w);
+    graph_hit a[5], b[5];
+    const char *q = "cache eviction expires too early";
+    size_t na = graph_predict(g, &w, q, strlen(q), a, 5);
+    w.learned = 0;
+    size_t nb = graph_predict(g, &w, q, strlen(q), b, 5);
+    cr_assert_eq(na, nb);
+    for (size_t i = 0; i < na; i++) {
+        cr_assert_eq(a[i].file, b[i].file);
+        cr_assert_float_eq(a[i].score, b[i].score, 1e-12);
+    }
+    graph_index_free(g);
+}
+
+Test(fusion, no_learn_trains_nothing)
+{
+    history(50);
+    graph_build_stats st = build(1);
+    cr_assert_not(st.trained);
+    cr_assert_null(meta("fusion"));
+    /* a model trained before is dropped by a build that does not learn */
+    cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
+    st = build(0);
+    cr_assert(st.trained);
+    char *m = meta("fusion");
+    cr_assert_not_null(m);
+    free(m);
+    st = build(1);
+    cr_assert_null(meta("fusion"));
+}
+
+/* A stored model re-ranks the default's pool: one that only values size
+ * puts the largest matching file first, whatever its lexical rank. */
+Test(fusion, a_stored_model_reranks_the_pool)
+{
+    put("small.py", "# walrus\ndef walrus():\n    pass\n");
+    put("large.py", "# walrus\n# alpha bravo charlie delta echo foxtrot golf hotel india\n"
+                    "# juliet kilo lima mike november oscar papa quebec romeo sierra\n"
+                    "def other():\n    pass\n");
+    commit_at(1600000000, "initial");
+    build(1);
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    graph_hit h[2];
+    cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
+    cr_assert_str_eq(graph_index_path(g, h[0].file), "small.py");
+    graph_index_free(g);
+
+    /* bias 0, size 10: p = sigmoid(10 * size) */
+    set_meta("fusion", "v1 1 100 25 0.5 0.6 0 0 0 0 0 0 0 0 0 0 10 0 0");
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
+    cr_assert_str_eq(graph_index_path(g, h[0].file), "large.py");
+    cr_assert_gt(h[0].score, h[1].score);
+    cr_assert_leq(h[0].score, 1.0);
+    /* "learned": 0 keeps the default order */
+    w.learned = 0;
+    cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
+    cr_assert_str_eq(graph_index_path(g, h[0].file), "small.py");
+    graph_index_free(g);
+}
+
+/* A training commit's own weight is taken back out of churn: the file it
+ * changed looks as it did before it. */
+Test(fusion, training_commit_leaves_churn)
+{
+    history(10);
+    build(1);
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    uint32_t f = (uint32_t)graph_index_find(g, "auth.py");
+    /* the last commit changed network.py (step 9), at 1600010000 */
+    uint32_t last = (uint32_t)graph_index_find(g, "network.py");
+    gi_excl ex = {&last, 1, graph_commit_weight(1600010000.0, 1.0)};
+    const char *q = "socket retry login";
+    gi_stages(g, &w, q, strlen(q), &ex, 1);
+    double with[GF_NFEAT], without[GF_NFEAT], other[GF_NFEAT], other_ex[GF_NFEAT];
+    gf_features(g, last, NULL, with);
+    gf_features(g, last, &ex, without);
+    gf_features(g, f, NULL, other);
+    gf_features(g, f, &ex, other_ex);
+    /* network.py: the initial commit, step 4 and step 9 */
+    double w0 = graph_commit_weight(1600000000.0, 1.0), w5 = graph_commit_weight(1600005000.0, 1.0);
+    cr_assert_float_eq(with[9], log1p(w0 + w5 + ex.w) / g->churn_mx, 1e-9);
+    cr_assert_float_eq(without[9], log1p(w0 + w5) / g->churn_mx, 1e-9);
+    cr_assert_lt(without[9], with[9]);
+    cr_assert_float_eq(other_ex[9], other[9], 1e-12); /* other files unchanged */
+    graph_index_free(g);
+}
+
+/* ---- code-shaped query terms ---- */
+
+/* BM25F is linear in a term's query weight: a term written as code
+ * (snake_case, camelCase, a call, `backticks`, a dotted name) counts
+ * w->code times; prose terms are unchanged. */
+Test(fusion, code_shaped_terms_weigh_more)
+{
+    put("a.py", "def render_page():\n    pass\n");
+    put("b.py", "def walrus():\n    pass\n");
+    commit_at(1600000000, "initial");
+    build(1);
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    size_t n = graph_index_files(g);
+    int a = graph_index_find(g, "a.py"), b = graph_index_find(g, "b.py");
+    double *s1 = calloc(n, sizeof *s1), *s2 = calloc(n, sizeof *s2);
+    graph_weights w;
+    graph_weights_default(&w);
+    const char *forms[] = {"calls render_page twice, and the walrus",
+                           "calls `page` twice, and the walrus", "calls page() twice, and the walrus",
+                           "calls obj.page twice, and the walrus",
+                           "calls renderPage twice, and the walrus"};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        w.code = 1;
+        graph_lexical(g, &w, forms[i], strlen(forms[i]), s1);
+        w.code = 2;
+        graph_lexical(g, &w, forms[i], strlen(forms[i]), s2);
+        cr_assert_gt(s1[a], 0, "%s", forms[i]);
+        cr_assert_float_eq(s2[a], 2 * s1[a], 1e-9, "%s", forms[i]);
+        cr_assert_float_eq(s2[b], s1[b], 1e-12, "%s", forms[i]); /* prose: walrus */
+    }
+    /* the same words as prose are not boosted */
+    const char *prose = "the page renders twice, and the walrus";
+    w.code = 1;
+    graph_lexical(g, &w, prose, strlen(prose), s1);
+    w.code = 2;
+    graph_lexical(g, &w, prose, strlen(prose), s2);
+    cr_assert_float_eq(s2[a], s1[a], 1e-12);
+    free(s1);
+    free(s2);
+    graph_index_free(g);
+}
