@@ -26,11 +26,23 @@
 
 #include "index.h"
 
+/* (overridable at compile time, for the benchmarks' experiments) */
+#ifndef GF_LOG
 #define GF_LOG 600      /* newest commits looked at */
+#endif
+#ifndef GF_MAX_FILES
 #define GF_MAX_FILES 8  /* a commit changing more files says little about a message */
+#endif
 #define GF_MIN 40       /* usable commits needed to train */
+#ifndef GF_MSG_MAX
 #define GF_MSG_MAX 2048 /* bytes of a commit message used as the prompt */
+#endif
+#ifndef GF_SUBJECT_ONLY
+#define GF_SUBJECT_ONLY 0 /* 1: the subject line alone */
+#endif
+#ifndef GF_LAMBDA
 #define GF_LAMBDA 1.0   /* L2 penalty (not on the bias) */
+#endif
 
 void gf_features(const graph_index *g, uint32_t d, const gi_excl *ex, double *x)
 {
@@ -174,6 +186,7 @@ static void add_record(const graph_index *g, tset *ts, const char *r, const char
     const char *nl = memchr(c.msg, '\n', c.len);
     double noise = graph_commit_noise(c.msg, nl ? (size_t)(nl - c.msg) : c.len);
     if (noise < 1.0) return; /* formatting, merge, release: no task behind them */
+    if (GF_SUBJECT_ONLY && nl) c.len = (size_t)(nl - c.msg);
     if (c.len > GF_MSG_MAX) c.len = GF_MSG_MAX;
     size_t total = 0;
     char path[4096];

@@ -28,7 +28,9 @@ struct term_ent;
  * activation, co-change activation, centrality, churn, size, aux, package. */
 enum { GF_NFEAT = 13 };
 /* Files re-ranked by the learned fusion: the best of the default fusion. */
+#ifndef GF_POOL
 #define GF_POOL 50
+#endif
 
 struct gi_fusion;
 typedef struct gi_fusion {

@@ -10,23 +10,12 @@
 
 #include "../graph/internal.h"
 #include "clihelp.h"
+#include "gitrepo.h"
 
 static char *tmp, *repo, *state;
 
-static void sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char full[6000];
-    snprintf(full, sizeof full,
-             "cd '%s' && export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t "
-             "GIT_COMMITTER_EMAIL=t@t GIT_CONFIG_NOSYSTEM=1 HOME='%s' && (%s) >/dev/null 2>&1",
-             repo, tmp, cmd);
-    cr_assert_eq(system(full), 0, "failed: %s", cmd);
-}
+/* a shell command in the repository (fixed git identity, no git config) */
+#define sh(...) cr_assert_eq(gitrepo_sh(repo, __VA_ARGS__), 0, "failed: " __VA_ARGS__)
 
 static void setup(void)
 {
