@@ -70,6 +70,7 @@ void graph_cache_clear(void)
         cache[i] = NULL;
     }
     pthread_mutex_unlock(&cache_mu);
+    graph_parse_release();
 }
 
 static centry *entry_for(const char *repo)
@@ -358,6 +359,7 @@ static int weights_obj(json_t *o, graph_weights *w)
         else if (strcmp(k, "aux") == 0) w->aux = x;
         else if (strcmp(k, "learned") == 0) w->learned = x;
         else if (strcmp(k, "code") == 0) w->code = x;
+        else if (strcmp(k, "clean") == 0) w->clean = x;
         else known = 0;
         /* field weights and b: wPath, bPath, wSymbol, ... wContent, bContent */
         for (int f = 0; !known && f < GRAPH_FIELDS; f++) {
@@ -497,9 +499,14 @@ static int build(json_t *params, buf *out, char **msg)
         *msg = util_strdup("param \"parser\" must be \"auto\" or \"regex\"");
         return CLARITY_EINVAL;
     }
+    /* maxCommits: the newest commits read (0: all of them; default 10,000) */
     json_t *mc = json_object_get(params, "maxCommits");
-    if (json_is_integer(mc) && json_integer_value(mc) >= 0 && json_integer_value(mc) < INT_MAX)
-        o.max_commits = (int)json_integer_value(mc);
+    if (mc && !(json_is_integer(mc) && json_integer_value(mc) >= 0 &&
+                json_integer_value(mc) < INT_MAX)) {
+        *msg = util_strdup("param \"maxCommits\" must be an integer >= 0 (0: the whole history)");
+        return CLARITY_EINVAL;
+    }
+    if (mc) o.max_commits = json_integer_value(mc) == 0 ? -1 : (int)json_integer_value(mc);
     o.progress = json_is_true(json_object_get(params, "progress"));
     o.no_learn = json_is_false(json_object_get(params, "learn"));
     char *r = canon(repo);

@@ -334,14 +334,17 @@ static int write_file(sqlite3 *db, sqlite3_stmt **st, gfile *f, int64_t old_id, 
  * the spec, except relative specs made of dots and slashes only ("from ..
  * import x", "./"), which are always re-resolved.  Appends the words to the
  * JSON array in b. */
+/* Appends the words an import must contain to name path: its base name
+ * without extension and, for a file that stands for its directory, the
+ * directory's name; each NUL-terminated. */
 static void needles_of(const char *path, buf *b)
 {
     const char *base = strrchr(path, '/');
     const char *bn = base ? base + 1 : path;
     const char *dot = strchr(bn, '.');
     size_t bl = dot ? (size_t)(dot - bn) : strlen(bn);
-    buf_putc(b, b->len > 1 ? ',' : '[');
-    buf_json_str(b, bn, bl);
+    buf_append(b, bn, bl);
+    buf_putc(b, '\0');
     static const char *const pkg[] = {"__init__", "index", "mod", "lib", "main"};
     int dir = graph_lang_of_path(path) == LANG_GO;
     for (size_t k = 0; k < sizeof pkg / sizeof *pkg && !dir; k++)
@@ -349,40 +352,44 @@ static void needles_of(const char *path, buf *b)
     if (base && dir) {
         const char *d = base;
         while (d > path && d[-1] != '/') d--;
-        buf_putc(b, ',');
-        buf_json_str(b, d, (size_t)(base - d));
+        buf_append(b, d, (size_t)(base - d));
+        buf_putc(b, '\0');
     }
+}
+
+/* Whether an import must be looked at again when files came or went: its
+ * spec contains one of the needles, or is relative without a name. */
+static int spec_affected(const char *spec, const char *needles, size_t len)
+{
+    const char *s = spec;
+    while (*s == '.' || *s == '/') s++;
+    if (!*s) return 1;
+    for (const char *w = needles; w < needles + len; w += strlen(w) + 1)
+        if (*w && strstr(spec, w)) return 1;
+    return 0;
 }
 
 /* Resolves imports and writes the targets that changed.  all: every import
  * (a full build); else the unresolved imports of the re-parsed files
- * (langs[i] < 0) and, when files came or went (needles: a JSON array of
- * their words, see needles_of), the imports whose spec contains one of the
- * words or is relative without a name. */
+ * (langs[i] < 0) and, when files came or went (needles, nlen bytes: their
+ * words, see needles_of), the imports affected (spec_affected).  The
+ * filter runs here, not in SQL: one pass over the rows. */
 static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t *ids,
-                           int *langs, size_t n, int all, const char *needles, size_t *resolved,
-                           size_t *imports)
+                           int *langs, size_t n, int all, const char *needles, size_t nlen,
+                           size_t *resolved, size_t *imports)
 {
-    /* db id -> index in paths */
     sqlite3_stmt *sel, *upd;
-    const char *q =
-        all ? "SELECT rowid, file_id, spec, target FROM imports"
-        : needles
-            ? "SELECT rowid, file_id, spec, target FROM imports WHERE (target IS NULL AND file_id "
-              "IN (SELECT value FROM json_each(?1))) OR trim(spec, './') = '' OR EXISTS (SELECT 1 "
-              "FROM json_each(?2) WHERE instr(spec, value) > 0)"
-            : "SELECT i.rowid, i.file_id, i.spec, i.target FROM imports i JOIN files f ON "
-              "f.id = i.file_id WHERE i.target IS NULL AND f.id IN (SELECT value FROM "
-              "json_each(?))";
-    if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) return -1;
+    if (sqlite3_prepare_v2(db, "SELECT rowid, file_id, spec, target FROM imports", -1, &sel,
+                           NULL) != SQLITE_OK)
+        return -1;
     if (sqlite3_prepare_v2(db, "UPDATE imports SET target = ? WHERE rowid = ?", -1, &upd, NULL) !=
         SQLITE_OK) {
         sqlite3_finalize(sel);
         return -1;
     }
-    (void)langs;
     int rc = 0;
-    /* ids are ascending in insertion order but not dense: binary search a sorted copy */
+    /* db id -> index in paths; ids are ascending in insertion order but
+     * not dense: binary search a sorted copy */
     typedef struct idmap {
         int64_t id;
         uint32_t idx;
@@ -399,23 +406,6 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
         }
         m[j] = x;
     }
-    buf idl;
-    buf_init(&idl);
-    if (!all) {
-        buf_putc(&idl, '[');
-        int first = 1;
-        for (size_t i = 0; i < n; i++) {
-            if (ids[i] >= 0 && langs[i] < 0) continue;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (langs[i] >= 0) continue; /* marker: langs[i] < 0 = changed */
-            buf_printf(&idl, "%s%" PRId64, first ? "" : ",", ids[i]);
-            first = 0;
-        }
-        buf_putc(&idl, ']');
-        sqlite3_bind_text(sel, 1, idl.p, (int)idl.len, SQLITE_STATIC);
-        if (needles) sqlite3_bind_text(sel, 2, needles, -1, SQLITE_STATIC);
-    }
     while (rc == 0 && sqlite3_step(sel) == SQLITE_ROW) {
         int64_t rowid = sqlite3_column_int64(sel, 0), fid = sqlite3_column_int64(sel, 1);
         const char *spec = (const char *)sqlite3_column_text(sel, 2);
@@ -427,6 +417,11 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
         }
         if (lo >= n || m[lo].id != fid) continue;
         uint32_t from = m[lo].idx;
+        int unresolved = sqlite3_column_type(sel, 3) == SQLITE_NULL;
+        if (!all && !(unresolved && langs[from] < 0) &&
+            !(needles && spec_affected(spec ? spec : "", needles, nlen)))
+            continue;
+        if (!spec) continue;
         int lang = langs[from] < 0 ? -langs[from] : langs[from];
         int32_t t = graph_resolve(r, paths[from], lang, spec);
         (*imports)++;
@@ -443,7 +438,6 @@ static int resolve_imports(sqlite3 *db, graph_resolver *r, char **paths, int64_t
         if (sqlite3_step(upd) != SQLITE_DONE) rc = -1;
         sqlite3_reset(upd);
     }
-    buf_free(&idl);
     free(m);
     sqlite3_finalize(sel);
     sqlite3_finalize(upd);
@@ -711,11 +705,10 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         graph_resolver *r = graph_resolver_new(paths, n);
         if (!r) rc = -1;
         else {
-            buf_putc(&needles, ']');
-            /* many files came or went: one pass over all imports is as cheap */
+            /* many files came or went: resolving all imports is as cheap */
             int all = full || (set_changed && (buf_failed(&needles) || needles.len > 4096));
             rc = resolve_imports(db, r, paths, ids, langs, n, all,
-                                 set_changed && !all ? needles.p : NULL, &st->resolved,
+                                 set_changed && !all ? needles.p : NULL, needles.len, &st->resolved,
                                  &st->imports);
         }
         graph_resolver_free(r);

@@ -243,6 +243,7 @@ graph_history *graph_history_start(const char *repo, sqlite3 *db, char **paths, 
     }
     if (h->full) snprintf(h->range, sizeof h->range, "%s", h->head);
     free(prev);
+    if (max_commits == 0) max_commits = GRAPH_DEFAULT_MAX_COMMITS;
     snprintf(h->maxarg, sizeof h->maxarg, "--max-count=%d",
              max_commits > 0 ? max_commits : 2000000000);
     h->ents = calloc(n ? n : 1, sizeof *h->ents);

@@ -93,6 +93,9 @@ const char *graph_sym_kind_name(int kind);
 typedef struct graph_parser_ctx graph_parser_ctx;
 graph_parser_ctx *graph_parser_new(int parser);
 void graph_parser_free(graph_parser_ctx *p);
+/* Frees the compiled tree-sitter queries shared by the parser contexts
+ * when none is alive (the plugin's unload). */
+void graph_parse_release(void);
 /* Fills f->syms/imports/calls from the content (f->lang set).  Returns 0,
  * or -1 on allocation failure. */
 int graph_parse_file(graph_parser_ctx *p, gfile *f, const char *src, size_t len);
@@ -109,9 +112,15 @@ typedef int (*graph_token_cb)(void *ud, const char *tok, size_t len);
 void graph_tokenize(const char *text, size_t len, int keep_stopwords, graph_token_cb cb, void *ud);
 
 /* ---- build.c: the SQLite cache ---- */
+/* The newest commits a build reads by default.  Older ones weigh almost
+ * nothing after the time decay: on the SWE-bench dev set the rankings with
+ * 10,000 and with all commits are identical, and sympy's build reads 10k
+ * of its 62k commits (bench/graph/README.md, fifth round). */
+#define GRAPH_DEFAULT_MAX_COMMITS 10000
+
 typedef struct graph_build_opts {
     int parser;           /* enum graph_parser */
-    int max_commits;      /* history depth for co-change; 0 = all */
+    int max_commits;      /* history read: 0 = GRAPH_DEFAULT_MAX_COMMITS, < 0 = all of it */
     int progress;         /* draw a progress bar on stderr when it is a terminal */
     const char *db_path;  /* NULL: <repo>/.clarity/graph.db */
     int no_learn;         /* 1: do not (re)train the learned fusion */
@@ -157,6 +166,7 @@ typedef struct graph_weights {
     double mention_package; /* a named package's __init__.py / index.* / mod.rs */
     double aux;          /* factor for files under doc(s)/, example(s)/, bench(mark)(s)/, release/ */
     double code;         /* weight of a query term written as code (snake_case, camelCase, call, `x`) */
+    double clean;        /* 1: blank HTML comments and environment dumps of the prompt */
     double learned;      /* 1: re-rank with the repository's learned fusion when it has one */
 } graph_weights;
 
@@ -190,6 +200,10 @@ size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out,
 /* The predictions as JSON: {"files":[{path,score,symbols:[{name,line}]}],"ms"}. */
 int graph_predict_json(const char *repo, const char *prompt, size_t len, size_t k, buf *out,
                        char **err);
+/* clarity.graphBuild, clarity.predict and clarity.graphStatus: params as
+ * JSON text; the result object appended to out; on error a CLARITY_E*
+ * code and *msg (malloc'ed, the caller frees). */
+int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg);
 /* Cache of loaded indexes, one per repository; freed at unload. */
 void graph_cache_clear(void);
 /* The loaded index of a repository that has a graph (refreshed when stale

@@ -631,6 +631,7 @@ void graph_index_free(graph_index *g)
     free(g->clex);
     free(g->qterms);
     free(g->qwt);
+    free(g->ptext);
     free(g->repo);
     free(g->db_path);
     free(g);

@@ -85,6 +85,8 @@ struct graph_index {
     double fld_mx[3];  /* their best non-test scores for the prompt */
     int32_t *qterms;   /* the prompt's distinct terms, sorted */
     double *qwt;       /* their weights */
+    char *ptext;       /* the prompt as read (graph_prompt_clean) */
+    size_t cap_ptext;
     size_t n_qterms, cap_qterms, cap_qwt;
 };
 

@@ -59,6 +59,11 @@ const char *graph_history_head(const graph_history *h);
 double graph_commit_noise(const char *subject, size_t len);
 double graph_commit_weight(double commit_time, double noise);
 
+/* prompt.c: copies the prompt s[0..len) into out (len bytes) with the
+ * HTML comments and environment-dump lines ("numpy: 1.21.0",
+ * "pandas==1.3") blanked; returns len. */
+size_t graph_prompt_clean(const char *s, size_t len, char *out);
+
 /* fusion.c: trains the learned fusion on the repository's recent commits
  * with the graph in db_path (committed) and stores it in db's meta
  * ("fusion"); out says what came of it. */

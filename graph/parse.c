@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <pcre2.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tree_sitter/api.h>
@@ -220,11 +221,21 @@ static const rx_pat rx_pats[] = {
 };
 #define N_RX (sizeof rx_pats / sizeof *rx_pats)
 
+/* Compiled queries are shared by every parser context of the process:
+ * compiling Python's takes longer than parsing a typical changed file (it
+ * was 8 % of a one-commit refresh, once per parse thread).  A TSQuery is
+ * read-only once made; each context has its own cursor.  They are freed by
+ * graph_parse_release when no context is alive. */
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
+static TSQuery *q_shared[LANG__COUNT];
+static int q_shared_tried[LANG__COUNT];
+static int q_users;
+
 struct graph_parser_ctx {
     int parser;
     TSParser *ts;
     TSQueryCursor *cur;
-    TSQuery *q[LANG__COUNT];
+    TSQuery *q[LANG__COUNT]; /* borrowed from q_shared */
     int q_tried[LANG__COUNT];
     pcre2_code *rx[N_RX];
     pcre2_match_data *md;
@@ -240,14 +251,29 @@ graph_parser_ctx *graph_parser_new(int parser)
         free(p);
         return NULL;
     }
+    pthread_mutex_lock(&q_mu);
+    q_users++;
+    pthread_mutex_unlock(&q_mu);
     return p;
+}
+
+void graph_parse_release(void)
+{
+    pthread_mutex_lock(&q_mu);
+    for (int i = 0; q_users == 0 && i < LANG__COUNT; i++) {
+        if (q_shared[i]) ts_query_delete(q_shared[i]);
+        q_shared[i] = NULL;
+        q_shared_tried[i] = 0;
+    }
+    pthread_mutex_unlock(&q_mu);
 }
 
 void graph_parser_free(graph_parser_ctx *p)
 {
     if (!p) return;
-    for (int i = 0; i < LANG__COUNT; i++)
-        if (p->q[i]) ts_query_delete(p->q[i]);
+    pthread_mutex_lock(&q_mu);
+    q_users--;
+    pthread_mutex_unlock(&q_mu);
     if (p->cur) ts_query_cursor_delete(p->cur);
     if (p->ts) ts_parser_delete(p->ts);
     for (size_t i = 0; i < N_RX; i++) pcre2_code_free(p->rx[i]);
@@ -356,10 +382,25 @@ static int add_call(gfile *f, call_set *cs, const char *name, size_t n, uint32_t
 
 /* ---- tree-sitter path ------------------------------------------------- */
 
+static TSQuery *compile_query(int lang, const TSLanguage *L);
+
 static TSQuery *query_for(graph_parser_ctx *p, int lang, const TSLanguage *L)
 {
     if (p->q_tried[lang]) return p->q[lang];
     p->q_tried[lang] = 1;
+    pthread_mutex_lock(&q_mu);
+    if (!q_shared_tried[lang]) {
+        q_shared_tried[lang] = 1;
+        q_shared[lang] = compile_query(lang, L);
+    }
+    p->q[lang] = q_shared[lang];
+    pthread_mutex_unlock(&q_mu);
+    return p->q[lang];
+}
+
+static TSQuery *compile_query(int lang, const TSLanguage *L)
+{
+    TSQuery *q = NULL;
     buf src;
     buf_init(&src);
     switch (lang) {
@@ -379,10 +420,10 @@ static TSQuery *query_for(graph_parser_ctx *p, int lang, const TSLanguage *L)
     if (src.len && !buf_failed(&src)) {
         uint32_t off;
         TSQueryError qe;
-        p->q[lang] = ts_query_new(L, src.p, (uint32_t)src.len, &off, &qe);
+        q = ts_query_new(L, src.p, (uint32_t)src.len, &off, &qe);
     }
     buf_free(&src);
-    return p->q[lang];
+    return q;
 }
 
 static int node_text_eq(TSNode n, const char *src, const char *word)

@@ -64,6 +64,7 @@ void graph_weights_default(graph_weights *w)
      * (bench/graph/README.md, fifth round) */
     w->learned = 1;
     w->code = 2;
+    w->clean = 1;
 }
 
 typedef struct qctx {
@@ -332,6 +333,19 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
     memset(g->tmp, 0, n * sizeof *g->tmp);
     memset(g->clex, 0, n * sizeof *g->clex);
     for (int s = 0; feats && s < 3; s++) memset(g->fld[s], 0, n * sizeof *g->fld[s]);
+    if (w->clean > 0 && len) {
+        if (g->cap_ptext < len) {
+            char *p = realloc(g->ptext, len);
+            if (p) {
+                g->ptext = p;
+                g->cap_ptext = len;
+            }
+        }
+        if (g->cap_ptext >= len) {
+            len = graph_prompt_clean(prompt, len, g->ptext);
+            prompt = g->ptext;
+        }
+    }
     query_terms(g, w, prompt, len);
     bm25f(g, w, feats);
     mentions(g, w, prompt, len);

@@ -7,7 +7,8 @@
  *   clarity graph build REPO [--regex] [--max-commits N] [--no-learn] [--json]
  *   clarity predict REPO "prompt" [-k N] [--json] [--repeat N] [--no-refresh]
  *
- * predict refreshes a stale graph first (and says so on stderr); with
+ * --max-commits N reads the newest N commits (default 10,000; 0: the whole
+ * history).  predict refreshes a stale graph first (and says so on stderr); with
  * --no-refresh it answers from the graph as it is and warns that it is
  * stale.
  */

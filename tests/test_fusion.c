@@ -3,7 +3,8 @@
  * optima, training on a synthetic repository's history (fallback on a
  * short one, retraining cadence, --no-learn), the re-ranking a stored
  * model makes, the training commit taken back out of the history
- * features, and the weight of terms written as code. */
+ * features, the weight of terms written as code, and what of a prompt is
+ * read (template comments and environment dumps blanked). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "../graph/index.h"
+#include "../graph/internal.h"
 #include "gitrepo.h"
 #include "runproc.h"
 
@@ -339,4 +341,102 @@ Test(fusion, code_shaped_terms_weigh_more)
     free(s1);
     free(s2);
     graph_index_free(g);
+}
+
+/* ---- the prompt as read ---- */
+
+Test(prompt, blanks_comments_and_environment_dumps)
+{
+    const char *in = "<!-- Please include a minimal example -->\n"
+                     "xr.where drops attrs\n"
+                     "INSTALLED VERSIONS\n"
+                     "python: 3.8.5 (default, Sep  4 2020)\n"
+                     "netCDF4: 1.5.4\n"
+                     "cftime: None\n"
+                     "pandas==1.3.0\n"
+                     "numpy>=1.21\n"
+                     "  - scipy 1.7.1\n"
+                     "Version 2 of the API: keep_attrs\n"
+                     "<!-- unterminated";
+    size_t n = strlen(in);
+    char out[1024];
+    cr_assert_eq(graph_prompt_clean(in, n, out), n);
+    out[n] = '\0';
+    cr_assert_not_null(strstr(out, "xr.where drops attrs\n"));
+    cr_assert_not_null(strstr(out, "INSTALLED VERSIONS\n"));
+    cr_assert_not_null(strstr(out, "Version 2 of the API: keep_attrs\n")); /* prose stays */
+    const char *gone[] = {"Please", "python", "netCDF4", "cftime", "pandas", "numpy", "scipy",
+                          "unterminated"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        cr_assert_null(strstr(out, gone[i]), "%s left in:\n%s", gone[i], out);
+    /* same length, same lines */
+    size_t lines_in = 0, lines_out = 0;
+    for (size_t i = 0; i < n; i++) {
+        lines_in += in[i] == '\n';
+        lines_out += out[i] == '\n';
+    }
+    cr_assert_eq(lines_in, lines_out);
+}
+
+/* What a dump names does not rank: with the dump, the backend named in
+ * it comes first; cleaned (the default), the file the issue is about. */
+Test(prompt, an_environment_dump_does_not_rank_its_packages, .init = setup, .fini = teardown)
+{
+    put("core/computation.py", "def where(cond, x, y):\n    return apply_ufunc(cond)\n");
+    put("backends/netcdf4_backend.py", "import netCDF4\n\ndef open_netcdf4():\n    pass\n");
+    commit_at(1600000000, "initial");
+    build(1);
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    const char *q = "apply_ufunc loses attributes\nnetCDF4: 1.5.4\nnetcdf4: 1.5.4\nnetcdf4-python: 1.5\n";
+    graph_hit h[2];
+    cr_assert_geq(graph_predict(g, &w, q, strlen(q), h, 2), 1);
+    cr_assert_str_eq(graph_index_path(g, h[0].file), "core/computation.py");
+    w.clean = 0;
+    cr_assert_eq(graph_predict(g, &w, q, strlen(q), h, 2), 2);
+    cr_assert_str_eq(graph_index_path(g, h[0].file), "backends/netcdf4_backend.py");
+    graph_index_free(g);
+}
+
+/* ---- how much history a build reads ---- */
+
+Test(fusion, history_depth_default_cap_and_whole)
+{
+    history(10); /* 11 commits */
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 3, 0, NULL, 1};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(dir, &o, &st, &err), 0);
+    cr_assert_eq(st.commits_read, 3);
+    cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
+    o.max_commits = 0; /* the default cap (10,000) */
+    cr_assert_eq(graph_build(dir, &o, &st, &err), 0);
+    cr_assert_eq(st.commits_read, 11);
+    cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
+    o.max_commits = -1; /* all */
+    cr_assert_eq(graph_build(dir, &o, &st, &err), 0);
+    cr_assert_eq(st.commits_read, 11);
+
+    /* the RPC: 0 is the whole history, a negative count is an error */
+    buf out;
+    buf_init(&out);
+    char params[4300], *msg = NULL;
+    snprintf(params, sizeof params, "{\"repo\":\"%s\",\"maxCommits\":-1}", dir);
+    cr_assert_neq(graph_rpc_call("clarity.graphBuild", params, &out, &msg), 0);
+    cr_assert_not_null(msg);
+    cr_assert_not_null(strstr(msg, "maxCommits"), "%s", msg);
+    free(msg);
+    msg = NULL;
+    cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
+    snprintf(params, sizeof params, "{\"repo\":\"%s\",\"maxCommits\":0,\"learn\":false}", dir);
+    buf_reset(&out);
+    cr_assert_eq(graph_rpc_call("clarity.graphBuild", params, &out, &msg), 0, "%s", msg);
+    buf_putc(&out, '\0');
+    cr_assert_not_null(strstr(out.p, "\"commits\":11"), "%s", out.p);
+    cr_assert_null(strstr(out.p, "fusion"), "%s", out.p);
+    buf_free(&out);
+    graph_cache_clear();
 }
