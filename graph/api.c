@@ -295,7 +295,7 @@ int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt,
 /* Names of the learned fusion's features, in gf_features order. */
 static const char *const feat_names[GF_NFEAT] = {
     "bias",       "lexical", "mention", "path",  "symbol", "content", "graph",
-    "cochange", "centrality", "churn", "size", "aux", "package"};
+    "cochange", "centrality", "churn", "size", "aux", "package", "defines"};
 
 /* explain: each file also gets "features" (what the learned fusion sees;
  * the index's per-query arrays must hold this prompt's stages). */

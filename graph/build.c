@@ -747,7 +747,9 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     if (rc == 0 && !o->no_learn && graph_history_head(hist)) {
         char *fu = graph_db_meta(db, "fusion"), *pend = graph_db_meta(db, "fusion_pending");
         long long pending = (pend ? atoll(pend) : 0) + (long long)st->commits_read;
-        int train = full || !fu || pending >= GRAPH_RETRAIN_COMMITS;
+        /* a model of another format version (other features) is retrained */
+        int train = full || !fu || strncmp(fu, GF_FORMAT " ", 3) != 0 ||
+                    pending >= GRAPH_RETRAIN_COMMITS;
         free(fu);
         free(pend);
         char num[32];

@@ -33,6 +33,9 @@
 #ifndef GF_MAX_FILES
 #define GF_MAX_FILES 8  /* a commit changing more files says little about a message */
 #endif
+#ifndef GF_MIN_FILES
+#define GF_MIN_FILES 1  /* 2: multi-file commits only (measured: bench/graph/README.md) */
+#endif
 #define GF_MIN 40       /* usable commits needed to train */
 #ifndef GF_MSG_MAX
 #define GF_MSG_MAX 2048 /* bytes of a commit message used as the prompt */
@@ -61,6 +64,7 @@ void gf_features(const graph_index *g, uint32_t d, const gi_excl *ex, double *x)
     x[10] = g->size_mx > 0 ? log1p(g->flen[GI_CONTENT][d]) / g->size_mx : 0;
     x[11] = g->aux[d];
     x[12] = gi_is_package(g->paths[d]);
+    x[13] = g->defines[d];
 }
 
 double gf_logit(const double *beta, const double *x)
@@ -73,7 +77,7 @@ double gf_logit(const double *beta, const double *x)
 void gf_parse(const char *s, gi_fusion *f)
 {
     memset(f, 0, sizeof *f);
-    if (!s || strncmp(s, "v1 ", 3) != 0) return;
+    if (!s || strncmp(s, GF_FORMAT " ", 3) != 0) return;
     const char *p = s + 3;
     char *e;
     double v[5 + GF_NFEAT];
@@ -206,7 +210,7 @@ static void add_record(const graph_index *g, tset *ts, const char *r, const char
         }
         l = e + 1;
     }
-    if (c.nf == 0 || total > GRAPH_MAX_COMMIT_FILES) return;
+    if (c.nf < GF_MIN_FILES || c.nf == 0 || total > GRAPH_MAX_COMMIT_FILES) return;
     c.w = graph_commit_weight(c.t, noise);
     if (ts->n == ts->cap) {
         size_t cap = ts->cap ? ts->cap * 2 : 64;
@@ -333,7 +337,7 @@ int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fu
         return -1;
     }
     char val[64 + 26 * (5 + GF_NFEAT)];
-    int l = snprintf(val, sizeof val, "v1 %d %d %d %.6f %.6f", out->enabled, out->commits,
+    int l = snprintf(val, sizeof val, GF_FORMAT " %d %d %d %.6f %.6f", out->enabled, out->commits,
                      out->valid, out->mrr_default, out->mrr_learned);
     for (int j = 0; j < GF_NFEAT; j++)
         l += snprintf(val + l, sizeof val - (size_t)l, " %.17g", out->enabled ? out->beta[j] : 0.0);

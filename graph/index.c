@@ -266,6 +266,13 @@ static int csr(size_t n, const uint32_t *src, const uint32_t *dst, size_t m, uin
     return 0;
 }
 
+static int cmp_def(const void *a, const void *b)
+{
+    const gi_def *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->file > y->file) - (x->file < y->file);
+}
+
 int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
 {
     *out = NULL;
@@ -310,10 +317,11 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     g->churn = calloc(n + 1, sizeof *g->churn);
     g->aux = calloc(n + 1, 1);
     for (int f = 0; f < 3; f++) g->fld[f] = calloc(n + 1, sizeof *g->fld[f]);
+    g->defines = calloc(n + 1, sizeof *g->defines);
     if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[GI_FIELDS - 1] ||
         !g->co ||
         !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
-        !g->clex || !g->churn || !g->aux || !g->fld[0] || !g->fld[1] || !g->fld[2] ||
+        !g->clex || !g->churn || !g->aux || !g->fld[0] || !g->fld[1] || !g->fld[2] || !g->defines ||
         !g->central)
         rc = -1;
     for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
@@ -500,6 +508,14 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         for (size_t d = 0; mx > 0 && d < n; d++) g->churn[d] /= mx;
         g->churn_mx = mx;
     }
+    if (rc == 0) { /* definitions by name, for the defines feature */
+        g->defs = malloc(sizeof *g->defs * (g->n_syms ? g->n_syms : 1));
+        if (!g->defs) rc = -1;
+        for (size_t d = 0; rc == 0 && d < n; d++)
+            for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1]; k++)
+                g->defs[g->n_defs++] = (gi_def){g->syms[k].name, (uint32_t)d};
+        if (rc == 0 && g->n_defs > 1) qsort(g->defs, g->n_defs, sizeof *g->defs, cmp_def);
+    }
     if (rc == 0) { /* the size feature's scale */
         for (size_t d = 0; d < n; d++)
             g->size_mx = fmax(g->size_mx, log1p(g->flen[GI_CONTENT][d]));
@@ -622,6 +638,8 @@ void graph_index_free(graph_index *g)
     free(g->churn);
     free(g->aux);
     for (int f = 0; f < 3; f++) free(g->fld[f]);
+    free(g->defines);
+    free(g->defs);
     free(g->act);
     free(g->lex);
     free(g->tmp);

@@ -23,10 +23,20 @@ typedef struct gi_partners {
 
 struct term_ent;
 
+/* A definition's name and its file, for exact lookups (sorted by name). */
+typedef struct gi_def {
+    const char *name; /* borrowed from syms */
+    uint32_t file;
+} gi_def;
+
 /* Features of one (prompt, file) pair for the learned fusion (fusion.c):
  * bias, lexical, mention, path / symbol / content field scores, import
- * activation, co-change activation, centrality, churn, size, aux, package. */
-enum { GF_NFEAT = 13 };
+ * activation, co-change activation, centrality, churn, size, aux, package,
+ * defines (the file defines a name the prompt writes as code). */
+enum { GF_NFEAT = 14 };
+/* The stored model's format: changes with the features (a model of another
+ * format is not used, and the next build retrains). */
+#define GF_FORMAT "v2"
 /* Files re-ranked by the learned fusion: the best of the default fusion. */
 #ifndef GF_POOL
 #define GF_POOL 50
@@ -76,12 +86,15 @@ struct graph_index {
     graph_resolver *res;
     int64_t loaded_ms;
     int64_t data_version; /* PRAGMA data_version when loaded */
+    gi_def *defs;      /* every symbol by name */
+    size_t n_defs;
     double churn_mx;   /* max log1p(co_total): churn's scale */
     double size_mx;    /* max log1p(content length) */
     gi_fusion fus;
     /* per-query scratch (the caller serializes queries on one index) */
     double *act, *lex, *tmp, *final, *mention, *cosc, *clex;
     double *fld[3];    /* BM25 of the path, symbol and content fields alone */
+    double *defines;   /* names written as code that the file defines (1/files each) */
     double fld_mx[3];  /* their best non-test scores for the prompt */
     int32_t *qterms;   /* the prompt's distinct terms, sorted */
     double *qwt;       /* their weights */

@@ -119,6 +119,55 @@ static int code_shaped(const char *s, size_t len, size_t a, size_t b, int tick)
     return 0;
 }
 
+/* The first definition named s[0..n) in g->defs, or g->n_defs. */
+static size_t first_def(const graph_index *g, const char *s, size_t n)
+{
+    size_t lo = 0, hi = g->n_defs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const char *d = g->defs[mid].name;
+        int c = strncmp(d, s, n);
+        if (c == 0 && d[n] != '\0') c = 1; /* d is longer: after s */
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* g->defines: for each distinct name of 3+ characters the prompt writes as
+ * code, each file defining it gets 1 / (files defining it); at most 1. */
+static void defines(graph_index *g, const char *s, size_t len)
+{
+    memset(g->defines, 0, g->n * sizeof *g->defines);
+    size_t seen[64], nseen = 0; /* first_def of the names counted */
+    int tick = 0;
+    for (size_t i = 0; i < len;) {
+        if (!is_word(s[i])) {
+            tick ^= s[i] == '`';
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < len && is_word(s[i])) i++;
+        if (i - a < 3 || !code_shaped(s, len, a, i, tick)) continue;
+        size_t f = first_def(g, s + a, i - a), e = f;
+        while (e < g->n_defs && strncmp(g->defs[e].name, s + a, i - a) == 0 &&
+               g->defs[e].name[i - a] == '\0')
+            e++;
+        if (e == f) continue;
+        int dup = 0;
+        for (size_t k = 0; k < nseen && !dup; k++) dup = seen[k] == f;
+        if (dup) continue;
+        if (nseen < sizeof seen / sizeof *seen) seen[nseen++] = f;
+        size_t files = 0; /* distinct files (sorted by file within a name) */
+        for (size_t k = f; k < e; k++) files += k == f || g->defs[k].file != g->defs[k - 1].file;
+        for (size_t k = f; k < e; k++)
+            if (k == f || g->defs[k].file != g->defs[k - 1].file)
+                g->defines[g->defs[k].file] =
+                    fmin(1.0, g->defines[g->defs[k].file] + 1.0 / (double)files);
+    }
+}
+
 /* The prompt's terms: g->qterms (distinct term ids, sorted) and g->qwt,
  * each term's weight 1 + log(occurrences), times w->code when one of its
  * occurrences is code-shaped. */
@@ -347,6 +396,7 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
         }
     }
     query_terms(g, w, prompt, len);
+    if (feats) defines(g, prompt, len);
     bm25f(g, w, feats);
     mentions(g, w, prompt, len);
     if (w->content_bm25 > 0) { /* fuse the separate content BM25, each scaled to max 1 */

@@ -121,13 +121,16 @@ Test(fusion, fit_meets_the_closed_form_optimum)
 Test(fusion, parse_rejects_malformed_values)
 {
     gi_fusion f;
-    gf_parse("v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13", &f);
+    gf_parse("v2 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 14", &f);
     cr_assert(f.enabled);
     cr_assert_eq(f.commits, 50);
     cr_assert_eq(f.valid, 12);
-    cr_assert_float_eq(f.beta[12], 13.0, 1e-12);
-    const char *bad[] = {NULL, "", "v2 1 50 12 0.5 0.6", "v1 1 50 12 0.5 0.6 1 2 3",
-                         "v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 nan"};
+    cr_assert_float_eq(f.beta[13], 14.0, 1e-12);
+    /* v1 (13 features, before "defines") is another format: not used */
+    const char *bad[] = {NULL, "", "v2 1 50 12 0.5 0.6", "v2 1 50 12 0.5 0.6 1 2 3",
+                         "v2 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 nan",
+                         "v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13",
+                         "v3 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 14"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         gf_parse(bad[i], &f);
         cr_assert_not(f.enabled, "%s", bad[i] ? bad[i] : "NULL");
@@ -255,7 +258,7 @@ Test(fusion, a_stored_model_reranks_the_pool)
     graph_index_free(g);
 
     /* bias 0, size 10: p = sigmoid(10 * size) */
-    set_meta("fusion", "v1 1 100 25 0.5 0.6 0 0 0 0 0 0 0 0 0 0 10 0 0");
+    set_meta("fusion", "v2 1 100 25 0.5 0.6 0 0 0 0 0 0 0 0 0 0 10 0 0 0");
     cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
     cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
     cr_assert_str_eq(graph_index_path(g, h[0].file), "large.py");
@@ -439,4 +442,37 @@ Test(fusion, history_depth_default_cap_and_whole)
     cr_assert_null(strstr(out.p, "fusion"), "%s", out.p);
     buf_free(&out);
     graph_cache_clear();
+}
+
+/* defines: a name the prompt writes as code, defined in a file, counts
+ * 1 / (files defining it) there; prose and short names count nothing. */
+Test(fusion, defines_names_written_as_code)
+{
+    put("a.py", "def apply_ufunc():\n    pass\n");
+    put("b.py", "def apply_ufunc():\n    pass\n\nclass Engine:\n    pass\n");
+    put("c.py", "def where_clause():\n    pass\n\ndef ab():\n    pass\n");
+    commit_at(1600000000, "initial");
+    build(1);
+    graph_index *g;
+    char *err = NULL;
+    cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
+    graph_weights w;
+    graph_weights_default(&w);
+    int a = graph_index_find(g, "a.py"), b = graph_index_find(g, "b.py"),
+        c = graph_index_find(g, "c.py");
+    const char *q = "`apply_ufunc` and where_clause() fail, apply_ufunc again; ab() too";
+    gi_stages(g, &w, q, strlen(q), NULL, 1);
+    cr_assert_float_eq(g->defines[a], 0.5, 1e-12);
+    cr_assert_float_eq(g->defines[b], 0.5, 1e-12);
+    cr_assert_float_eq(g->defines[c], 1.0, 1e-12); /* "ab" is too short */
+    double x[GF_NFEAT];
+    gf_features(g, (uint32_t)c, NULL, x);
+    cr_assert_float_eq(x[13], 1.0, 1e-12);
+    const char *prose = "apply ufunc and the where clause of the engine";
+    gi_stages(g, &w, prose, strlen(prose), NULL, 1);
+    for (int d = 0; d < 3; d++) cr_assert_float_eq(g->defines[d], 0.0, 1e-12);
+    const char *cls = "Engine.run() and Engine";
+    gi_stages(g, &w, cls, strlen(cls), NULL, 1);
+    cr_assert_float_eq(g->defines[b], 1.0, 1e-12);
+    graph_index_free(g);
 }
