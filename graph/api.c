@@ -534,9 +534,11 @@ static int build(json_t *params, buf *out, char **msg)
     if (st.trained)
         buf_printf(out,
                    ",\"fusion\":{\"enabled\":%s,\"commits\":%zu,\"heldOut\":%zu,"
-                   "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f,\"t\":%.2f,\"ms\":%.1f}",
+                   "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f,\"t\":%.2f,\"lambda\":%g,"
+                   "\"ms\":%.1f}",
                    st.fusion_enabled ? "true" : "false", st.fusion_commits, st.fusion_valid,
-                   st.fusion_mrr_default, st.fusion_mrr_learned, st.fusion_t, st.fusion_ms);
+                   st.fusion_mrr_default, st.fusion_mrr_learned, st.fusion_t, st.fusion_lambda,
+                   st.fusion_ms);
     buf_putc(out, '}');
     return CLARITY_OK;
 }

@@ -748,7 +748,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
         char *fu = graph_db_meta(db, "fusion"), *pend = graph_db_meta(db, "fusion_pending");
         long long pending = (pend ? atoll(pend) : 0) + (long long)st->commits_read;
         /* a model of another format version (other features) is retrained */
-        int train = full || !fu || strncmp(fu, GF_FORMAT " ", 3) != 0 ||
+        int train = full || !fu || strncmp(fu, GF_FORMAT " ", sizeof GF_FORMAT) != 0 ||
                     pending >= GRAPH_RETRAIN_COMMITS;
         free(fu);
         free(pend);
@@ -768,6 +768,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
                 st->fusion_mrr_default = fus.mrr_default;
                 st->fusion_mrr_learned = fus.mrr_learned;
                 st->fusion_t = fus.t;
+                st->fusion_lambda = fus.lambda;
             }
             free(ferr);
             free(path);

@@ -138,6 +138,7 @@ typedef struct graph_build_stats {
     size_t fusion_valid;    /* of which the newest, held out to compare */
     double fusion_mrr_default, fusion_mrr_learned; /* on those held out */
     double fusion_t; /* paired t statistic of the gain */
+    double fusion_lambda; /* the L2 penalty chosen */
     double fusion_ms;
 } graph_build_stats;
 

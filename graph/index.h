@@ -49,6 +49,7 @@ typedef struct gi_fusion {
     int commits, valid;       /* training commits; of which held out for validation */
     double mrr_default, mrr_learned; /* on the held-out commits */
     double t;                 /* paired t statistic of the gain there */
+    double lambda;            /* the L2 penalty chosen there */
 } gi_fusion;
 
 /* A past commit the fusion trains on: its files and its own decayed weight,

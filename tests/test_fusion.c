@@ -118,23 +118,42 @@ Test(fusion, fit_meets_the_closed_form_optimum)
     cr_assert_float_eq(g1 - 1.0 * beta[1], 0.0, 1e-6);
 }
 
+/* A stored model: the format tag, enabled, commits, held out, the two
+ * MRRs, then nbeta weights (beta[j] = first + j), or "nan" at the end. */
+static const char *model(const char *tag, int nbeta, double first, int nan_last)
+{
+    static char v[1024];
+    int l = snprintf(v, sizeof v, "%s 1 50 12 0.5 0.6", tag);
+    for (int j = 0; j < nbeta; j++)
+        l += snprintf(v + l, sizeof v - (size_t)l, nan_last && j == nbeta - 1 ? " nan" : " %g",
+                      first + j);
+    return v;
+}
+
 Test(fusion, parse_rejects_malformed_values)
 {
     gi_fusion f;
-    gf_parse("v2 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 14", &f);
+    gf_parse(model(GF_FORMAT, GF_NFEAT, 1, 0), &f);
     cr_assert(f.enabled);
     cr_assert_eq(f.commits, 50);
     cr_assert_eq(f.valid, 12);
-    cr_assert_float_eq(f.beta[13], 14.0, 1e-12);
-    /* v1 (13 features, before "defines") is another format: not used */
-    const char *bad[] = {NULL, "", "v2 1 50 12 0.5 0.6", "v2 1 50 12 0.5 0.6 1 2 3",
-                         "v2 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 nan",
-                         "v1 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13",
-                         "v3 1 50 12 0.5 0.6 1 2 3 4 5 6 7 8 9 10 11 12 13 14"};
+    cr_assert_float_eq(f.beta[GF_NFEAT - 1], (double)GF_NFEAT, 1e-12);
+    gf_parse(model(GF_FORMAT, GF_NFEAT + 3, 1, 0), &f); /* extra text after: ignored */
+    cr_assert(f.enabled);
+    /* too few weights, a NaN, another format (other features): not used */
+    const char *bad[] = {NULL, "", GF_FORMAT " 1 50 12 0.5 0.6", GF_FORMAT " 1 50 12 0.5 0.6 1 2 3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         gf_parse(bad[i], &f);
         cr_assert_not(f.enabled, "%s", bad[i] ? bad[i] : "NULL");
     }
+    gf_parse(model(GF_FORMAT, GF_NFEAT - 1, 1, 0), &f);
+    cr_assert_not(f.enabled);
+    gf_parse(model(GF_FORMAT, GF_NFEAT, 1, 1), &f);
+    cr_assert_not(f.enabled);
+    gf_parse(model("v1", GF_NFEAT, 1, 0), &f);
+    cr_assert_not(f.enabled);
+    gf_parse(model("v99", GF_NFEAT, 1, 0), &f);
+    cr_assert_not(f.enabled);
 }
 
 /* ---- training on a repository's history ---- */
@@ -258,7 +277,10 @@ Test(fusion, a_stored_model_reranks_the_pool)
     graph_index_free(g);
 
     /* bias 0, size 10: p = sigmoid(10 * size) */
-    set_meta("fusion", "v2 1 100 25 0.5 0.6 0 0 0 0 0 0 0 0 0 0 10 0 0 0");
+    char m[512];
+    int l = snprintf(m, sizeof m, "%s 1 100 25 0.5 0.6", GF_FORMAT);
+    for (int j = 0; j < GF_NFEAT; j++) l += snprintf(m + l, sizeof m - (size_t)l, j == 10 ? " 10" : " 0");
+    set_meta("fusion", m);
     cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
     cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
     cr_assert_str_eq(graph_index_path(g, h[0].file), "large.py");
