@@ -199,6 +199,7 @@ typedef struct parse_job {
 
 typedef struct parse_pool {
     parse_job *jobs;
+    size_t *order; /* jobs by size, largest first (NULL: in order) */
     size_t n;
     size_t next; /* atomic */
     int parser;
@@ -216,7 +217,7 @@ static void *parse_worker(void *arg)
     for (;;) {
         size_t j = __atomic_fetch_add(&pp->next, 1, __ATOMIC_RELAXED);
         if (j >= pp->n) break;
-        parse_job *jb = &pp->jobs[j];
+        parse_job *jb = &pp->jobs[pp->order ? pp->order[j] : j];
         jb->rc = jb->src ? graph_parse_file(pc, &jb->f, jb->src, jb->len) : 0;
         const char *w = jb->src ? jb->src : jb->head;
         if (jb->rc == 0 && w &&
@@ -227,23 +228,52 @@ static void *parse_worker(void *arg)
     return NULL;
 }
 
+typedef struct job_size {
+    size_t len, idx;
+} job_size;
+
+static int cmp_job_size(const void *a, const void *b)
+{
+    const job_size *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->idx < y->idx ? -1 : 1;
+}
+
 /* Parses the jobs with up to one thread per online CPU (PARSE_THREADS_MAX
- * at most, about 8 files per thread at least); the calling thread works
- * too.  Returns 0, or -1 when a parse ran out of memory. */
+ * at most), a thread for about every 8 files or 32 KB, whichever gives
+ * more (a refresh of a few large files parses them side by side); the
+ * calling thread works too; the largest files go first.  Returns 0, or -1
+ * when a parse ran out of memory. */
 static int parse_batch(int parser, parse_job *jobs, size_t n)
 {
     if (n == 0) return 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t nt = cpus > 0 ? (size_t)cpus : 1;
+    size_t nt = cpus > 0 ? (size_t)cpus : 1, bytes = 0;
+    for (size_t j = 0; j < n; j++) bytes += jobs[j].len;
+    size_t want = (n + 7) / 8, by_size = bytes / (32 * 1024) + 1;
+    if (by_size > n) by_size = n;
+    if (want < by_size) want = by_size;
     if (nt > PARSE_THREADS_MAX) nt = PARSE_THREADS_MAX;
-    if (nt > (n + 7) / 8) nt = (n + 7) / 8;
-    parse_pool pp = {jobs, n, 0, parser, 0};
+    if (nt > want) nt = want;
+    size_t *order = nt > 1 ? malloc(n * sizeof *order) : NULL;
+    job_size *js = order ? malloc(n * sizeof *js) : NULL;
+    if (js) {
+        for (size_t j = 0; j < n; j++) js[j] = (job_size){jobs[j].len, j};
+        qsort(js, n, sizeof *js, cmp_job_size);
+        for (size_t j = 0; j < n; j++) order[j] = js[j].idx;
+        free(js);
+    } else {
+        free(order); /* out of memory: in order */
+        order = NULL;
+    }
+    parse_pool pp = {jobs, order, n, 0, parser, 0};
     pthread_t th[PARSE_THREADS_MAX];
     size_t started = 0;
     for (size_t t = 1; t < nt; t++)
         if (pthread_create(&th[started], NULL, parse_worker, &pp) == 0) started++;
     parse_worker(&pp);
     for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+    free(order);
     if (pp.failed && pp.next < n) { /* no context could be made: nothing ran */
         for (size_t j = 0; j < n; j++) jobs[j].rc = -1;
     }
