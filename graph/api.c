@@ -485,6 +485,17 @@ static int predict(json_t *params, buf *out, char **msg)
     return CLARITY_OK;
 }
 
+/* ,"fusion":{enabled, commits, heldOut, mrrDefault, mrrLearned -- the
+ * caller adds what else it knows and the closing brace. */
+static void fusion_json(buf *out, const graph_fusion_info *f)
+{
+    buf_printf(out,
+               ",\"fusion\":{\"enabled\":%s,\"commits\":%d,\"heldOut\":%d,\"mrrDefault\":%.4f,"
+               "\"mrrLearned\":%.4f",
+               f->enabled ? "true" : "false", f->commits, f->valid, f->mrr_default,
+               f->mrr_learned);
+}
+
 static int build(json_t *params, buf *out, char **msg)
 {
     const char *repo = json_string_value(json_object_get(params, "repo"));
@@ -531,14 +542,11 @@ static int build(json_t *params, buf *out, char **msg)
                "\"commits\":%zu,\"pairs\":%zu,\"grammars\":%d,\"ms\":%.1f",
                st.full ? "true" : "false", st.files, st.parsed, st.removed, st.symbols, st.imports,
                st.resolved, st.calls, st.commits_read, st.pairs, ts, st.ms);
-    if (st.trained)
-        buf_printf(out,
-                   ",\"fusion\":{\"enabled\":%s,\"commits\":%zu,\"heldOut\":%zu,"
-                   "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f,\"t\":%.2f,\"lambda\":%g,"
-                   "\"ms\":%.1f}",
-                   st.fusion_enabled ? "true" : "false", st.fusion_commits, st.fusion_valid,
-                   st.fusion_mrr_default, st.fusion_mrr_learned, st.fusion_t, st.fusion_lambda,
+    if (st.trained) {
+        fusion_json(out, &st.fusion);
+        buf_printf(out, ",\"t\":%.2f,\"lambda\":%g,\"ms\":%.1f}", st.fusion.t, st.fusion.lambda,
                    st.fusion_ms);
+    }
     buf_putc(out, '}');
     return CLARITY_OK;
 }
@@ -596,14 +604,12 @@ static int status(json_t *params, buf *out, char **msg)
         buf_printf(out, ",\"files\":%lld,\"symbols\":%lld,\"commits\":%s,\"stale\":%s,\"builtAt\":%s",
                    (long long)files, (long long)syms, num_or_null(commits),
                    stale != 0 ? "true" : "false", num_or_null(built));
-        if (fu)
-            buf_printf(out,
-                       ",\"fusion\":{\"enabled\":%s,\"commits\":%d,\"heldOut\":%d,"
-                       "\"mrrDefault\":%.4f,\"mrrLearned\":%.4f}",
-                       fus.enabled ? "true" : "false", fus.commits, fus.valid, fus.mrr_default,
-                       fus.mrr_learned);
-        else
+        if (fu) {
+            fusion_json(out, &fus.info);
+            buf_putc(out, '}');
+        } else {
             buf_puts(out, ",\"fusion\":null");
+        }
         free(fu);
         free(built);
         free(commits);

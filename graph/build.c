@@ -792,13 +792,7 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
             /* a failed training keeps the build (queries use the defaults) */
             if (path && graph_fusion_train(repo, path, db, &fus, &ferr) == 0) {
                 st->trained = 1;
-                st->fusion_enabled = fus.enabled;
-                st->fusion_commits = (size_t)fus.commits;
-                st->fusion_valid = (size_t)fus.valid;
-                st->fusion_mrr_default = fus.mrr_default;
-                st->fusion_mrr_learned = fus.mrr_learned;
-                st->fusion_t = fus.t;
-                st->fusion_lambda = fus.lambda;
+                st->fusion = fus.info;
             }
             free(ferr);
             free(path);

@@ -92,12 +92,12 @@ void gf_parse(const char *s, gi_fusion *f)
         if (e == p || !isfinite(v[i])) return; /* malformed: the defaults */
         p = e;
     }
-    f->commits = (int)v[1];
-    f->valid = (int)v[2];
-    f->mrr_default = v[3];
-    f->mrr_learned = v[4];
+    f->info.commits = (int)v[1];
+    f->info.valid = (int)v[2];
+    f->info.mrr_default = v[3];
+    f->info.mrr_learned = v[4];
     memcpy(f->beta, v + 5, sizeof f->beta);
-    f->enabled = v[0] == 1;
+    f->info.enabled = v[0] == 1;
 }
 
 /* ---- logistic regression ---- */
@@ -309,15 +309,15 @@ int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fu
         rows += r;
     }
     if (rc == 0) off[used] = rows;
-    out->commits = (int)used;
+    out->info.commits = (int)used;
     if (rc == 0 && used >= GF_MIN) {
         size_t cut = used - used / 4; /* train on [0, cut), validate on [cut, used) */
         double v = (double)(used - cut), md = 0;
         for (size_t i = cut; i < used; i++)
             md += rr(X + off[i] * GF_NFEAT, y + off[i], off[i + 1] - off[i], NULL);
-        out->valid = (int)(used - cut);
-        out->mrr_default = md / v;
-        out->mrr_learned = 0;
+        out->info.valid = (int)(used - cut);
+        out->info.mrr_default = md / v;
+        out->info.mrr_learned = 0;
         /* the penalty is chosen on the held-out commits too (ties: the
          * stronger one) */
         for (size_t li = 0; li < sizeof gf_lambdas / sizeof *gf_lambdas; li++) {
@@ -330,15 +330,15 @@ int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fu
                 ml += l;
                 dd += (l - d) * (l - d);
             }
-            if (ml / v < out->mrr_learned) continue;
-            out->mrr_learned = ml / v;
-            out->lambda = gf_lambdas[li];
+            if (ml / v < out->info.mrr_learned) continue;
+            out->info.mrr_learned = ml / v;
+            out->info.lambda = gf_lambdas[li];
             /* paired t statistic of the per-commit gain */
             double mean = (ml - md) / v, var = v > 1 ? (dd - v * mean * mean) / (v - 1) : 0;
-            out->t = var > 0 ? mean / sqrt(var / v) : 0;
+            out->info.t = var > 0 ? mean / sqrt(var / v) : 0;
         }
-        out->enabled = out->mrr_learned > out->mrr_default &&
-                       gf_fit(X, y, rows, out->lambda, out->beta) == 0;
+        out->info.enabled = out->info.mrr_learned > out->info.mrr_default &&
+                       gf_fit(X, y, rows, out->info.lambda, out->beta) == 0;
     }
     free(X);
     free(y);
@@ -351,10 +351,10 @@ int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fu
         return -1;
     }
     char val[64 + 26 * (5 + GF_NFEAT)];
-    int l = snprintf(val, sizeof val, GF_FORMAT " %d %d %d %.6f %.6f", out->enabled, out->commits,
-                     out->valid, out->mrr_default, out->mrr_learned);
+    int l = snprintf(val, sizeof val, GF_FORMAT " %d %d %d %.6f %.6f", out->info.enabled, out->info.commits,
+                     out->info.valid, out->info.mrr_default, out->info.mrr_learned);
     for (int j = 0; j < GF_NFEAT; j++)
-        l += snprintf(val + l, sizeof val - (size_t)l, " %.17g", out->enabled ? out->beta[j] : 0.0);
+        l += snprintf(val + l, sizeof val - (size_t)l, " %.17g", out->info.enabled ? out->beta[j] : 0.0);
     if (graph_db_set_meta(db, "fusion", val) != 0) {
         *err = util_strdup(sqlite3_errmsg(db));
         return -1;

@@ -126,19 +126,23 @@ typedef struct graph_build_opts {
     int no_learn;         /* 1: do not (re)train the learned fusion */
 } graph_build_opts;
 
+/* What training the learned fusion came to (graph/fusion.c). */
+typedef struct graph_fusion_info {
+    int enabled;          /* trained, and better than the defaults on held-out commits */
+    int commits, valid;   /* usable commits; of which the newest, held out to compare */
+    double mrr_default, mrr_learned; /* on those held out */
+    double t;             /* paired t statistic of the gain there */
+    double lambda;        /* the L2 penalty kept */
+} graph_fusion_info;
+
 typedef struct graph_build_stats {
     size_t files, parsed, removed, symbols, imports, resolved, calls;
     size_t commits_read, pairs;
     int full;   /* 1 when built from scratch */
     double ms;
     /* the learned fusion, when this build (re)trained it */
-    int trained;        /* 1: trained now */
-    int fusion_enabled; /* 1: it beat the defaults on held-out commits */
-    size_t fusion_commits;  /* commits it trained on */
-    size_t fusion_valid;    /* of which the newest, held out to compare */
-    double fusion_mrr_default, fusion_mrr_learned; /* on those held out */
-    double fusion_t; /* paired t statistic of the gain */
-    double fusion_lambda; /* the L2 penalty chosen */
+    int trained;               /* 1: trained now */
+    graph_fusion_info fusion;  /* what came of it */
     double fusion_ms;
 } graph_build_stats;
 

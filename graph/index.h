@@ -44,12 +44,8 @@ enum { GF_NFEAT = 14 };
 
 struct gi_fusion;
 typedef struct gi_fusion {
-    int enabled;              /* trained, and better than the defaults on held-out commits */
+    graph_fusion_info info;
     double beta[GF_NFEAT];
-    int commits, valid;       /* training commits; of which held out for validation */
-    double mrr_default, mrr_learned; /* on the held-out commits */
-    double t;                 /* paired t statistic of the gain there */
-    double lambda;            /* the L2 penalty chosen there */
 } gi_fusion;
 
 /* A past commit the fusion trains on: its files and its own decayed weight,

@@ -119,6 +119,18 @@ static int code_shaped(const char *s, size_t len, size_t a, size_t b, int tick)
     return 0;
 }
 
+/* The next word (letters, digits, '_') of s from *pos on: s[*a, *pos) when
+ * it returns 1; *tick flips at each backtick passed.  0 at the end. */
+static int next_word(const char *s, size_t len, size_t *pos, size_t *a, int *tick)
+{
+    size_t i = *pos;
+    while (i < len && !is_word(s[i])) *tick ^= s[i++] == '`';
+    *a = i;
+    while (i < len && is_word(s[i])) i++;
+    *pos = i;
+    return i > *a;
+}
+
 /* The first definition named s[0..n) in g->defs, or g->n_defs. */
 static size_t first_def(const graph_index *g, const char *s, size_t n)
 {
@@ -141,14 +153,7 @@ static void defines(graph_index *g, const char *s, size_t len)
     memset(g->defines, 0, g->n * sizeof *g->defines);
     size_t seen[64], nseen = 0; /* first_def of the names counted */
     int tick = 0;
-    for (size_t i = 0; i < len;) {
-        if (!is_word(s[i])) {
-            tick ^= s[i] == '`';
-            i++;
-            continue;
-        }
-        size_t a = i;
-        while (i < len && is_word(s[i])) i++;
+    for (size_t i = 0, a; next_word(s, len, &i, &a, &tick);) {
         if (i - a < 3 || !code_shaped(s, len, a, i, tick)) continue;
         size_t f = first_def(g, s + a, i - a), e = f;
         while (e < g->n_defs && strncmp(g->defs[e].name, s + a, i - a) == 0 &&
@@ -176,14 +181,7 @@ static void query_terms(graph_index *g, const graph_weights *w, const char *s, s
     g->n_qterms = 0;
     qctx qc = {g, 0, 0};
     int tick = 0;
-    for (size_t i = 0; i < len && !qc.oom;) {
-        if (!is_word(s[i])) {
-            tick ^= s[i] == '`';
-            i++;
-            continue;
-        }
-        size_t a = i;
-        while (i < len && is_word(s[i])) i++;
+    for (size_t i = 0, a; !qc.oom && next_word(s, len, &i, &a, &tick);) {
         qc.code = w->code != 1.0 && code_shaped(s, len, a, i, tick);
         graph_tokenize(s + a, i - a, 0, on_qtok, &qc);
     }
@@ -511,7 +509,7 @@ size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt,
                      graph_hit *out, size_t k)
 {
     if (g->n == 0 || k == 0) return 0;
-    int learned = w->learned > 0 && g->fus.enabled;
+    int learned = w->learned > 0 && g->fus.info.enabled;
     gi_stages(g, w, prompt, len, NULL, learned);
     if (!learned) return top_k(g, g->final, 0, out, k);
     /* the learned fusion re-ranks the default's best GF_POOL (or k) files */
