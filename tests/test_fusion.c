@@ -7,7 +7,6 @@
  * read (template comments and environment dumps blanked). */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "../graph/index.h"
 #include "../graph/internal.h"
 #include "gitrepo.h"
+#include "graphdb.h"
 #include "runproc.h"
 
 static char *dir;
@@ -43,37 +43,6 @@ static void put(const char *rel, const char *text)
 static void commit_at(long when, const char *msg)
 {
     cr_assert_eq(gitrepo_commit(dir, when, msg), 0, "commit %s", msg);
-}
-
-static char *meta(const char *key)
-{
-    char db[4200];
-    snprintf(db, sizeof db, "%s/.clarity/graph.db", dir);
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *q;
-    char *v = NULL;
-    sqlite3_prepare_v2(h, "SELECT value FROM meta WHERE key = ?", -1, &q, NULL);
-    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(q) == SQLITE_ROW) v = strdup((const char *)sqlite3_column_text(q, 0));
-    sqlite3_finalize(q);
-    sqlite3_close(h);
-    return v;
-}
-
-static void set_meta(const char *key, const char *value)
-{
-    char db[4200];
-    snprintf(db, sizeof db, "%s/.clarity/graph.db", dir);
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    sqlite3_stmt *q;
-    sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &q, NULL);
-    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, value, -1, SQLITE_STATIC);
-    cr_assert_eq(sqlite3_step(q), SQLITE_DONE);
-    sqlite3_finalize(q);
-    sqlite3_close(h);
 }
 
 static graph_build_stats build(int no_learn)
@@ -134,26 +103,26 @@ Test(fusion, parse_rejects_malformed_values)
 {
     gi_fusion f;
     gf_parse(model(GF_FORMAT, GF_NFEAT, 1, 0), &f);
-    cr_assert(f.enabled);
-    cr_assert_eq(f.commits, 50);
-    cr_assert_eq(f.valid, 12);
+    cr_assert(f.info.enabled);
+    cr_assert_eq(f.info.commits, 50);
+    cr_assert_eq(f.info.valid, 12);
     cr_assert_float_eq(f.beta[GF_NFEAT - 1], (double)GF_NFEAT, 1e-12);
     gf_parse(model(GF_FORMAT, GF_NFEAT + 3, 1, 0), &f); /* extra text after: ignored */
-    cr_assert(f.enabled);
+    cr_assert(f.info.enabled);
     /* too few weights, a NaN, another format (other features): not used */
     const char *bad[] = {NULL, "", GF_FORMAT " 1 50 12 0.5 0.6", GF_FORMAT " 1 50 12 0.5 0.6 1 2 3"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         gf_parse(bad[i], &f);
-        cr_assert_not(f.enabled, "%s", bad[i] ? bad[i] : "NULL");
+        cr_assert_not(f.info.enabled, "%s", bad[i] ? bad[i] : "NULL");
     }
     gf_parse(model(GF_FORMAT, GF_NFEAT - 1, 1, 0), &f);
-    cr_assert_not(f.enabled);
+    cr_assert_not(f.info.enabled);
     gf_parse(model(GF_FORMAT, GF_NFEAT, 1, 1), &f);
-    cr_assert_not(f.enabled);
+    cr_assert_not(f.info.enabled);
     gf_parse(model("v1", GF_NFEAT, 1, 0), &f);
-    cr_assert_not(f.enabled);
+    cr_assert_not(f.info.enabled);
     gf_parse(model("v99", GF_NFEAT, 1, 0), &f);
-    cr_assert_not(f.enabled);
+    cr_assert_not(f.info.enabled);
 }
 
 /* ---- training on a repository's history ---- */
@@ -188,14 +157,14 @@ Test(fusion, trains_on_history_then_waits_for_enough_new_commits)
     history(60);
     graph_build_stats st = build(0);
     cr_assert(st.trained);
-    cr_assert_geq(st.fusion_commits, 40, "usable commits %zu", st.fusion_commits);
-    char *m = meta("fusion");
+    cr_assert_geq(st.fusion.commits, 40, "usable commits %d", st.fusion.commits);
+    char *m = graphdb_meta(dir, "fusion");
     cr_assert_not_null(m);
     gi_fusion f;
     gf_parse(m, &f);
-    cr_assert_eq(f.commits, (int)st.fusion_commits);
-    cr_assert_eq(f.valid, f.commits / 4); /* the newest quarter is held out */
-    cr_assert_eq(f.enabled, st.fusion_enabled);
+    cr_assert_eq(f.info.commits, st.fusion.commits);
+    cr_assert_eq(f.info.valid, f.info.commits / 4); /* the newest quarter is held out */
+    cr_assert_eq(f.info.enabled, st.fusion.enabled);
     free(m);
 
     /* one more commit: kept, counted as pending */
@@ -203,7 +172,7 @@ Test(fusion, trains_on_history_then_waits_for_enough_new_commits)
     commit_at(1600100000, "tune cache eviction");
     st = build(0);
     cr_assert_not(st.trained);
-    m = meta("fusion_pending");
+    m = graphdb_meta(dir, "fusion_pending");
     cr_assert_str_eq(m, "1");
     free(m);
 }
@@ -213,13 +182,13 @@ Test(fusion, short_history_keeps_the_defaults)
     history(6);
     graph_build_stats st = build(0);
     cr_assert(st.trained);
-    cr_assert_not(st.fusion_enabled);
-    char *m = meta("fusion");
+    cr_assert_not(st.fusion.enabled);
+    char *m = graphdb_meta(dir, "fusion");
     gi_fusion f;
     gf_parse(m, &f);
     free(m);
-    cr_assert_not(f.enabled);
-    cr_assert_lt(f.commits, 40);
+    cr_assert_not(f.info.enabled);
+    cr_assert_lt(f.info.commits, 40);
     /* the index loads without a model: learned or not, the same ranking */
     graph_index *g;
     char *err = NULL;
@@ -244,16 +213,16 @@ Test(fusion, no_learn_trains_nothing)
     history(50);
     graph_build_stats st = build(1);
     cr_assert_not(st.trained);
-    cr_assert_null(meta("fusion"));
+    cr_assert_null(graphdb_meta(dir, "fusion"));
     /* a model trained before is dropped by a build that does not learn */
     cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
     st = build(0);
     cr_assert(st.trained);
-    char *m = meta("fusion");
+    char *m = graphdb_meta(dir, "fusion");
     cr_assert_not_null(m);
     free(m);
     st = build(1);
-    cr_assert_null(meta("fusion"));
+    cr_assert_null(graphdb_meta(dir, "fusion"));
 }
 
 /* A stored model re-ranks the default's pool: one that only values size
@@ -280,7 +249,7 @@ Test(fusion, a_stored_model_reranks_the_pool)
     char m[512];
     int l = snprintf(m, sizeof m, "%s 1 100 25 0.5 0.6", GF_FORMAT);
     for (int j = 0; j < GF_NFEAT; j++) l += snprintf(m + l, sizeof m - (size_t)l, j == 10 ? " 10" : " 0");
-    set_meta("fusion", m);
+    graphdb_set_meta(dir, "fusion", m);
     cr_assert_eq(graph_index_load(dir, NULL, &g, &err), 0);
     cr_assert_eq(graph_predict(g, &w, "walrus", 6, h, 2), 2);
     cr_assert_str_eq(graph_index_path(g, h[0].file), "large.py");

@@ -12,6 +12,7 @@
 #include "../graph/graph.h"
 #include "../include/clarity.h"
 #include "gitrepo.h"
+#include "graphdb.h"
 #include "runproc.h"
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -422,18 +423,6 @@ Test(graph_repo, package_mentions_and_doc_files_count_less)
     graph_index_free(g);
 }
 
-static long long q1(const char *db, const char *sql)
-{
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return v;
-}
-
 Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
 {
     write_file("a.py", "def a(): pass\n");
@@ -467,10 +456,10 @@ Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
     cr_assert_eq(st.commits_read, 4, "commits %zu", st.commits_read);
     char db[4200];
     snprintf(db, sizeof db, "%s/.clarity/graph.db", tmpdir);
-    cr_assert_eq(q1(db, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'b.py'"), 3);
-    cr_assert_eq(q1(db, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'c.py'"), 2);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM cochange WHERE b LIKE 'x%'"), 0);
-    cr_assert_eq(q1(db, "SELECT n FROM commit_files WHERE path = 'a.py'"), 4);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'b.py'"), 3);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'c.py'"), 2);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM cochange WHERE b LIKE 'x%'"), 0);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT n FROM commit_files WHERE path = 'a.py'"), 4);
     /* the formatting commit counts a quarter: w(a,b) = w1 + w2 + w5 / 4 */
     double w1 = exp2((1600000000 - 1.6e9) / (180.0 * 86400)), w2 = exp2(1000 / (180.0 * 86400)),
            w5 = exp2(4000 / (180.0 * 86400)) * 0.25;
@@ -498,8 +487,8 @@ Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
     cr_assert_not(st.full);
     cr_assert_eq(st.parsed, 2, "parsed %zu", st.parsed);
     cr_assert_eq(st.commits_read, 1);
-    cr_assert_eq(q1(db, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'b.py'"), 4);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM symbols s JOIN files f ON f.id = s.file_id "
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT n FROM cochange WHERE a = 'a.py' AND b = 'b.py'"), 4);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM symbols s JOIN files f ON f.id = s.file_id "
                         "WHERE f.path = 'b.py'"),
                  2);
     /* a removed file leaves the graph */
@@ -507,7 +496,7 @@ Test(graph_repo, cochange_pairs_skip_big_commits_and_refresh_incrementally)
     commit(1600006000, "rm");
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0);
     cr_assert_eq(st.removed, 1);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM files WHERE path = 'c.py'"), 0);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM files WHERE path = 'c.py'"), 0);
 }
 
 /* The content field comes from the cache, counted when a file is parsed:
@@ -526,9 +515,9 @@ Test(graph_repo, content_words_are_counted_at_build_time)
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
     char db[4200];
     snprintf(db, sizeof db, "%s/.clarity/graph.db", tmpdir);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM words"), 3);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM words"), 3);
     /* a.py: walrus walrus zebra pass ("def" a stopword, "f" one letter) */
-    cr_assert_eq(q1(db, "SELECT w.n FROM words w JOIN files f ON f.id = w.file_id "
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT w.n FROM words w JOIN files f ON f.id = w.file_id "
                         "WHERE f.path = 'a.py'"),
                  4);
     graph_weights w;
@@ -567,7 +556,7 @@ Test(graph_repo, content_words_are_counted_at_build_time)
     sh("git rm -q c.py");
     commit(1600001000, "rm");
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM words"), 2);
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM words"), 2);
     /* another schema's cache (an older build wrote it): the words table is
      * not used, the working tree is read */
     sqlite3 *h;
@@ -659,15 +648,15 @@ Test(graph_repo, imports_resolve_and_propagate)
     cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
     char db[4200];
     snprintf(db, sizeof db, "%s/.clarity/graph.db", tmpdir);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
                         "t ON t.id = i.target WHERE f.path = 'pkg/api.py' AND t.path = "
                         "'pkg/models.py'"),
                  1);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
                         "t ON t.id = i.target WHERE f.path = 'pkg/api.py' AND t.path = "
                         "'pkg/sessions.py'"),
                  1);
-    cr_assert_eq(q1(db, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files "
                         "t ON t.id = i.target WHERE f.path = 'web/app.ts' AND t.path = "
                         "'web/util.ts'"),
                  1);

@@ -11,6 +11,7 @@
 #include "../graph/internal.h"
 #include "clihelp.h"
 #include "gitrepo.h"
+#include "graphdb.h"
 
 static char *tmp, *repo, *state;
 
@@ -239,20 +240,6 @@ Test(graphstatus, mcp_predict_with_workspace_or_session)
 
 /* ---- the import pass when files come and go ---------------------------- */
 
-static long long q1(const char *sql)
-{
-    char db[4300];
-    snprintf(db, sizeof db, "%s/.clarity/graph.db", repo);
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
-    long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return v;
-}
-
 static long long target_of(const char *from, const char *spec)
 {
     char sql[600];
@@ -260,7 +247,7 @@ static long long target_of(const char *from, const char *spec)
              "SELECT count(*) FROM imports i JOIN files f ON f.id = i.file_id JOIN files t ON "
              "t.id = i.target WHERE f.path = '%s' AND i.spec = '%s'",
              from, spec);
-    return q1(sql);
+    return graphdb_int(repo, sql);
 }
 
 static void rebuild(size_t *imports)
@@ -296,8 +283,8 @@ Test(graphstatus, added_and_removed_files_re_resolve_what_they_affect)
     cr_assert_eq(target_of("src/app.py", "lib.thing"), 0);
     cr_assert_eq(target_of("src/app.py", "src.pool"), 1);
     /* the same answers as a build from nothing */
-    long long before = q1("SELECT count(*) FROM imports WHERE target IS NOT NULL");
+    long long before = graphdb_int(repo, "SELECT count(*) FROM imports WHERE target IS NOT NULL");
     sh("rm -rf .clarity");
     rebuild(NULL);
-    cr_assert_eq(q1("SELECT count(*) FROM imports WHERE target IS NOT NULL"), before);
+    cr_assert_eq(graphdb_int(repo, "SELECT count(*) FROM imports WHERE target IS NOT NULL"), before);
 }
