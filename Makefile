@@ -34,16 +34,16 @@ ALL_LDFLAGS = $(LDFLAGS) $(XLDFLAGS)
 
 # Library modules, one folder each (the architecture).
 LIB_DIRS := util config tracker scorer pruner extract store plugin gateway
-HOST_DIRS := host
+CLI_DIRS := cli
 # Further parts (adapters, graph, benchmarks) add themselves from mk/*.mk:
-# LIB_DIRS/HOST_DIRS += their folders, EXTRA_CHECKS += targets that
+# LIB_DIRS/CLI_DIRS += their folders, EXTRA_CHECKS += targets that
 # `make check` runs after the unit and integration suites.
 EXTRA_CHECKS :=
 include $(sort $(wildcard mk/*.mk))
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-HOST_SRC := $(foreach d,$(HOST_DIRS),$(wildcard $(d)/*.c))
-HOST_OBJ := $(HOST_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC  := $(foreach d,$(CLI_DIRS),$(wildcard $(d)/*.c))
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUP := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
@@ -69,7 +69,7 @@ $(AR_INTERNAL): $(LIB_OBJ)
 	ar rcs $@ $^
 
 # The CLI finds the plugin next to itself ($ORIGIN) unless --plugin is given.
-$(CLI): $(HOST_OBJ) $(BUILD)/obj/util/buf.o $(BUILD)/obj/util/fs.o | $(SO)
+$(CLI): $(CLI_OBJ) $(BUILD)/obj/util/buf.o $(BUILD)/obj/util/fs.o | $(SO)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
 
 $(BUILD)/minimal_host: examples/minimal_host.c include/clarity.h | $(SO)

@@ -1,4 +1,4 @@
-# clarity eval: the metric code (host/evalmetrics.c) is unit-tested without
+# clarity eval: the metric code (cli/evalmetrics.c) is unit-tested without
 # the plugin, so tests/test_eval links it besides the usual test support.
-$(BUILD)/tests/test_eval: $(BUILD)/obj/host/evalmetrics.o
-$(BUILD)/tests/test_eval: TEST_SUP_OBJ += $(BUILD)/obj/host/evalmetrics.o
+$(BUILD)/tests/test_eval: $(BUILD)/obj/cli/evalmetrics.o
+$(BUILD)/tests/test_eval: TEST_SUP_OBJ += $(BUILD)/obj/cli/evalmetrics.o

@@ -1,7 +1,9 @@
-# mk/mcp.mk: `clarity mcp` driven by the official MCP TypeScript SDK client
-# over stdio (adapters/mcp/e2e.mjs, @modelcontextprotocol/sdk pinned).
-EXTRA_CHECKS += e2e-mcp
+# mk/mcp.mk: the MCP server (adapters/mcp: `clarity mcp`, compiled into the
+# CLI) and its end-to-end test, driven by the official MCP TypeScript SDK
+# client over stdio (adapters/mcp/e2e.mjs, @modelcontextprotocol/sdk pinned).
 MCP_E2E_DIR := adapters/mcp
+CLI_DIRS += $(MCP_E2E_DIR)
+EXTRA_CHECKS += e2e-mcp
 
 .PHONY: e2e-mcp
 $(MCP_E2E_DIR)/node_modules/.clarity-stamp: $(MCP_E2E_DIR)/package.json $(MCP_E2E_DIR)/package-lock.json

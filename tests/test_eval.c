@@ -1,4 +1,4 @@
-/* test_eval.c: `clarity eval`.  The metric code (host/evalmetrics.c) on
+/* test_eval.c: `clarity eval`.  The metric code (cli/evalmetrics.c) on
  * hand-made sessions under tests/fixtures/eval/ whose expected values were
  * computed by hand (see each fixture's "_comment"), then the CLI end to end
  * on a tiny turns corpus.  Run from the repository root; CLARITY_BUILD
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../host/evalmetrics.h"
+#include "../cli/evalmetrics.h"
 #include "runproc.h"
 
 #define FIX "tests/fixtures/eval/"

@@ -1,4 +1,4 @@
-/* test_hook.c: `clarity hook`, the Claude Code adapter, on recorded hook
+/* test_claude_code_hook.c: `clarity hook`, the Claude Code adapter, on recorded hook
  * payloads (tests/fixtures/claude/, written from the hooks documentation)
  * and a transcript in Claude Code's JSONL format. */
 #include <criterion/criterion.h>

@@ -1,7 +1,7 @@
 /* replay.h: the replay loop of `clarity replay`, reusable by other
  * subcommands (`clarity eval`) through per-turn callbacks. */
-#ifndef HOST_REPLAY_H
-#define HOST_REPLAY_H
+#ifndef CLI_REPLAY_H
+#define CLI_REPLAY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -14,8 +14,8 @@
  *           Without --host-kv the kv members stay NULL and the plugin uses
  *           its embedded SQLite store.
  */
-#ifndef HOST_HOSTSVC_H
-#define HOST_HOSTSVC_H
+#ifndef CLI_HOSTSVC_H
+#define CLI_HOSTSVC_H
 
 #include <stdarg.h>
 

@@ -1,4 +1,4 @@
-/* test_install.c: `clarity install claude-code` on settings files that
+/* test_claude_code_install.c: `clarity install claude-code` on settings files that
  * already hold other settings and hooks: merge, idempotence, uninstall. */
 #include <criterion/criterion.h>
 #include <jansson.h>

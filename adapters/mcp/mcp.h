@@ -1,10 +1,10 @@
 /* mcp.h: the MCP server (mcp.c) and its tools (mcp_tools.c). */
-#ifndef HOST_MCP_H
-#define HOST_MCP_H
+#ifndef ADAPTERS_MCP_H
+#define ADAPTERS_MCP_H
 
 #include <jansson.h>
 
-#include "cli.h"
+#include "../../cli/cli.h"
 
 #define MCP_PROTOCOL_VERSION "2025-11-25"
 
@@ -24,6 +24,9 @@ typedef struct mcp_server {
 } mcp_server;
 
 typedef struct mcp_tool mcp_tool;
+
+/* clarity mcp: an MCP server on stdin/stdout (mcp.c); the CLI dispatches here. */
+int cli_mcp(cli *c);
 
 /* {"tools": [...]}: every tool whose preconditions hold. */
 json_t *mcp_tools_list(mcp_server *s);

@@ -1,7 +1,7 @@
 /* eval.h: `clarity eval`, relevance quality of the plugin's ranking on a
  * corpus of recorded sessions (metrics in evalmetrics.h). */
-#ifndef HOST_EVAL_H
-#define HOST_EVAL_H
+#ifndef CLI_EVAL_H
+#define CLI_EVAL_H
 
 #include <jansson.h>
 #include <stddef.h>

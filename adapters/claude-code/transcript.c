@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/buf.h"
+#include "../../util/buf.h"
 
 #define MAX_READ ((long long)32 << 20)
 

@@ -10,10 +10,10 @@
  * block becomes an assistant message, each tool_use block an assistant
  * message with tool_name and tool_args (its input) and an empty text.
  */
-#ifndef HOST_TRANSCRIPT_H
-#define HOST_TRANSCRIPT_H
+#ifndef CLAUDE_CODE_TRANSCRIPT_H
+#define CLAUDE_CODE_TRANSCRIPT_H
 
-#include "jsonconv.h"
+#include "../../cli/jsonconv.h"
 
 enum {
     /* keep only what follows the last real user prompt (a user line that is

@@ -5,8 +5,8 @@
  * tool_args becomes tool_args_json: an object is dumped compact, a string
  * is passed through as already-encoded JSON.
  */
-#ifndef HOST_JSONCONV_H
-#define HOST_JSONCONV_H
+#ifndef CLI_JSONCONV_H
+#define CLI_JSONCONV_H
 
 #include <jansson.h>
 #include <stddef.h>

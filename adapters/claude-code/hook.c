@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
-#include "cli.h"
+#include "../../util/buf.h"
+#include "claude_code.h"
 #include "hookstate.h"
-#include "jsonconv.h"
+#include "../../cli/jsonconv.h"
 #include "transcript.h"
 
 #define MAX_INPUT ((size_t)64 << 20)

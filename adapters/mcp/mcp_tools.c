@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
-#include "jsonconv.h"
+#include "../../util/buf.h"
+#include "../../cli/jsonconv.h"
 #include "mcp.h"
 
 typedef struct arg {

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/buf.h"
-#include "../util/fs.h"
-#include "jsonconv.h"
+#include "../../util/buf.h"
+#include "../../util/fs.h"
+#include "../../cli/jsonconv.h"
 
 static char *dir_of(const char *path)
 {

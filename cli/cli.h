@@ -1,6 +1,6 @@
 /* cli.h: what the subcommands of the reference gateway share. */
-#ifndef HOST_CLI_H
-#define HOST_CLI_H
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
 
 #include <signal.h>
 
@@ -42,12 +42,5 @@ extern volatile sig_atomic_t cli_stop;
 int cli_replay(cli *c, const char *path);
 /* clarity serve: newline-delimited JSON-RPC 2.0 on stdin/stdout. */
 int cli_serve(cli *c);
-/* clarity hook: one Claude Code hook event on stdin (hook.c); always 0. */
-int cli_hook(cli *c);
-/* clarity install claude-code [--project DIR | --user] [--uninstall] (install.c);
- * runs without the plugin. */
-int cli_install(cli *c, const char *host);
-/* clarity mcp: an MCP server on stdin/stdout (mcp.c). */
-int cli_mcp(cli *c);
 
 #endif

@@ -8,8 +8,8 @@
  * A bare name without '/' in 1 or 2 means the file in the working directory
  * when it exists there, else the dynamic linker's search path.
  */
-#ifndef HOST_LOADER_H
-#define HOST_LOADER_H
+#ifndef CLI_LOADER_H
+#define CLI_LOADER_H
 
 #include <stdint.h>
 

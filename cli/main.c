@@ -19,6 +19,8 @@
 
 #include "../util/buf.h"
 #include "../util/fs.h"
+#include "../adapters/claude-code/claude_code.h"
+#include "../adapters/mcp/mcp.h"
 #include "cli.h"
 #include "graphcmd.h"
 #include "eval.h"
@@ -373,7 +375,7 @@ typedef enum { C_NONE, C_REPLAY, C_CMD, C_RPC, C_SERVE, C_EXPORT, C_IMPORT, C_HE
 
 int main(int argc, char **argv)
 {
-    /* graph build / predict parse their own arguments (host/graphcmd.c) */
+    /* graph build / predict parse their own arguments (cli/graphcmd.c) */
     if (argc >= 2 && (strcmp(argv[1], "graph") == 0 || strcmp(argv[1], "predict") == 0))
         return graphcmd_main(argc, argv);
     cli c;

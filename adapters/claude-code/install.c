@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/buf.h"
-#include "../util/fs.h"
-#include "cli.h"
+#include "../../util/buf.h"
+#include "../../util/fs.h"
+#include "claude_code.h"
 
 #define MARKER "# managed by `clarity install claude-code`"
 

@@ -12,12 +12,12 @@
  * them with its agent_end.  The file is locked (flock) while a hook works
  * on it, so parallel PostToolUse hooks do not lose entries.
  */
-#ifndef HOST_HOOKSTATE_H
-#define HOST_HOOKSTATE_H
+#ifndef CLAUDE_CODE_HOOKSTATE_H
+#define CLAUDE_CODE_HOOKSTATE_H
 
 #include <jansson.h>
 
-#include "cli.h"
+#include "../../cli/cli.h"
 
 typedef struct hookstate {
     int fd;           /* the locked file, -1 when not open */

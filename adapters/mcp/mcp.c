@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
-#include "cli.h"
-#include "jsonconv.h"
+#include "../../util/buf.h"
+#include "../../cli/cli.h"
+#include "../../cli/jsonconv.h"
 #include "mcp.h"
 
 #ifndef CLARITY_VERSION

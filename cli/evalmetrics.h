@@ -17,8 +17,8 @@
  * lru = lastMentionTurn desc, id asc; frequency = mentionCount desc,
  * lastMentionTurn desc, id asc.
  */
-#ifndef HOST_EVALMETRICS_H
-#define HOST_EVALMETRICS_H
+#ifndef CLI_EVALMETRICS_H
+#define CLI_EVALMETRICS_H
 
 #include <jansson.h>
 #include <stddef.h>

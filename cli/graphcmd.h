@@ -1,6 +1,6 @@
 /* graphcmd.h: the graph and predict subcommands of the clarity CLI. */
-#ifndef HOST_GRAPHCMD_H
-#define HOST_GRAPHCMD_H
+#ifndef CLI_GRAPHCMD_H
+#define CLI_GRAPHCMD_H
 
 /* argv[1] is "graph" or "predict"; returns the exit status. */
 int graphcmd_main(int argc, char **argv);
