@@ -33,7 +33,7 @@ ALL_CFLAGS = $(CFLAGS) $(XCFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(XLDFLAGS)
 
 # Library modules, one folder each (the architecture).
-LIB_DIRS := util config tracker scorer pruner extract store plugin gateway
+LIB_DIRS := util config tracker scorer pruner extract store engine gateway plugin
 CLI_DIRS := cli
 # Further parts (adapters, graph, benchmarks) add themselves from mk/*.mk:
 # LIB_DIRS/CLI_DIRS += their folders, EXTRA_CHECKS += targets that

@@ -5,7 +5,7 @@
 #ifndef GATEWAY_GATEWAY_H
 #define GATEWAY_GATEWAY_H
 
-#include "../plugin/engine.h"
+#include "../engine/engine.h"
 #include "../pruner/pruner.h"
 
 /* JSON-RPC error codes used in RPC answers. */

@@ -217,7 +217,7 @@ void graph_cache_clear(void);
 graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err);
 void graph_cache_put(graph_index *g);
 
-/* ---- api.c: what the engine's hooks call (plugin/predict.c) ---- */
+/* ---- api.c: what the engine's hooks call (engine/predict.c) ---- */
 typedef struct graph_pred {
     const char *path;    /* repository-relative; valid during the callback */
     double score;        /* normalized: the best file has 1 */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "../gateway/gateway.h"
-#include "engine.h"
+#include "../engine/engine.h"
 
 static const char *rc_text(int rc)
 {

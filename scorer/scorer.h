@@ -22,7 +22,7 @@
 
 typedef struct score_breakdown {
     double frequency, recency, utility, staleness, anchor;
-    /* File predictions (plugin/predict.c): the session's latest normalized
+    /* File predictions (engine/predict.c): the session's latest normalized
      * prediction for a file item times prediction.weight; always 0 here. */
     double prediction;
     double score;    /* the clamped sum */

@@ -1,4 +1,4 @@
-/* test_predict.c: file predictions blended into the engine (plugin/predict.c)
+/* test_predict.c: file predictions blended into the engine (engine/predict.c)
  * through the ABI, on a fixture repository made by the test (git init,
  * files, a commit, the clarity.graphBuild RPC): the prediction term in
  * clarity.getScores, the block's "Likely edit targets" lines, the config

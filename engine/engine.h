@@ -7,8 +7,8 @@
  * for different sessions run in parallel.  Lock order: reg_mu is never held
  * while waiting for a session mutex.
  */
-#ifndef PLUGIN_ENGINE_H
-#define PLUGIN_ENGINE_H
+#ifndef ENGINE_ENGINE_H
+#define ENGINE_ENGINE_H
 
 #include <pthread.h>
 #include <stdint.h>
