@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "clihelp.h"
 
@@ -186,7 +189,47 @@ Test(hook, stop_takes_the_last_turn_of_the_transcript)
     json_decref(j);
 }
 
-Test(hook, stop_without_transcript_uses_last_assistant_message)
+/* Claude Code 2.1.x may write the transcript after the Stop hook started: a
+ * Stop that cannot read it does not advance the turn (it says so), and the
+ * next hook of the session ends that turn first, exactly once. */
+Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
+{
+    char *real = transcript;
+    transcript = runproc_join(tmp, "later.jsonl");
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook("stop.json", &r);
+    cr_assert_str_empty(r.out);
+    cr_assert_not_null(strstr(r.err, "later.jsonl"), "no warning about the transcript: %s", r.err);
+    cr_assert_not_null(strstr(r.err, "pending"), "the warning does not say the turn waits: %s", r.err);
+    runproc_free(&r);
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 0, "a Stop without its transcript advanced the turn");
+    json_decref(s);
+
+    /* the transcript arrives; the next prompt ends the pending turn from it */
+    clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1,
+                 "the deferred turn did not read the transcript");
+    json_decref(s);
+
+    /* the next Stop reads only what came after: nothing is counted twice */
+    clihelp_append("tests/fixtures/claude/transcript_turn3.jsonl", transcript);
+    hook_quiet("stop_turn3.json");
+    s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 2);
+    cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1, "counted twice");
+    cr_assert_eq(num(item(s, "file:src/api/routes.ts"), "referenceCount"), 1);
+    json_decref(s);
+    free(real);
+}
+
+Test(hook, a_transcript_that_never_comes_ends_the_turn_at_the_next_hook)
 {
     free(transcript);
     transcript = runproc_join(tmp, "missing.jsonl");
@@ -194,14 +237,54 @@ Test(hook, stop_without_transcript_uses_last_assistant_message)
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
     hook("stop.json", &r);
-    cr_assert_str_empty(r.out);
-    cr_assert_not_null(strstr(r.err, "missing.jsonl"), "no warning about the transcript: %s", r.err);
+    runproc_free(&r);
+    hook("session_end.json", &r);
+    cr_assert_not_null(strstr(r.err, "missing.jsonl"), "no warning: %s", r.err);
     runproc_free(&r);
     json_t *s = scores();
-    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_eq(num(s, "currentTurn"), 1, "the pending turn was lost");
     cr_assert_eq(num(item(s, "file:src/auth/session.ts"), "referenceCount"), 1,
-                 "last_assistant_message was not used");
+                 "the deferred last_assistant_message was not used");
     json_decref(s);
+    char *st = clihelp_read(statefile);
+    json_t *j = clihelp_json(st);
+    free(st);
+    cr_assert(json_object_get(j, "stopPending") == NULL, "still pending after SessionEnd");
+    json_decref(j);
+}
+
+/* The transcript is written while the Stop hook runs: the hook waits for it. */
+Test(hook, stop_waits_briefly_for_a_transcript_being_written)
+{
+    char *real = transcript;
+    transcript = runproc_join(tmp, "soon.jsonl");
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        struct timespec ts = {0, 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
+        _exit(0);
+    }
+    hook_quiet("stop.json");
+    int status;
+    waitpid(pid, &status, 0);
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1,
+                 "the Stop did not wait for its transcript");
+    json_decref(s);
+    char *st = clihelp_read(statefile);
+    json_t *j = clihelp_json(st);
+    free(st);
+    struct stat sb;
+    cr_assert_eq(stat(transcript, &sb), 0);
+    cr_assert_eq(num(j, "offset"), (long long)sb.st_size);
+    json_decref(j);
+    free(real);
 }
 
 Test(hook, subagent_stop_reads_the_agent_transcript)

@@ -12,7 +12,12 @@
  *                      turn does not advance here)
  *   Stop               agent_end with the assistant text and tool_use blocks
  *                      the transcript gained since the previous Stop, the
- *                      remembered file tool calls and last_assistant_message
+ *                      remembered file tool calls and last_assistant_message;
+ *                      Claude Code may write the transcript after the hook
+ *                      started, so Stop polls for it briefly, and when it
+ *                      still cannot be read the turn does not advance: it
+ *                      stays pending and the next hook of the session
+ *                      (prompt, Stop, PreCompact, SessionEnd) ends it first
  *   SubagentStop       agent_end with the subagent's transcript
  *                      (agent_transcript_path) and last_assistant_message;
  *                      skipped for Claude Code's internal subagents (an empty
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../util/buf.h"
 #include "claude_code.h"
@@ -109,8 +115,11 @@ static void emit_context(const char *name, buf *block)
 
 /* ---- events ------------------------------------------------------------- */
 
+static void complete_deferred(hook *h);
+
 static void on_prompt(hook *h)
 {
+    complete_deferred(h);
     json_t *p = json_object_get(h->in, "prompt");
     buf block;
     buf_init(&block);
@@ -183,15 +192,18 @@ static int push_tool(msgvec *mv, const char *tool, json_t *input)
     return rc;
 }
 
-/* last_assistant_message, unless the transcript already ended with it. */
-static int push_last(hook *h, msgvec *mv, size_t last_text)
+/* True when the message at index last_text of mv is text (a string). */
+static int ends_with(const msgvec *mv, size_t last_text, const char *text, size_t len)
 {
-    json_t *last = json_object_get(h->in, "last_assistant_message");
-    if (!json_is_string(last) || json_string_length(last) == 0) return 0;
-    if (last_text < mv->n && mv->v[last_text].text_len == json_string_length(last) &&
-        memcmp(mv->v[last_text].text, json_string_value(last), json_string_length(last)) == 0)
-        return 0;
-    json_t *m = json_pack("{s:s,s:O}", "role", "assistant", "text", last);
+    return last_text < mv->n && mv->v[last_text].text_len == len &&
+           memcmp(mv->v[last_text].text, text, len) == 0;
+}
+
+/* The last assistant message, unless the transcript already ended with it. */
+static int push_last(msgvec *mv, size_t last_text, const char *text, size_t len)
+{
+    if (!text || len == 0 || ends_with(mv, last_text, text, len)) return 0;
+    json_t *m = json_pack("{s:s,s:o}", "role", "assistant", "text", json_string_lossy(text, len));
     const char *why;
     int rc = m ? msgvec_push_json(mv, m, &why) : -1;
     json_decref(m);
@@ -214,47 +226,119 @@ static int agent_end(hook *h, msgvec *mv)
     return event(h, CLARITY_EV_AGENT_END, &p, NULL);
 }
 
-static void on_stop(hook *h)
+/* Claude Code may write the turn's transcript lines only after the Stop hook
+ * has started (2.1.x writes it asynchronously): a Stop polls this long for
+ * the transcript to exist and end with last_assistant_message. */
+#define STOP_WAIT_MS 400
+#define STOP_POLL_MS 20
+
+/* Reads what the transcript gained since the state's offset into mv.
+ * Returns 0, or -1 when it cannot be read (*why malloc()ed). */
+static int collect_turn(hook *h, const hookstate *st, msgvec *mv, long long *end,
+                        size_t *last_text, char **why)
 {
-    hookstate st;
-    open_state(h, &st); /* without it: the last turn of the transcript, no pending calls */
+    int resume = st->transcript && st->offset >= 0 && strcmp(st->transcript, h->transcript) == 0;
+    int rc = transcript_collect(h->transcript, resume ? st->offset : 0,
+                                resume ? 0 : TRANSCRIPT_SINCE_PROMPT, mv, end, last_text, why);
+    if (rc == 1) /* rewritten since: read the last turn again */
+        rc = transcript_collect(h->transcript, 0, TRANSCRIPT_SINCE_PROMPT, mv, end, last_text, why);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Collects the turn; with wait, polls (bounded) until the transcript can be
+ * read and ends with the last assistant message. */
+static int collect_turn_wait(hook *h, const hookstate *st, const char *last, size_t last_len,
+                             int wait, msgvec *mv, long long *end, size_t *last_text, char **why)
+{
+    for (int waited = 0;; waited += STOP_POLL_MS) {
+        free(*why);
+        *why = NULL;
+        msgvec_clear(mv);
+        *end = -1;
+        *last_text = (size_t)-1;
+        int rc = collect_turn(h, st, mv, end, last_text, why);
+        int complete = rc == 0 && (!last || !last_len || ends_with(mv, *last_text, last, last_len));
+        if (complete || !wait || waited >= STOP_WAIT_MS) return rc;
+        struct timespec ts = {0, STOP_POLL_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Ends a turn: the transcript since the offset, the recorded tool calls and
+ * the last assistant message go to agent_end, and the state moves past them.
+ * With defer (a Stop), an unreadable transcript does not end the turn: it is
+ * left pending for the next hook of the session.  Without it (that next
+ * hook), the turn ends with what was recorded. */
+static void end_turn(hook *h, hookstate *st, const char *last, size_t last_len, int defer)
+{
     msgvec mv;
     msgvec_init(&mv);
     long long end = -1;
     size_t last_text = (size_t)-1;
+    int readable = 1;
     if (h->transcript && *h->transcript) {
-        int resume = st.transcript && st.offset >= 0 && strcmp(st.transcript, h->transcript) == 0;
-        char *err = NULL;
-        int rc = transcript_collect(h->transcript, resume ? st.offset : 0,
-                                    resume ? 0 : TRANSCRIPT_SINCE_PROMPT, &mv, &end, &last_text, &err);
-        if (rc == 1) /* rewritten since: read the last turn again */
-            rc = transcript_collect(h->transcript, 0, TRANSCRIPT_SINCE_PROMPT, &mv, &end,
-                                    &last_text, &err);
-        if (rc < 0) {
-            warn("transcript %s", err ? err : "unreadable");
-            end = -1;
+        char *why = NULL;
+        readable = collect_turn_wait(h, st, last, last_len, defer, &mv, &end, &last_text, &why) == 0;
+        if (!readable && defer)
+            warn("transcript %s; the turn stays pending until the next hook of the session",
+                 why ? why : "unreadable");
+        else if (!readable)
+            warn("transcript %s; the pending turn ends without it", why ? why : "unreadable");
+        free(why);
+    }
+    if (!readable && defer) {
+        if (st->fd >= 0) {
+            st->stop_pending = 1;
+            free(st->last_message);
+            st->last_message = last && last_len ? util_strndup(last, last_len) : NULL;
+            if (hookstate_save(st) != 0) warn("hook state %s: %s", st->path, strerror(errno));
         }
-        free(err);
+        msgvec_free(&mv);
+        return;
     }
     size_t i;
     json_t *e;
-    json_array_foreach(st.pending, i, e)
+    json_array_foreach(st->pending, i, e)
     {
         const char *tool = str(e, "tool_name");
         json_t *input = json_object_get(e, "tool_input");
         if (tool && json_is_object(input)) push_tool(&mv, tool, input);
     }
-    push_last(h, &mv, last_text);
-    if (agent_end(h, &mv) == CLARITY_OK && st.fd >= 0) {
+    push_last(&mv, last_text, last, last_len);
+    if (agent_end(h, &mv) == CLARITY_OK && st->fd >= 0) {
         if (end >= 0) {
-            free(st.transcript);
-            st.transcript = util_strdup(h->transcript);
-            st.offset = st.transcript ? end : -1;
+            free(st->transcript);
+            st->transcript = util_strdup(h->transcript);
+            st->offset = st->transcript ? end : -1;
         }
-        json_array_clear(st.pending);
-        if (hookstate_save(&st) != 0) warn("hook state %s: %s", st.path, strerror(errno));
+        json_array_clear(st->pending);
+        st->stop_pending = 0;
+        free(st->last_message);
+        st->last_message = NULL;
+        if (hookstate_save(st) != 0) warn("hook state %s: %s", st->path, strerror(errno));
     }
     msgvec_free(&mv);
+}
+
+/* A turn whose Stop was deferred ends before anything else happens in the
+ * session (a prompt, a compaction, the session's end, the next Stop). */
+static void complete_deferred(hook *h)
+{
+    hookstate st;
+    if (open_state(h, &st) == 0 && st.stop_pending) {
+        const char *last = st.last_message;
+        end_turn(h, &st, last, last ? strlen(last) : 0, 0);
+    }
+    hookstate_close(&st);
+}
+
+static void on_stop(hook *h)
+{
+    complete_deferred(h);
+    hookstate st;
+    open_state(h, &st); /* without it: the last turn of the transcript, no pending calls */
+    json_t *last = json_object_get(h->in, "last_assistant_message");
+    end_turn(h, &st, json_string_value(last), json_string_length(last), 1);
     hookstate_close(&st);
 }
 
@@ -274,13 +358,15 @@ static void on_subagent_stop(hook *h)
             warn("subagent transcript %s", err ? err : "unreadable");
         free(err);
     }
-    push_last(h, &mv, last_text);
+    json_t *last = json_object_get(h->in, "last_assistant_message");
+    push_last(&mv, last_text, json_string_value(last), json_string_length(last));
     agent_end(h, &mv);
     msgvec_free(&mv);
 }
 
 static void on_pre_compact(hook *h)
 {
+    complete_deferred(h);
     clarity_before_compaction p;
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;
@@ -297,6 +383,7 @@ static void on_pre_compact(hook *h)
 
 static void on_session_end(hook *h)
 {
+    complete_deferred(h);
     clarity_session_end p;
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;

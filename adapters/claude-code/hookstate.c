@@ -97,6 +97,9 @@ static void load(hookstate *st)
         json_decref(st->pending);
         st->pending = json_incref(pend);
     }
+    st->stop_pending = json_is_true(json_object_get(root, "stopPending"));
+    const char *last = json_string_value(json_object_get(root, "lastMessage"));
+    if (st->stop_pending && last) st->last_message = util_strdup(last);
     json_decref(root);
 }
 
@@ -154,6 +157,11 @@ int hookstate_save(hookstate *st)
         json_object_set_new(root, "offset", json_integer(st->offset));
     }
     json_object_set_new(root, "pending", st->pending ? json_incref(st->pending) : json_array());
+    if (st->stop_pending) {
+        json_object_set_new(root, "stopPending", json_true());
+        if (st->last_message) json_object_set_new(root, "lastMessage",
+                                json_string_lossy(st->last_message, strlen(st->last_message)));
+    }
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (!text) return -1;
@@ -169,7 +177,8 @@ void hookstate_close(hookstate *st)
     st->fd = -1;
     free(st->path);
     free(st->transcript);
+    free(st->last_message);
     json_decref(st->pending);
-    st->path = st->transcript = NULL;
+    st->path = st->transcript = st->last_message = NULL;
     st->pending = NULL;
 }

@@ -5,11 +5,15 @@
  * the state database (dirname of storage.path; of the --host-kv file; else
  * $TMPDIR/clarity-<uid>):
  *   {"v": 1, "transcript": "<path>", "offset": <bytes>,
- *    "pending": [{"tool_name": "Read", "tool_input": {...}, "tool_use_id": "..."}]}
+ *    "pending": [{"tool_name": "Read", "tool_input": {...}, "tool_use_id": "..."}],
+ *    "stopPending": true, "lastMessage": "..."}
  * "transcript"/"offset": where the previous Stop stopped reading the
  * transcript (a turn is what was appended after it).  "pending": file tool
  * calls seen by PostToolUse since the previous Stop; the next Stop sends
- * them with its agent_end.  The file is locked (flock) while a hook works
+ * them with its agent_end.  "stopPending": a Stop found no readable
+ * transcript (Claude Code may write it only after the hook ran), so the
+ * turn did not advance; the next hook of the session completes it first,
+ * with "lastMessage" (that Stop's last_assistant_message).  The file is locked (flock) while a hook works
  * on it, so parallel PostToolUse hooks do not lose entries.
  */
 #ifndef CLAUDE_CODE_HOOKSTATE_H
@@ -25,6 +29,8 @@ typedef struct hookstate {
     char *transcript; /* owned, NULL when unknown */
     long long offset; /* -1 when unknown */
     json_t *pending;  /* array, owned */
+    int stop_pending; /* a Stop was deferred: its turn is still to be ended */
+    char *last_message; /* owned, NULL: the deferred Stop's last_assistant_message */
 } hookstate;
 
 /* The directory for the state files (…/claude-code), malloc()ed, from the
