@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../util/fs.h"
 #include "internal.h"
 
 static const char schema[] =
@@ -29,30 +30,15 @@ static const char schema[] =
     " PRIMARY KEY(a, b)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS cochange_b ON cochange(b);";
 
-static int mkdir_parent(const char *path)
+char *graph_db_path(const char *repo)
 {
-    char *p = util_strdup(path);
-    if (!p) return -1;
-    char *slash = strrchr(p, '/');
-    int rc = 0;
-    if (slash && slash != p) {
-        *slash = '\0';
-        for (char *s = p + 1; *s && rc == 0; s++) {
-            if (*s != '/') continue;
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) rc = -1;
-            *s = '/';
-        }
-        if (rc == 0 && mkdir(p, 0755) != 0 && errno != EEXIST) rc = -1;
-    }
-    free(p);
-    return rc;
+    return util_format("%s/.clarity/graph.db", repo);
 }
 
 int graph_db_open(const char *path, int create, sqlite3 **out, char **err)
 {
     *out = NULL;
-    if (create && mkdir_parent(path) != 0) {
+    if (create && util_mkdir_parents(path, 0755) != 0) {
         char m[600];
         snprintf(m, sizeof m, "cannot create the directory of %s: %s", path, strerror(errno));
         *err = util_strdup(m);

@@ -7,7 +7,7 @@
 enum { GI_PATH = 0, GI_SYMBOL, GI_IMPORT, GI_CALL, GI_CONTENT, GI_FIELDS };
 
 /* Bytes of a file's content indexed for the content field. */
-#define GI_CONTENT_MAX (512 * 1024)
+#define GI_CONTENT_MAX GRAPH_CONTENT_BYTES
 
 typedef struct gi_posting {
     uint32_t doc;

@@ -59,10 +59,38 @@ const char *graph_history_head(const graph_history *h);
 double graph_commit_noise(const char *subject, size_t len);
 double graph_commit_weight(double commit_time, double noise);
 
+/* batch.c: the files a build parses, in batches of at most
+ * GRAPH_PARSE_BATCH, on up to one thread per CPU. */
+#define GRAPH_PARSE_BATCH 512
+/* The content field counts the words of a file's first 512 KB. */
+#define GRAPH_CONTENT_BYTES (512 * 1024)
+typedef struct parse_job {
+    size_t idx;     /* in the file list */
+    int64_t old_id; /* cache row to replace, 0 = new file */
+    char *src;      /* NULL when unreadable: recorded without symbols */
+    size_t len;
+    char *head;     /* a file too large to parse: its first GRAPH_CONTENT_BYTES, for its words */
+    size_t head_len;
+    gfile f;
+    buf words;      /* the content field: see db.c, table words */
+    uint32_t n_words;
+    int rc;
+} parse_job;
+/* Parses each job's src into its f (symbols, imports, calls) and counts
+ * the words of src (or head) into words/n_words.  Returns 0, or -1 when a
+ * parse ran out of memory or no parser could be made. */
+int graph_parse_batch(int parser, parse_job *jobs, size_t n);
+
 /* prompt.c: copies the prompt s[0..len) into out (len bytes) with the
  * HTML comments and environment-dump lines ("numpy: 1.21.0",
  * "pandas==1.3") blanked; returns len. */
 size_t graph_prompt_clean(const char *s, size_t len, char *out);
+
+/* build.c: the cache's files, symbols, imports, calls, words and
+ * co-change, without the learned fusion (graph_build in update.c is the
+ * build and the fusion's training when due). */
+int graph_build_cache(const char *repo, const graph_build_opts *o, graph_build_stats *st,
+                      char **err);
 
 /* fusion.c: trains the learned fusion on the repository's recent commits
  * with the graph in db_path (committed) and stores it in db's meta

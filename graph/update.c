@@ -1,0 +1,92 @@
+/* update.c: brings a repository's graph cache up to date: the build
+ * (build.c), then the learned fusion (train.c) when it is due.
+ *
+ * The fusion is trained on a full build, when the stored model is missing
+ * or of another format, or once GRAPH_RETRAIN_COMMITS new commits came in
+ * since it was trained (counted in meta "fusion_pending").  Without
+ * learning (opts no_learn) a model trained before is dropped: the default
+ * weights rank.  A failed training keeps the build.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "index.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Whether the model must be (re)trained; *pending: the commits counted
+ * since it was, this build's included. */
+static int training_due(sqlite3 *db, const graph_build_stats *st, long long *pending)
+{
+    char *fu = graph_db_meta(db, "fusion"), *pend = graph_db_meta(db, "fusion_pending");
+    *pending = (pend ? atoll(pend) : 0) + (long long)st->commits_read;
+    /* a model of another format version (other features) is retrained */
+    int due = st->full || !fu || strncmp(fu, GF_FORMAT " ", sizeof GF_FORMAT) != 0 ||
+              *pending >= GRAPH_RETRAIN_COMMITS;
+    free(fu);
+    free(pend);
+    return due;
+}
+
+static int update_fusion(const char *repo, const graph_build_opts *o, graph_build_stats *st,
+                         char **err)
+{
+    char *path = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
+    sqlite3 *db = NULL;
+    if (!path || graph_db_open(path, 0, &db, err) != 0) {
+        free(path);
+        return -1;
+    }
+    int rc = 0;
+    char *head = graph_db_meta(db, "head");
+    if (o->no_learn) {
+        rc = sqlite3_exec(db, "DELETE FROM meta WHERE key IN ('fusion', 'fusion_pending')", NULL,
+                          NULL, NULL) == SQLITE_OK ? 0 : -1;
+    } else if (head && *head) { /* a history to learn from */
+        long long pending;
+        int due = training_due(db, st, &pending);
+        if (due) {
+            double t1 = now_ms();
+            gi_fusion fus;
+            char *ferr = NULL;
+            if (graph_fusion_train(repo, path, db, &fus, &ferr) == 0) {
+                st->trained = 1;
+                st->fusion = fus.info;
+            }
+            free(ferr);
+            st->fusion_ms = now_ms() - t1;
+        }
+        char num[32];
+        snprintf(num, sizeof num, "%lld", due ? 0 : pending);
+        rc = graph_db_set_meta(db, "fusion_pending", num);
+    }
+    if (rc != 0) *err = util_strdup(sqlite3_errmsg(db));
+    free(head);
+    free(path);
+    sqlite3_close(db);
+    return rc;
+}
+
+int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
+{
+    double t0 = now_ms();
+    if (graph_build_cache(repo, o, st, err) != 0) return -1;
+    int rc = update_fusion(repo, o, st, err);
+    st->ms = now_ms() - t0;
+    if (getenv("CLARITY_GRAPH_TIMING")) {
+        struct rusage self, kids;
+        getrusage(RUSAGE_SELF, &self);
+        getrusage(RUSAGE_CHILDREN, &kids);
+        fprintf(stderr, "graph build: fusion %.1f ms; peak RSS %ld MB (git %ld MB)\n",
+                st->fusion_ms, self.ru_maxrss / 1024, kids.ru_maxrss / 1024);
+    }
+    return rc;
+}
