@@ -126,7 +126,7 @@ typedef struct graph_build_opts {
     int no_learn;         /* 1: do not (re)train the learned fusion */
 } graph_build_opts;
 
-/* What training the learned fusion came to (graph/fusion.c). */
+/* What training the learned fusion came to (graph/train.c). */
 typedef struct graph_fusion_info {
     int enabled;          /* trained, and better than the defaults on held-out commits */
     int commits, valid;   /* usable commits; of which the newest, held out to compare */

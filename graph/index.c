@@ -519,9 +519,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     if (rc == 0) { /* the size feature's scale */
         for (size_t d = 0; d < n; d++)
             g->size_mx = fmax(g->size_mx, log1p(g->flen[GI_CONTENT][d]));
-        char *fu = graph_db_meta(db, "fusion");
-        gf_parse(fu, &g->fus);
-        free(fu);
+        g->fus_meta = graph_db_meta(db, "fusion"); /* parsed by model.c on first use */
     }
     if (rc == 0 &&
         sqlite3_prepare_v2(db,
@@ -650,6 +648,7 @@ void graph_index_free(graph_index *g)
     free(g->qterms);
     free(g->qwt);
     free(g->ptext);
+    free(g->fus_meta);
     free(g->repo);
     free(g->db_path);
     free(g);

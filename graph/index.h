@@ -29,7 +29,7 @@ typedef struct gi_def {
     uint32_t file;
 } gi_def;
 
-/* Features of one (prompt, file) pair for the learned fusion (fusion.c):
+/* Features of one (prompt, file) pair for the learned fusion (model.c):
  * bias, lexical, mention, path / symbol / content field scores, import
  * activation, co-change activation, centrality, churn, size, aux, package,
  * defines (the file defines a name the prompt writes as code). */
@@ -87,7 +87,9 @@ struct graph_index {
     size_t n_defs;
     double churn_mx;   /* max log1p(co_total): churn's scale */
     double size_mx;    /* max log1p(content length) */
-    gi_fusion fus;
+    char *fus_meta;    /* the stored model's text (meta "fusion"), or NULL */
+    gi_fusion fus;     /* parsed from it on first use (model.c) */
+    int fus_parsed;
     /* per-query scratch (the caller serializes queries on one index) */
     double *act, *lex, *tmp, *final, *mention, *cosc, *clex;
     double *fld[3];    /* BM25 of the path, symbol and content fields alone */
@@ -117,10 +119,12 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
 size_t gi_top(const graph_index *g, const double *score, graph_hit *out, size_t k);
 /* A package's own file (__init__.py, index.*, mod.rs). */
 int gi_is_package(const char *path);
-/* fusion.c: the features of file d after gi_stages(..., feats = 1). */
+/* model.c: the features of file d after gi_stages(..., feats = 1). */
 void gf_features(const graph_index *g, uint32_t d, const gi_excl *ex, double *x);
 double gf_logit(const double *beta, const double *x);
 /* Parses the cache's "fusion" meta value into f (zeroed when absent or malformed). */
 void gf_parse(const char *s, gi_fusion *f);
+/* Writes f in the format gf_parse reads into out[n]; -1 when it does not fit. */
+int gf_format(const gi_fusion *f, char *out, size_t n);
 
 #endif

@@ -92,7 +92,7 @@ size_t graph_prompt_clean(const char *s, size_t len, char *out);
 int graph_build_cache(const char *repo, const graph_build_opts *o, graph_build_stats *st,
                       char **err);
 
-/* fusion.c: trains the learned fusion on the repository's recent commits
+/* train.c: trains the learned fusion on the repository's recent commits
  * with the graph in db_path (committed) and stores it in db's meta
  * ("fusion"); out says what came of it. */
 struct gi_fusion;

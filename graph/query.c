@@ -20,7 +20,8 @@
  * share (aux) of their score.
  * The fused score is the weighted sum; test files are never predicted;
  * ties break by path, so results are deterministic.  When the repository
- * has a learned fusion (fusion.c), it re-ranks the best GF_POOL files.
+ * has a learned fusion, model.c re-ranks the best GF_POOL files
+ * (graph_predict).
  */
 #include <ctype.h>
 #include <math.h>
@@ -496,37 +497,6 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
         for (uint32_t d = 0; d < n; d++)
             if (!g->is_test[d] && g->fld[s][d] > g->fld_mx[s]) g->fld_mx[s] = g->fld[s][d];
     }
-}
-
-static int cmp_hit(const void *a, const void *b)
-{
-    const graph_hit *x = a, *y = b;
-    if (x->score != y->score) return x->score > y->score ? -1 : 1;
-    return x->file < y->file ? -1 : x->file > y->file;
-}
-
-size_t graph_predict(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
-                     graph_hit *out, size_t k)
-{
-    if (g->n == 0 || k == 0) return 0;
-    int learned = w->learned > 0 && g->fus.info.enabled;
-    gi_stages(g, w, prompt, len, NULL, learned);
-    if (!learned) return top_k(g, g->final, 0, out, k);
-    /* the learned fusion re-ranks the default's best GF_POOL (or k) files */
-    size_t m = k > GF_POOL ? k : GF_POOL;
-    graph_hit *pool = malloc(m * sizeof *pool);
-    if (!pool) return top_k(g, g->final, 0, out, k);
-    size_t np = top_k(g, g->final, 0, pool, m);
-    double x[GF_NFEAT];
-    for (size_t i = 0; i < np; i++) {
-        gf_features(g, pool[i].file, NULL, x);
-        pool[i].score = 1.0 / (1.0 + exp(-gf_logit(g->fus.beta, x)));
-    }
-    qsort(pool, np, sizeof *pool, cmp_hit);
-    if (np > k) np = k;
-    memcpy(out, pool, np * sizeof *out);
-    free(pool);
-    return np;
 }
 
 /* Key symbols: those whose name matches a query term first, then exported

@@ -1,4 +1,4 @@
-/* test_fusion.c: the learned fusion (graph/fusion.c) and code-shaped query
+/* test_fusion.c: the learned fusion (graph/train.c, graph/model.c) and code-shaped query
  * terms (graph/query.c): the logistic regression against closed-form
  * optima, training on a synthetic repository's history (fallback on a
  * short one, retraining cadence, --no-learn), the re-ranking a stored

@@ -1,4 +1,5 @@
-/* fusion.c: the learned, per-repository fusion of the ranking's features.
+/* train.c: fits the learned, per-repository fusion of the ranking's features
+ * (model.c uses it).
  *
  * The default ranking adds its features (BM25F, mentions, priors) with
  * fixed weights.  A repository's own history says how they should mix
@@ -52,53 +53,6 @@ static const double gf_lambdas[] = {GF_LAMBDA};
 #else
 static const double gf_lambdas[] = {10.0};
 #endif
-
-void gf_features(const graph_index *g, uint32_t d, const gi_excl *ex, double *x)
-{
-    x[0] = 1.0;
-    x[1] = g->lex[d];
-    x[2] = g->mention[d];
-    for (int s = 0; s < 3; s++) x[3 + s] = g->fld_mx[s] > 0 ? g->fld[s][d] / g->fld_mx[s] : 0;
-    x[6] = fmin(g->act[d], 1.0);
-    x[7] = fmin(g->cosc[d], 1.0);
-    x[8] = g->central[d];
-    double ch = g->churn[d];
-    for (size_t i = 0; ex && i < ex->n; i++)
-        if (ex->files[i] == d && g->churn_mx > 0)
-            ch = log1p(fmax(g->co_total[d] - ex->w, 0)) / g->churn_mx;
-    x[9] = ch;
-    x[10] = g->size_mx > 0 ? log1p(g->flen[GI_CONTENT][d]) / g->size_mx : 0;
-    x[11] = g->aux[d];
-    x[12] = gi_is_package(g->paths[d]);
-    x[13] = g->defines[d];
-}
-
-double gf_logit(const double *beta, const double *x)
-{
-    double z = 0;
-    for (int j = 0; j < GF_NFEAT; j++) z += beta[j] * x[j];
-    return z;
-}
-
-void gf_parse(const char *s, gi_fusion *f)
-{
-    memset(f, 0, sizeof *f);
-    if (!s || strncmp(s, GF_FORMAT " ", sizeof GF_FORMAT) != 0) return;
-    const char *p = s + sizeof GF_FORMAT;
-    char *e;
-    double v[5 + GF_NFEAT];
-    for (int i = 0; i < 5 + GF_NFEAT; i++) {
-        v[i] = strtod(p, &e);
-        if (e == p || !isfinite(v[i])) return; /* malformed: the defaults */
-        p = e;
-    }
-    f->info.commits = (int)v[1];
-    f->info.valid = (int)v[2];
-    f->info.mrr_default = v[3];
-    f->info.mrr_learned = v[4];
-    memcpy(f->beta, v + 5, sizeof f->beta);
-    f->info.enabled = v[0] == 1;
-}
 
 /* ---- logistic regression ---- */
 
@@ -351,11 +305,7 @@ int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fu
         return -1;
     }
     char val[64 + 26 * (5 + GF_NFEAT)];
-    int l = snprintf(val, sizeof val, GF_FORMAT " %d %d %d %.6f %.6f", out->info.enabled, out->info.commits,
-                     out->info.valid, out->info.mrr_default, out->info.mrr_learned);
-    for (int j = 0; j < GF_NFEAT; j++)
-        l += snprintf(val + l, sizeof val - (size_t)l, " %.17g", out->info.enabled ? out->beta[j] : 0.0);
-    if (graph_db_set_meta(db, "fusion", val) != 0) {
+    if (gf_format(out, val, sizeof val) != 0 || graph_db_set_meta(db, "fusion", val) != 0) {
         *err = util_strdup(sqlite3_errmsg(db));
         return -1;
     }
