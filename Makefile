@@ -40,7 +40,11 @@ CLI_DIRS := cli
 # `make check` runs after the unit and integration suites.
 EXTRA_CHECKS :=
 include $(sort $(wildcard mk/*.mk))
-LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
+LIB_SRC  := $(filter-out graph/none.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+# Without graph/ (no mk/graph.mk), its stub answers the graph API.
+ifeq ($(filter graph,$(LIB_DIRS)),)
+LIB_SRC  += graph/none.c
+endif
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC  := $(foreach d,$(CLI_DIRS),$(wildcard $(d)/*.c))
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)

@@ -83,8 +83,10 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         return rc;
     }
     rc = extract_new(&e->cfg, &e->ex, err);
+    if (rc == CLARITY_OK && !(e->graphs = graph_cache_new())) rc = CLARITY_ENOMEM;
     if (rc == CLARITY_OK) rc = open_store(e, err);
     if (rc != CLARITY_OK) {
+        graph_cache_free(e->graphs);
         extract_free(e->ex);
         config_free(&e->cfg);
         free(e);
@@ -109,13 +111,9 @@ static void session_free(session *s)
     free(s);
 }
 
-/* graph/ keeps loaded code graphs per repository; weak for builds without it. */
-void graph_cache_clear(void) __attribute__((weak));
-
 void engine_free(engine *e)
 {
     if (!e) return;
-    if (graph_cache_clear) graph_cache_clear();
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {
@@ -126,6 +124,7 @@ void engine_free(engine *e)
         session_free(s);
     }
     store_close(e->st);
+    graph_cache_free(e->graphs);
     extract_free(e->ex);
     config_free(&e->cfg);
     pthread_mutex_destroy(&e->reg_mu);

@@ -15,6 +15,7 @@
 
 #include "../config/config.h"
 #include "../extract/extract.h"
+#include "../graph/graph.h"
 #include "../include/clarity.h"
 #include "../scorer/scorer.h"
 #include "../store/store.h"
@@ -52,6 +53,7 @@ typedef struct engine {
     size_t n_sessions;
     uint64_t clock; /* LRU stamps */
     scorer_tables tables; /* for the per-turn scans */
+    graph_cache *graphs;  /* owned: the code graphs this engine loaded */
 } engine;
 
 /* ---- engine.c ---- */

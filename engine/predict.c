@@ -24,10 +24,6 @@
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(obj) (oom = 1)
 
-/* graph/api.c; weak for builds without graph/ (the fuzz harnesses). */
-int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt, size_t len,
-                         size_t k, graph_pred_cb cb, void *ud) __attribute__((weak));
-
 typedef struct pred_ent {
     char *id; /* "file:<path>", owned, hash key */
     double score;
@@ -131,7 +127,7 @@ void predict_update(engine *e, session *s, const char *text, size_t len)
 {
     predict_clear(s);
     const clarity_config *c = &e->cfg;
-    if (!c->prediction.enabled || !graph_engine_predict || !s->workspace || !*s->workspace ||
+    if (!c->prediction.enabled || !s->workspace || !*s->workspace ||
         len == 0 || !has_graph(s->workspace))
         return;
     pctx pc = {e, s, (size_t)c->prediction.max_targets, 0};
@@ -139,7 +135,7 @@ void predict_update(engine *e, session *s, const char *text, size_t len)
         s->pred_targets = calloc(pc.max_targets, sizeof *s->pred_targets);
         if (!s->pred_targets) return;
     }
-    int n = graph_engine_predict(s->workspace, c->prediction.auto_refresh, text, len,
+    int n = graph_engine_predict(e->graphs, s->workspace, c->prediction.auto_refresh, text, len,
                                  (size_t)c->prediction.max_files, on_pred, &pc);
     if (pc.oom) {
         engine_log(e, CLARITY_LOG_WARN, "clarity: session %s: out of memory in file predictions",

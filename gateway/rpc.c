@@ -251,19 +251,18 @@ static int m_import(rpc_call *c)
 }
 
 /* graph/ (file predictions) answers clarity.graphBuild, clarity.predict and
- * clarity.graphStatus.
- * Weak: builds without it (the fuzz harnesses) answer "unknown method". */
-int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
-    __attribute__((weak));
-
+ * clarity.graphStatus; a build without it (graph/none.c) answers "unknown
+ * method". */
 static int m_graph(rpc_call *c, const char *name)
 {
-    if (!graph_rpc_call)
-        return fail(c, CLARITY_ENOTFOUND, RPC_METHOD_NOT_FOUND, "unknown method: %s", name);
     char *params = json_dumps(c->params, JSON_COMPACT), *msg = NULL;
     if (!params) return fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
-    int rc = graph_rpc_call(name, params, c->out, &msg);
+    int rc = graph_rpc_call(c->e->graphs, name, params, c->out, &msg);
     free(params);
+    if (rc == CLARITY_ENOTFOUND) {
+        free(msg);
+        return fail(c, rc, RPC_METHOD_NOT_FOUND, "unknown method: %s", name);
+    }
     if (rc != CLARITY_OK)
         rc = fail(c, rc, rc == CLARITY_EINVAL ? RPC_INVALID_PARAMS : RPC_INTERNAL, "%s",
                   msg ? msg : "graph: failed");

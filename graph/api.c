@@ -1,8 +1,10 @@
 /* api.c: the loaded-index cache and the clarity.graphBuild /
- * clarity.predict RPC methods.
+ * clarity.predict / clarity.graphStatus RPC methods.
  *
- * One index per repository stays loaded (at most GRAPH_CACHE_MAX, least
- * recently used out).  A use checks, at most every GRAPH_RECHECK_MS, whether
+ * A cache belongs to its owner (one per engine, so two plugin instances in
+ * a process never share or clear each other's indexes).  One index per
+ * repository stays loaded (at most GRAPH_CACHE_MAX, least recently used
+ * out).  A use checks, at most every GRAPH_RECHECK_MS, whether
  * the cache is stale (HEAD moved, the git index changed) and then refreshes
  * it incrementally and reloads.  Queries on one index are serialized by its
  * mutex; different repositories run in parallel.
@@ -33,9 +35,11 @@ typedef struct centry {
     int refs;
 } centry;
 
-static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static centry *cache[GRAPH_CACHE_MAX];
-static uint64_t cache_clock;
+struct graph_cache {
+    pthread_mutex_t mu; /* guards slots, refs, used, clock */
+    centry *slots[GRAPH_CACHE_MAX];
+    uint64_t clock;
+};
 
 static int64_t mono_ms(void)
 {
@@ -57,25 +61,35 @@ static char *canon(const char *repo)
     return r ? r : util_strdup(repo);
 }
 
-void graph_cache_clear(void)
+static void entry_free(centry *c)
 {
-    pthread_mutex_lock(&cache_mu);
-    for (int i = 0; i < GRAPH_CACHE_MAX; i++) {
-        centry *c = cache[i];
-        if (!c || c->refs) continue;
-        graph_index_free(c->g);
-        pthread_mutex_destroy(&c->mu);
-        free(c->repo);
-        free(c);
-        cache[i] = NULL;
-    }
-    pthread_mutex_unlock(&cache_mu);
+    graph_index_free(c->g);
+    pthread_mutex_destroy(&c->mu);
+    free(c->repo);
+    free(c);
+}
+
+graph_cache *graph_cache_new(void)
+{
+    graph_cache *gc = calloc(1, sizeof *gc);
+    if (gc) pthread_mutex_init(&gc->mu, NULL);
+    return gc;
+}
+
+void graph_cache_free(graph_cache *gc)
+{
+    if (!gc) return;
+    for (int i = 0; i < GRAPH_CACHE_MAX; i++)
+        if (gc->slots[i]) entry_free(gc->slots[i]);
+    pthread_mutex_destroy(&gc->mu);
+    free(gc);
     graph_parse_release();
 }
 
-static centry *entry_for(const char *repo)
+static centry *entry_for(graph_cache *gc, const char *repo)
 {
-    pthread_mutex_lock(&cache_mu);
+    centry **cache = gc->slots;
+    pthread_mutex_lock(&gc->mu);
     centry *c = NULL;
     int free_slot = -1, lru = -1;
     for (int i = 0; i < GRAPH_CACHE_MAX; i++) {
@@ -87,10 +101,7 @@ static centry *entry_for(const char *repo)
     if (!c) {
         int slot = free_slot >= 0 ? free_slot : lru;
         if (slot >= 0 && cache[slot]) {
-            graph_index_free(cache[slot]->g);
-            pthread_mutex_destroy(&cache[slot]->mu);
-            free(cache[slot]->repo);
-            free(cache[slot]);
+            entry_free(cache[slot]);
             cache[slot] = NULL;
         }
         c = slot >= 0 ? calloc(1, sizeof *c) : NULL;
@@ -105,17 +116,19 @@ static centry *entry_for(const char *repo)
     }
     if (c) {
         c->refs++;
-        c->used = ++cache_clock;
+        c->used = ++gc->clock;
     }
-    pthread_mutex_unlock(&cache_mu);
+    pthread_mutex_unlock(&gc->mu);
     return c;
 }
 
-static void entry_release(centry *c)
+/* Unlocks the entry and drops the reference. */
+static void entry_release(graph_cache *gc, centry *c)
 {
-    pthread_mutex_lock(&cache_mu);
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_lock(&gc->mu);
     c->refs--;
-    pthread_mutex_unlock(&cache_mu);
+    pthread_mutex_unlock(&gc->mu);
 }
 
 /* What acquire_ex found and did. */
@@ -128,13 +141,13 @@ typedef struct acq_info {
 /* Locked entry with a loaded index, or NULL (message in *err).  A stale
  * cache (checked at most every GRAPH_RECHECK_MS) is refreshed first unless
  * !refresh; a missing one is built when build_if_missing. */
-static centry *acquire_ex(const char *repo_in, int build_if_missing, int refresh, char **err,
-                          acq_info *ai)
+static centry *acquire_ex(graph_cache *gc, const char *repo_in, int build_if_missing, int refresh,
+                          char **err, acq_info *ai)
 {
     memset(ai, 0, sizeof *ai);
     char *repo = canon(repo_in);
     if (!repo) return NULL;
-    centry *c = entry_for(repo);
+    centry *c = entry_for(gc, repo);
     if (!c) {
         free(repo);
         *err = util_strdup("out of memory");
@@ -174,41 +187,15 @@ static centry *acquire_ex(const char *repo_in, int build_if_missing, int refresh
     ai->stale = c->stale;
     free(repo);
     if (!c->g) {
-        pthread_mutex_unlock(&c->mu);
-        entry_release(c);
+        entry_release(gc, c);
         return NULL;
     }
     return c;
 }
 
-static centry *acquire(const char *repo_in, int build_if_missing, char **err)
-{
-    acq_info ai;
-    return acquire_ex(repo_in, build_if_missing, 1, err, &ai);
-}
-
-graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err)
-{
-    centry *c = acquire(repo, build_if_missing, err);
-    return c ? c->g : NULL;
-}
-
-void graph_cache_put(graph_index *g)
-{
-    if (!g) return;
-    centry *c = NULL;
-    pthread_mutex_lock(&cache_mu);
-    for (int i = 0; i < GRAPH_CACHE_MAX; i++)
-        if (cache[i] && cache[i]->g == g) c = cache[i];
-    pthread_mutex_unlock(&cache_mu);
-    if (!c) return;
-    pthread_mutex_unlock(&c->mu);
-    entry_release(c);
-}
-
 /* Locked entry whose repository already has a graph, or NULL.  Loads it
  * when needed; never builds from nothing. */
-static centry *acquire_existing(const char *repo_in, int auto_refresh)
+static centry *acquire_existing(graph_cache *gc, const char *repo_in, int auto_refresh)
 {
     char *repo = canon(repo_in);
     if (!repo) return NULL;
@@ -216,7 +203,7 @@ static centry *acquire_existing(const char *repo_in, int auto_refresh)
     struct stat sb;
     int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
     free(dbp);
-    centry *c = have ? entry_for(repo) : NULL;
+    centry *c = have ? entry_for(gc, repo) : NULL;
     if (!c) {
         free(repo);
         return NULL;
@@ -245,18 +232,17 @@ static centry *acquire_existing(const char *repo_in, int auto_refresh)
     }
     free(repo);
     if (!c->g) {
-        pthread_mutex_unlock(&c->mu);
-        entry_release(c);
+        entry_release(gc, c);
         return NULL;
     }
     return c;
 }
 
-int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt, size_t len,
+int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt, size_t len,
                          size_t k, graph_pred_cb cb, void *ud)
 {
     if (!repo || !*repo || k == 0) return -1;
-    centry *c = acquire_existing(repo, auto_refresh);
+    centry *c = acquire_existing(gc, repo, auto_refresh);
     if (!c) return -1;
     graph_hit stack_hits[64];
     graph_hit *hits = k <= 64 ? stack_hits : malloc(k * sizeof *hits);
@@ -287,8 +273,7 @@ int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt,
         rc = (int)n;
         if (hits != stack_hits) free(hits);
     }
-    pthread_mutex_unlock(&c->mu);
-    entry_release(c);
+    entry_release(gc, c);
     return rc;
 }
 
@@ -379,46 +364,96 @@ static int weights_from(json_t *params, graph_weights *w)
     return weights_obj(json_object_get(params, "weights"), w);
 }
 
-static int predict(json_t *params, buf *out, char **msg)
+/* Checks the params of clarity.predict; weights into *w.  CLARITY_OK or
+ * CLARITY_EINVAL with *msg. */
+static int predict_params(json_t *params, graph_weights *w, size_t *k, int *repeat, char **msg)
 {
     const char *repo = json_string_value(json_object_get(params, "repo"));
     const char *prompt = json_string_value(json_object_get(params, "prompt"));
     json_t *kj = json_object_get(params, "k");
-    if (!repo || !*repo || !prompt) {
-        *msg = util_strdup("clarity.predict needs \"repo\" and \"prompt\" (strings)");
-        return CLARITY_EINVAL;
-    }
-    if (kj && !(json_is_integer(kj) && json_integer_value(kj) > 0 && json_integer_value(kj) <= 1000)) {
-        *msg = util_strdup("param \"k\" must be an integer in 1..1000");
-        return CLARITY_EINVAL;
-    }
-    graph_weights w;
-    if (weights_from(params, &w) != 0) {
-        *msg = util_strdup("param \"weights\" must be an object of known numeric weights");
-        return CLARITY_EINVAL;
-    }
+    const char *bad = NULL;
+    if (!repo || !*repo || !prompt) bad = "clarity.predict needs \"repo\" and \"prompt\" (strings)";
+    else if (kj && !(json_is_integer(kj) && json_integer_value(kj) > 0 && json_integer_value(kj) <= 1000))
+        bad = "param \"k\" must be an integer in 1..1000";
+    else if (weights_from(params, w) != 0)
+        bad = "param \"weights\" must be an object of known numeric weights";
     /* benchmarks: "weightSets": [{...}, ...] ranks once per set on the same
      * loaded index and answers "runs": [[path, ...], ...] as well */
     json_t *sets = json_object_get(params, "weightSets");
-    if (sets && !json_is_array(sets)) {
-        *msg = util_strdup("param \"weightSets\" must be an array of weight objects");
+    if (!bad && sets && !json_is_array(sets)) bad = "param \"weightSets\" must be an array of weight objects";
+    for (size_t i = 0; !bad && sets && i < json_array_size(sets); i++) {
+        graph_weights t;
+        if (weights_obj(json_array_get(sets, i), &t) != 0)
+            bad = "param \"weightSets\" must be an array of weight objects";
+    }
+    if (bad) {
+        *msg = util_strdup(bad);
         return CLARITY_EINVAL;
     }
-    for (size_t i = 0; sets && i < json_array_size(sets); i++) {
-        graph_weights t;
-        if (weights_obj(json_array_get(sets, i), &t) != 0) {
-            *msg = util_strdup("param \"weightSets\" must be an array of weight objects");
-            return CLARITY_EINVAL;
-        }
-    }
-    size_t k = kj ? (size_t)json_integer_value(kj) : 10;
-    int repeat = 1;
+    *k = kj ? (size_t)json_integer_value(kj) : 10;
+    *repeat = 1;
     json_t *rj = json_object_get(params, "repeat"); /* benchmarks: run the query N times */
     if (json_is_integer(rj) && json_integer_value(rj) > 1 && json_integer_value(rj) <= 100000)
-        repeat = (int)json_integer_value(rj);
+        *repeat = (int)json_integer_value(rj);
+    return CLARITY_OK;
+}
+
+/* ,"runs":[[path, ...], ...]: one ranking per weight set. */
+static void weight_set_runs(graph_index *g, json_t *sets, const char *prompt, graph_hit *hits,
+                            size_t k, buf *out)
+{
+    buf_puts(out, ",\"runs\":[");
+    for (size_t i = 0; i < json_array_size(sets); i++) {
+        graph_weights t;
+        weights_obj(json_array_get(sets, i), &t);
+        size_t m = graph_predict(g, &t, prompt, strlen(prompt), hits, k);
+        buf_puts(out, i ? ",[" : "[");
+        for (size_t j = 0; j < m; j++) {
+            if (j) buf_putc(out, ',');
+            const char *p = graph_index_path(g, hits[j].file);
+            buf_json_str(out, p, strlen(p));
+        }
+        buf_putc(out, ']');
+    }
+    buf_putc(out, ']');
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ,"p50","p99" of the latencies (sorted in place). */
+static void latency_json(double *lat, int n, buf *out)
+{
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    int p99 = (int)(n * 0.99) < n ? (int)(n * 0.99) : n - 1;
+    buf_printf(out, ",\"p50\":%.3f,\"p99\":%.3f", lat[n / 2], lat[p99]);
+}
+
+static void refreshed_json(const acq_info *ai, buf *out)
+{
+    buf_printf(out, ",\"stale\":%s", ai->stale ? "true" : "false");
+    if (ai->refreshed)
+        buf_printf(out, ",\"refreshed\":{\"full\":%s,\"parsed\":%zu,\"removed\":%zu,\"commits\":%zu,"
+                        "\"ms\":%.1f}",
+                   ai->st.full ? "true" : "false", ai->st.parsed, ai->st.removed,
+                   ai->st.commits_read, ai->st.ms);
+}
+
+static int predict(graph_cache *gc, json_t *params, buf *out, char **msg)
+{
+    graph_weights w;
+    size_t k;
+    int repeat;
+    int rc = predict_params(params, &w, &k, &repeat, msg);
+    if (rc != CLARITY_OK) return rc;
+    const char *repo = json_string_value(json_object_get(params, "repo"));
+    const char *prompt = json_string_value(json_object_get(params, "prompt"));
     acq_info ai;
     /* "refresh": false answers from the cache as it is, "stale" says so */
-    centry *c = acquire_ex(repo, 1, !json_is_false(json_object_get(params, "refresh")), msg, &ai);
+    centry *c = acquire_ex(gc, repo, 1, !json_is_false(json_object_get(params, "refresh")), msg, &ai);
     if (!c) {
         if (!*msg) *msg = util_strdup("no graph for this repository");
         return CLARITY_ERR;
@@ -428,8 +463,7 @@ static int predict(json_t *params, buf *out, char **msg)
     if (!hits || !lat) {
         free(hits);
         free(lat);
-        pthread_mutex_unlock(&c->mu);
-        entry_release(c);
+        entry_release(gc, c);
         return CLARITY_ENOMEM;
     }
     size_t n = 0;
@@ -442,46 +476,14 @@ static int predict(json_t *params, buf *out, char **msg)
     if (explain) gi_stages(c->g, &w, prompt, strlen(prompt), NULL, 1);
     hits_json(c->g, hits, n, explain, out);
     buf_printf(out, ",\"ms\":%.3f", lat[repeat - 1]);
-    if (sets) {
-        buf_puts(out, ",\"runs\":[");
-        for (size_t i = 0; i < json_array_size(sets); i++) {
-            graph_weights t;
-            weights_obj(json_array_get(sets, i), &t);
-            size_t m = graph_predict(c->g, &t, prompt, strlen(prompt), hits, k);
-            buf_puts(out, i ? ",[" : "[");
-            for (size_t j = 0; j < m; j++) {
-                if (j) buf_putc(out, ',');
-                const char *p = graph_index_path(c->g, hits[j].file);
-                buf_json_str(out, p, strlen(p));
-            }
-            buf_putc(out, ']');
-        }
-        buf_putc(out, ']');
-    }
-    if (repeat > 1) {
-        for (int i = 1; i < repeat; i++) { /* insertion sort: p50/p99 */
-            double x = lat[i];
-            int j = i;
-            while (j > 0 && lat[j - 1] > x) {
-                lat[j] = lat[j - 1];
-                j--;
-            }
-            lat[j] = x;
-        }
-        buf_printf(out, ",\"p50\":%.3f,\"p99\":%.3f", lat[repeat / 2],
-                   lat[(int)(repeat * 0.99) < repeat ? (int)(repeat * 0.99) : repeat - 1]);
-    }
-    buf_printf(out, ",\"stale\":%s", ai.stale ? "true" : "false");
-    if (ai.refreshed)
-        buf_printf(out, ",\"refreshed\":{\"full\":%s,\"parsed\":%zu,\"removed\":%zu,\"commits\":%zu,"
-                        "\"ms\":%.1f}",
-                   ai.st.full ? "true" : "false", ai.st.parsed, ai.st.removed, ai.st.commits_read,
-                   ai.st.ms);
+    json_t *sets = json_object_get(params, "weightSets");
+    if (sets) weight_set_runs(c->g, sets, prompt, hits, k, out);
+    if (repeat > 1) latency_json(lat, repeat, out);
+    refreshed_json(&ai, out);
     buf_putc(out, '}');
     free(hits);
     free(lat);
-    pthread_mutex_unlock(&c->mu);
-    entry_release(c);
+    entry_release(gc, c);
     return CLARITY_OK;
 }
 
@@ -496,7 +498,7 @@ static void fusion_json(buf *out, const graph_fusion_info *f)
                f->mrr_learned);
 }
 
-static int build(json_t *params, buf *out, char **msg)
+static int build(graph_cache *gc, json_t *params, buf *out, char **msg)
 {
     const char *repo = json_string_value(json_object_get(params, "repo"));
     if (!repo || !*repo) {
@@ -522,15 +524,14 @@ static int build(json_t *params, buf *out, char **msg)
     o.no_learn = json_is_false(json_object_get(params, "learn"));
     char *r = canon(repo);
     if (!r) return CLARITY_ENOMEM;
-    centry *c = entry_for(r);
+    centry *c = entry_for(gc, r);
     if (c) pthread_mutex_lock(&c->mu);
     graph_build_stats st;
     int rc = graph_build(r, &o, &st, msg);
     if (c) {
         graph_index_free(c->g); /* reloaded on next use */
         c->g = NULL;
-        pthread_mutex_unlock(&c->mu);
-        entry_release(c);
+        entry_release(gc, c);
     }
     free(r);
     if (rc != 0) return CLARITY_ERR;
@@ -622,7 +623,8 @@ static int status(json_t *params, buf *out, char **msg)
 
 /* Called by gateway/rpc.c for clarity.graphBuild, clarity.predict and
  * clarity.graphStatus. */
-int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg)
+int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json, buf *out,
+                   char **msg)
 {
     json_error_t je;
     json_t *params = params_json && *params_json ? json_loads(params_json, 0, &je) : json_object();
@@ -632,8 +634,8 @@ int graph_rpc_call(const char *method, const char *params_json, buf *out, char *
         return CLARITY_EINVAL;
     }
     int rc;
-    if (strcmp(method, "clarity.predict") == 0) rc = predict(params, out, msg);
-    else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(params, out, msg);
+    if (strcmp(method, "clarity.predict") == 0) rc = predict(gc, params, out, msg);
+    else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(gc, params, out, msg);
     else if (strcmp(method, "clarity.graphStatus") == 0) rc = status(params, out, msg);
     else rc = CLARITY_ENOTFOUND;
     json_decref(params);

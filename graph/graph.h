@@ -85,9 +85,7 @@ typedef struct gfile {
 
 /* ---- lang.c: languages, test files ---- */
 int graph_lang_of_path(const char *path);
-const char *graph_lang_name(int lang);
 int graph_is_test_path(const char *path);
-const char *graph_sym_kind_name(int kind);
 
 /* ---- parse.c: one file's symbols, imports and calls ---- */
 typedef struct graph_parser_ctx graph_parser_ctx;
@@ -181,8 +179,6 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
 void graph_index_free(graph_index *g);
 size_t graph_index_files(const graph_index *g);
 const char *graph_index_path(const graph_index *g, size_t file);
-/* Head commit and build stamp the index was loaded at. */
-int64_t graph_index_loaded_ms(const graph_index *g);
 
 typedef struct graph_hit {
     uint32_t file;
@@ -202,20 +198,19 @@ int graph_index_find(const graph_index *g, const char *path);
 size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out, size_t max);
 
 /* ---- api.c: what the engine and the RPC layer call ---- */
-/* The predictions as JSON: {"files":[{path,score,symbols:[{name,line}]}],"ms"}. */
-int graph_predict_json(const char *repo, const char *prompt, size_t len, size_t k, buf *out,
-                       char **err);
+/* Loaded indexes, one per repository, owned by one engine: its own, so two
+ * plugin instances in a process never share or clear each other's.
+ * graph_cache_new: NULL out of memory.  graph_cache_free: frees the indexes;
+ * no call may be using the cache. */
+typedef struct graph_cache graph_cache;
+graph_cache *graph_cache_new(void);
+void graph_cache_free(graph_cache *gc);
 /* clarity.graphBuild, clarity.predict and clarity.graphStatus: params as
  * JSON text; the result object appended to out; on error a CLARITY_E*
- * code and *msg (malloc'ed, the caller frees). */
-int graph_rpc_call(const char *method, const char *params_json, buf *out, char **msg);
-/* Cache of loaded indexes, one per repository; freed at unload. */
-void graph_cache_clear(void);
-/* The loaded index of a repository that has a graph (refreshed when stale
- * at most every few seconds); NULL when it has none.  The caller holds it
- * until graph_cache_put. */
-graph_index *graph_cache_get(const char *repo, int build_if_missing, char **err);
-void graph_cache_put(graph_index *g);
+ * code and *msg (malloc'ed, the caller frees).  CLARITY_ENOTFOUND: not a
+ * graph method (or no graph support in this build: graph/none.c). */
+int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json, buf *out,
+                   char **msg);
 
 /* ---- api.c: what the engine's hooks call (engine/predict.c) ---- */
 typedef struct graph_pred {
@@ -231,7 +226,7 @@ typedef void (*graph_pred_cb)(void *ud, const graph_pred *p);
  * (HEAD moved, files changed) is also refreshed incrementally, checked at
  * most every few seconds.  Calls cb for up to k files, best first.  Returns
  * the number of files, or -1 when repo has no graph (or it cannot load). */
-int graph_engine_predict(const char *repo, int auto_refresh, const char *prompt, size_t len,
-                         size_t k, graph_pred_cb cb, void *ud);
+int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt,
+                         size_t len, size_t k, graph_pred_cb cb, void *ud);
 
 #endif

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
@@ -273,85 +272,91 @@ static int cmp_def(const void *a, const void *b)
     return c ? c : (x->file > y->file) - (x->file < y->file);
 }
 
-int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
+/* What the phases of a load share: the file row ids mapped to indexes,
+ * and the (term, doc, field) triples the postings are made of. */
+typedef struct loader {
+    graph_index *g;
+    sqlite3 *db;
+    int32_t *byid; /* files.id -> index, -1 when absent */
+    int64_t maxid;
+    tok_ctx tc;
+} loader;
+
+/* The index of a file row id, or -1. */
+static int32_t file_of(const loader *l, int64_t fid)
 {
-    *out = NULL;
-    graph_index *g = calloc(1, sizeof *g);
-    if (!g) return -1;
-    g->repo = util_strdup(repo);
-    g->db_path = db_path ? util_strdup(db_path) : graph_db_path(repo);
-    if (!g->repo || !g->db_path || graph_db_open(g->db_path, 0, &g->db, err) != 0) {
-        graph_index_free(g);
-        return -1;
-    }
-    sqlite3 *db = g->db;
-    int rc = 0;
-    sqlite3_stmt *st;
-    int64_t maxid = 0;
-    if (sqlite3_prepare_v2(db, "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM files", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        g->n = (size_t)sqlite3_column_int64(st, 0);
-        maxid = sqlite3_column_int64(st, 1);
-    } else {
-        rc = -1;
-    }
-    sqlite3_finalize(st);
-    size_t n = g->n;
+    return fid < 0 || fid > l->maxid ? -1 : l->byid[fid];
+}
+
+/* The per-file arrays for n files. */
+static int alloc_arrays(graph_index *g, size_t n)
+{
     g->paths = calloc(n + 1, sizeof *g->paths);
     g->is_test = calloc(n + 1, 1);
     g->lang = calloc(n + 1, 1);
     g->sym_off = calloc(n + 1, sizeof *g->sym_off);
-    int32_t *byid = malloc(sizeof *byid * (size_t)(maxid + 1));
     for (int f = 0; f < GI_FIELDS; f++) g->flen[f] = calloc(n + 1, sizeof(float));
     g->co = calloc(n + 1, sizeof *g->co);
-    g->co_total = calloc(n + 1, sizeof *g->co_total);
-    g->act = calloc(n + 1, sizeof *g->act);
-    g->lex = calloc(n + 1, sizeof *g->lex);
-    g->tmp = calloc(n + 1, sizeof *g->tmp);
-    g->final = calloc(n + 1, sizeof *g->final);
-    g->mention = calloc(n + 1, sizeof *g->mention);
-    g->cosc = calloc(n + 1, sizeof *g->cosc);
-    g->clex = calloc(n + 1, sizeof *g->clex);
-    g->central = calloc(n + 1, sizeof *g->central);
-    g->churn = calloc(n + 1, sizeof *g->churn);
+    double **dbl[] = {&g->co_total, &g->act, &g->lex, &g->tmp, &g->final, &g->mention, &g->cosc,
+                      &g->clex, &g->central, &g->churn, &g->fld[0], &g->fld[1], &g->fld[2],
+                      &g->defines};
+    int ok = g->paths && g->is_test && g->lang && g->sym_off && g->co;
+    for (size_t i = 0; i < sizeof dbl / sizeof *dbl; i++) ok &= (*dbl[i] = calloc(n + 1, sizeof(double))) != NULL;
+    for (int f = 0; f < GI_FIELDS; f++) ok &= g->flen[f] != NULL;
     g->aux = calloc(n + 1, 1);
-    for (int f = 0; f < 3; f++) g->fld[f] = calloc(n + 1, sizeof *g->fld[f]);
-    g->defines = calloc(n + 1, sizeof *g->defines);
-    if (!g->paths || !g->is_test || !g->lang || !g->sym_off || !byid || !g->flen[GI_FIELDS - 1] ||
-        !g->co ||
-        !g->co_total || !g->act || !g->lex || !g->tmp || !g->final || !g->mention || !g->cosc ||
-        !g->clex || !g->churn || !g->aux || !g->fld[0] || !g->fld[1] || !g->fld[2] || !g->defines ||
-        !g->central)
-        rc = -1;
-    for (int64_t i = 0; rc == 0 && i <= maxid; i++) byid[i] = -1;
+    return ok && g->aux ? 0 : -1;
+}
+
+/* The files, sorted by path; their row ids mapped. */
+static int load_files(loader *l)
+{
+    graph_index *g = l->g;
+    sqlite3_stmt *st;
+    int rc = -1;
+    if (sqlite3_prepare_v2(l->db, "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM files", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        g->n = (size_t)sqlite3_column_int64(st, 0);
+        l->maxid = sqlite3_column_int64(st, 1);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    if (rc != 0 || l->maxid < 0 || alloc_arrays(g, g->n) != 0) return -1;
+    if (!(l->byid = malloc(sizeof *l->byid * (size_t)(l->maxid + 1)))) return -1;
+    for (int64_t i = 0; i <= l->maxid; i++) l->byid[i] = -1;
+    if (sqlite3_prepare_v2(l->db, "SELECT id, path, lang, is_test FROM files ORDER BY path", -1,
+                           &st, NULL) != SQLITE_OK)
+        return -1;
     size_t i = 0;
-    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT id, path, lang, is_test FROM files ORDER BY path",
-                                      -1, &st, NULL) != SQLITE_OK)
-        rc = -1;
-    while (rc == 0 && i < n && sqlite3_step(st) == SQLITE_ROW) {
-        byid[sqlite3_column_int64(st, 0)] = (int32_t)i;
+    while (rc == 0 && i < g->n && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id >= 0 && id <= l->maxid) l->byid[id] = (int32_t)i;
         if (!(g->paths[i] = dup_col(st, 1))) rc = -1;
         g->lang[i] = (uint8_t)sqlite3_column_int(st, 2);
         g->is_test[i] = (uint8_t)sqlite3_column_int(st, 3);
-        g->aux[i] = (uint8_t)aux_path(g->paths[i]);
+        g->aux[i] = (uint8_t)(g->paths[i] && aux_path(g->paths[i]));
         i++;
     }
-    if (rc == 0) sqlite3_finalize(st);
-    g->n = n = i;
+    sqlite3_finalize(st);
+    g->n = i;
+    return rc;
+}
 
-    /* symbols, grouped by file */
-    if (rc == 0 && sqlite3_prepare_v2(db,
-                                      "SELECT file_id, name, kind, exported, line, end_line FROM "
-                                      "symbols",
-                                      -1, &st, NULL) != SQLITE_OK)
-        rc = -1;
+/* The symbols, grouped by file (CSR in sym_off). */
+static int load_symbols(loader *l)
+{
+    graph_index *g = l->g;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT file_id, name, kind, exported, line, end_line FROM symbols",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
     gsym *tmp_syms = NULL;
     uint32_t *tmp_file = NULL;
-    size_t ns = 0, cs = 0;
+    size_t ns = 0, cs = 0, n = g->n;
+    int rc = 0;
     while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        int64_t fid = sqlite3_column_int64(st, 0);
-        if (fid < 0 || fid > maxid || byid[fid] < 0) continue;
+        int32_t d = file_of(l, sqlite3_column_int64(st, 0));
+        if (d < 0) continue;
         if (ns == cs) {
             cs = cs ? cs * 2 : 4096;
             gsym *a = realloc(tmp_syms, cs * sizeof *a);
@@ -368,179 +373,233 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
                   (uint32_t)sqlite3_column_int(st, 5)};
         if (!s.name) rc = -1;
         tmp_syms[ns] = s;
-        tmp_file[ns++] = (uint32_t)byid[fid];
+        tmp_file[ns++] = (uint32_t)d;
     }
-    if (rc == 0) sqlite3_finalize(st);
-    if (rc == 0) {
-        g->syms = malloc(sizeof *g->syms * (ns ? ns : 1));
-        if (!g->syms) rc = -1;
-    }
-    if (rc == 0) {
+    sqlite3_finalize(st);
+    uint32_t *pos = rc == 0 ? malloc(sizeof *pos * (n ? n : 1)) : NULL;
+    g->syms = pos ? malloc(sizeof *g->syms * (ns ? ns : 1)) : NULL;
+    if (!g->syms) {
+        for (size_t k = 0; k < ns; k++) free(tmp_syms[k].name);
+        rc = -1;
+    } else {
         for (size_t k = 0; k < ns; k++) g->sym_off[tmp_file[k] + 1]++;
         for (size_t k = 0; k < n; k++) g->sym_off[k + 1] += g->sym_off[k];
-        uint32_t *pos = malloc(sizeof *pos * (n ? n : 1));
-        if (!pos) rc = -1;
-        for (size_t k = 0; rc == 0 && k < n; k++) pos[k] = g->sym_off[k];
-        for (size_t k = 0; rc == 0 && k < ns; k++) g->syms[pos[tmp_file[k]]++] = tmp_syms[k];
-        free(pos);
+        for (size_t k = 0; k < n; k++) pos[k] = g->sym_off[k];
+        for (size_t k = 0; k < ns; k++) g->syms[pos[tmp_file[k]]++] = tmp_syms[k];
         g->n_syms = ns;
-    } else {
-        for (size_t k = 0; k < ns; k++) free(tmp_syms[k].name);
     }
+    free(pos);
     free(tmp_syms);
     free(tmp_file);
+    return rc;
+}
 
-    /* BM25F fields */
-    tok_ctx tc = {g, NULL, 0, 0, 0, 0, 0, 0, NULL, 0, 0};
-    int cached = rc == 0 ? content_from_cache(&tc, db, byid, maxid) : 0;
-    if (cached < 0) rc = -1;
-    char *content = rc == 0 && !cached ? malloc(GI_CONTENT_MAX) : NULL;
-    if (rc == 0 && !cached && !content) rc = -1;
-    for (size_t d = 0; rc == 0 && d < n && !tc.oom; d++) {
-        tc.doc = (uint32_t)d;
-        tc.field = GI_PATH;
+/* BM25F: the path, symbol and content fields of every file. */
+static int load_fields(loader *l)
+{
+    graph_index *g = l->g;
+    tok_ctx *tc = &l->tc;
+    int cached = content_from_cache(tc, l->db, l->byid, l->maxid);
+    if (cached < 0) return -1;
+    char *content = !cached ? malloc(GI_CONTENT_MAX) : NULL;
+    if (!cached && !content) return -1;
+    for (size_t d = 0; d < g->n && !tc->oom; d++) {
+        tc->doc = (uint32_t)d;
+        tc->field = GI_PATH;
         char p[1024];
         snprintf(p, sizeof p, "%s", g->paths[d]);
         char *dot = strrchr(p, '.');
         if (dot && !strchr(dot, '/')) *dot = '\0';
         for (char *c = p; *c; c++)
             if (*c == '/' || *c == '-' || *c == '.') *c = ' ';
-        graph_tokenize(p, strlen(p), 0, on_tok, &tc);
-        tc.field = GI_SYMBOL;
-        for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc.oom; k++)
-            graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, &tc);
-        if (!cached) content_field(&tc, g->repo, g->paths[d], content);
+        graph_tokenize(p, strlen(p), 0, on_tok, tc);
+        tc->field = GI_SYMBOL;
+        for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc->oom; k++)
+            graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, tc);
+        if (!cached) content_field(tc, g->repo, g->paths[d], content);
     }
     free(content);
-    free(tc.ids);
-    /* import and call names */
+    return tc->oom ? -1 : 0;
+}
+
+typedef struct edges {
+    uint32_t *src, *dst;
+    size_t n, cap;
+} edges;
+
+static int push_edge(edges *e, uint32_t a, uint32_t b)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? e->cap * 2 : 4096;
+        uint32_t *x = realloc(e->src, e->cap * sizeof *x);
+        if (x) e->src = x;
+        uint32_t *y = x ? realloc(e->dst, e->cap * sizeof *y) : NULL;
+        if (!y) return -1;
+        e->dst = y;
+    }
+    e->src[e->n] = a;
+    e->dst[e->n++] = b;
+    return 0;
+}
+
+/* The import and call name fields; resolved imports become edges. */
+static int load_refs(loader *l, edges *e)
+{
     static const char *const q2[2] = {"SELECT file_id, spec, target FROM imports",
                                       "SELECT file_id, name, 0 FROM calls"};
-    uint32_t *esrc = NULL, *edst = NULL;
-    size_t ne = 0, ce = 0;
-    for (int k = 0; k < 2 && rc == 0 && !tc.oom; k++) {
-        if (sqlite3_prepare_v2(db, q2[k], -1, &st, NULL) != SQLITE_OK) {
-            rc = -1;
-            break;
-        }
-        tc.field = k == 0 ? GI_IMPORT : GI_CALL;
-        while (!tc.oom && sqlite3_step(st) == SQLITE_ROW) {
-            int64_t fid = sqlite3_column_int64(st, 0);
-            if (fid < 0 || fid > maxid || byid[fid] < 0) continue;
-            tc.doc = (uint32_t)byid[fid];
+    tok_ctx *tc = &l->tc;
+    for (int k = 0; k < 2 && !tc->oom; k++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(l->db, q2[k], -1, &st, NULL) != SQLITE_OK) return -1;
+        tc->field = k == 0 ? GI_IMPORT : GI_CALL;
+        while (!tc->oom && sqlite3_step(st) == SQLITE_ROW) {
+            int32_t d = file_of(l, sqlite3_column_int64(st, 0));
+            if (d < 0) continue;
+            tc->doc = (uint32_t)d;
             const char *s = (const char *)sqlite3_column_text(st, 1);
-            if (s) graph_tokenize(s, strlen(s), 0, on_tok, &tc);
-            if (k == 0 && sqlite3_column_type(st, 2) != SQLITE_NULL) {
-                int64_t t = sqlite3_column_int64(st, 2);
-                if (t < 0 || t > maxid || byid[t] < 0) continue;
-                if (ne == ce) {
-                    ce = ce ? ce * 2 : 4096;
-                    uint32_t *a = realloc(esrc, ce * sizeof *a);
-                    if (a) esrc = a;
-                    uint32_t *b = a ? realloc(edst, ce * sizeof *b) : NULL;
-                    if (!a || !b) {
-                        tc.oom = 1;
-                        break;
-                    }
-                    edst = b;
-                }
-                esrc[ne] = tc.doc;
-                edst[ne++] = (uint32_t)byid[t];
-            }
+            if (s) graph_tokenize(s, strlen(s), 0, on_tok, tc);
+            if (k != 0 || sqlite3_column_type(st, 2) == SQLITE_NULL) continue;
+            int32_t t = file_of(l, sqlite3_column_int64(st, 2));
+            if (t >= 0 && push_edge(e, (uint32_t)d, (uint32_t)t) != 0) tc->oom = 1;
         }
         sqlite3_finalize(st);
     }
-    if (tc.oom) rc = -1;
-    if (rc == 0) rc = csr(n, esrc, edst, ne, &g->out_off, &g->out);
-    if (rc == 0) rc = csr(n, edst, esrc, ne, &g->in_off, &g->in);
-    free(esrc);
-    free(edst);
+    return tc->oom ? -1 : 0;
+}
 
-    /* postings: sort the (term, doc, field) triples and aggregate */
-    if (rc == 0) {
-        if (tc.n > 1) qsort(tc.t, tc.n, sizeof *tc.t, cmp_triple);
-        g->post_off = calloc(g->n_terms + 1, sizeof *g->post_off);
-        g->post = malloc(sizeof *g->post * (tc.n ? tc.n : 1));
-        if (!g->post_off || !g->post) rc = -1;
-        size_t np = 0;
-        for (size_t k = 0; rc == 0 && k < tc.n; k++) {
-            const triple *t = &tc.t[k];
-            if (np == 0 || g->post[np - 1].doc != t->doc || g->post_term_last != t->term) {
-                g->post[np] = (gi_posting){t->doc, {0}};
-                g->post_off[t->term + 1]++;
-                g->post_term_last = t->term;
-                np++;
-            }
-            uint32_t tf = g->post[np - 1].tf[t->field] + t->cnt;
-            g->post[np - 1].tf[t->field] = (uint16_t)(tf < 65535 ? tf : 65535);
+/* Imports and importers (CSR both ways) with their names in the fields. */
+static int load_graph(loader *l)
+{
+    graph_index *g = l->g;
+    edges e = {0};
+    int rc = load_refs(l, &e);
+    if (rc == 0) rc = csr(g->n, e.src, e.dst, e.n, &g->out_off, &g->out);
+    if (rc == 0) rc = csr(g->n, e.dst, e.src, e.n, &g->in_off, &g->in);
+    free(e.src);
+    free(e.dst);
+    return rc;
+}
+
+/* Postings: the (term, doc, field) triples sorted and aggregated; the
+ * fields' average lengths. */
+static int make_postings(loader *l)
+{
+    graph_index *g = l->g;
+    tok_ctx *tc = &l->tc;
+    if (tc->n > 1) qsort(tc->t, tc->n, sizeof *tc->t, cmp_triple);
+    g->post_off = calloc(g->n_terms + 1, sizeof *g->post_off);
+    g->post = malloc(sizeof *g->post * (tc->n ? tc->n : 1));
+    if (!g->post_off || !g->post) return -1;
+    size_t np = 0;
+    for (size_t k = 0; k < tc->n; k++) {
+        const triple *t = &tc->t[k];
+        if (np == 0 || g->post[np - 1].doc != t->doc || g->post_term_last != t->term) {
+            g->post[np] = (gi_posting){t->doc, {0}};
+            g->post_off[t->term + 1]++;
+            g->post_term_last = t->term;
+            np++;
         }
-        for (size_t k = 0; rc == 0 && k < g->n_terms; k++) g->post_off[k + 1] += g->post_off[k];
+        uint32_t tf = g->post[np - 1].tf[t->field] + t->cnt;
+        g->post[np - 1].tf[t->field] = (uint16_t)(tf < 65535 ? tf : 65535);
     }
-    free(tc.t);
-    for (int f = 0; rc == 0 && f < GI_FIELDS; f++) {
+    for (size_t k = 0; k < g->n_terms; k++) g->post_off[k + 1] += g->post_off[k];
+    for (int f = 0; f < GI_FIELDS; f++) {
         double s = 0;
-        for (size_t d = 0; d < n; d++) s += g->flen[f][d];
-        g->avglen[f] = n ? s / (double)n : 1.0;
+        for (size_t d = 0; d < g->n; d++) s += g->flen[f][d];
+        g->avglen[f] = g->n ? s / (double)g->n : 1.0;
         if (g->avglen[f] <= 0) g->avglen[f] = 1.0;
     }
-    /* centrality: log import in-degree, scaled to [0, 1] */
-    if (rc == 0) {
-        double mx = 0;
-        for (size_t d = 0; d < n; d++) {
-            g->central[d] = log1p((double)(g->in_off[d + 1] - g->in_off[d]));
-            if (g->central[d] > mx) mx = g->central[d];
-        }
-        for (size_t d = 0; mx > 0 && d < n; d++) g->central[d] /= mx;
-    }
-    /* per-file decayed commit weights, for the co-change Jaccard */
-    if (rc == 0 && sqlite3_prepare_v2(db, "SELECT path, w FROM commit_files", -1, &st, NULL) ==
-                       SQLITE_OK) {
+    return 0;
+}
+
+/* x[d] /= max(x), when the max is positive; returns the max. */
+static double scale_to_max(double *x, size_t n)
+{
+    double mx = 0;
+    for (size_t d = 0; d < n; d++) mx = fmax(mx, x[d]);
+    for (size_t d = 0; mx > 0 && d < n; d++) x[d] /= mx;
+    return mx;
+}
+
+/* Priors: centrality (log import in-degree), churn (log decayed commit
+ * weight, also the co-change Jaccard's denominators), the size scale. */
+static void load_priors(loader *l)
+{
+    graph_index *g = l->g;
+    for (size_t d = 0; d < g->n; d++)
+        g->central[d] = log1p((double)(g->in_off[d + 1] - g->in_off[d]));
+    scale_to_max(g->central, g->n);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT path, w FROM commit_files", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             int32_t d = gi_find_path(g, (const char *)sqlite3_column_text(st, 0));
             if (d >= 0) g->co_total[d] = sqlite3_column_double(st, 1);
         }
         sqlite3_finalize(st);
-        double mx = 0;
-        for (size_t d = 0; d < n; d++) {
-            g->churn[d] = log1p(g->co_total[d]);
-            if (g->churn[d] > mx) mx = g->churn[d];
-        }
-        for (size_t d = 0; mx > 0 && d < n; d++) g->churn[d] /= mx;
-        g->churn_mx = mx;
+        for (size_t d = 0; d < g->n; d++) g->churn[d] = log1p(g->co_total[d]);
+        g->churn_mx = scale_to_max(g->churn, g->n);
     }
-    if (rc == 0) { /* definitions by name, for the defines feature */
-        g->defs = malloc(sizeof *g->defs * (g->n_syms ? g->n_syms : 1));
-        if (!g->defs) rc = -1;
-        for (size_t d = 0; rc == 0 && d < n; d++)
-            for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1]; k++)
-                g->defs[g->n_defs++] = (gi_def){g->syms[k].name, (uint32_t)d};
-        if (rc == 0 && g->n_defs > 1) qsort(g->defs, g->n_defs, sizeof *g->defs, cmp_def);
-    }
-    if (rc == 0) { /* the size feature's scale */
-        for (size_t d = 0; d < n; d++)
-            g->size_mx = fmax(g->size_mx, log1p(g->flen[GI_CONTENT][d]));
-        g->fus_meta = graph_db_meta(db, "fusion"); /* parsed by model.c on first use */
-    }
-    if (rc == 0 &&
-        sqlite3_prepare_v2(db,
+    for (size_t d = 0; d < g->n; d++)
+        g->size_mx = fmax(g->size_mx, log1p(g->flen[GI_CONTENT][d]));
+}
+
+/* Definitions by name, for the defines feature. */
+static int load_defs(graph_index *g)
+{
+    g->defs = malloc(sizeof *g->defs * (g->n_syms ? g->n_syms : 1));
+    if (!g->defs) return -1;
+    for (size_t d = 0; d < g->n; d++)
+        for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1]; k++)
+            g->defs[g->n_defs++] = (gi_def){g->syms[k].name, (uint32_t)d};
+    if (g->n_defs > 1) qsort(g->defs, g->n_defs, sizeof *g->defs, cmp_def);
+    return 0;
+}
+
+/* What queries read lazily or resolve: co-change partners (SQLite, on
+ * first use per file), the stored model's text, the import resolver. */
+static int load_query_support(loader *l)
+{
+    graph_index *g = l->g;
+    g->fus_meta = graph_db_meta(l->db, "fusion"); /* parsed by model.c on first use */
+    if (sqlite3_prepare_v2(l->db,
                            "SELECT b, w FROM cochange WHERE a = ?1 UNION ALL "
                            "SELECT a, w FROM cochange WHERE b = ?1",
                            -1, &g->co_stmt, NULL) != SQLITE_OK)
-        rc = -1;
-    if (rc == 0) {
-        g->res = graph_resolver_new(g->paths, n);
-        if (!g->res) rc = -1;
+        return -1;
+    g->res = graph_resolver_new(g->paths, g->n);
+    return g->res ? 0 : -1;
+}
+
+int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
+{
+    *out = NULL;
+    graph_index *g = calloc(1, sizeof *g);
+    if (!g) return -1;
+    g->repo = util_strdup(repo);
+    g->db_path = db_path ? util_strdup(db_path) : graph_db_path(repo);
+    if (!g->repo || !g->db_path || graph_db_open(g->db_path, 0, &g->db, err) != 0) {
+        graph_index_free(g);
+        return -1;
     }
-    free(byid);
+    loader l = {.g = g, .db = g->db};
+    l.tc.g = g;
+    int rc = load_files(&l);
+    if (rc == 0) rc = load_symbols(&l);
+    if (rc == 0) rc = load_fields(&l);
+    if (rc == 0) rc = load_graph(&l);
+    if (rc == 0) rc = make_postings(&l);
+    if (rc == 0) load_priors(&l);
+    if (rc == 0) rc = load_defs(g);
+    if (rc == 0) rc = load_query_support(&l);
+    free(l.byid);
+    free(l.tc.t);
+    free(l.tc.ids);
     if (rc != 0) {
         if (!*err) *err = util_strdup("could not load the graph cache");
         graph_index_free(g);
         return -1;
     }
     g->data_version = gi_data_version(g);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    g->loaded_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     *out = g;
     return 0;
 }
@@ -656,4 +715,3 @@ void graph_index_free(graph_index *g)
 
 size_t graph_index_files(const graph_index *g) { return g->n; }
 const char *graph_index_path(const graph_index *g, size_t file) { return g->paths[file]; }
-int64_t graph_index_loaded_ms(const graph_index *g) { return g->loaded_ms; }

@@ -81,7 +81,6 @@ struct graph_index {
     double *churn; /* log decayed commit weight, scaled to [0, 1] */
     uint8_t *aux;  /* under a documentation, example, benchmark or release directory */
     graph_resolver *res;
-    int64_t loaded_ms;
     int64_t data_version; /* PRAGMA data_version when loaded */
     gi_def *defs;      /* every symbol by name */
     size_t n_defs;

@@ -21,20 +21,6 @@ int graph_lang_of_path(const char *path)
     return LANG_NONE;
 }
 
-const char *graph_lang_name(int lang)
-{
-    static const char *names[LANG__COUNT] = {"none", "python", "javascript", "typescript",
-                                             "tsx",  "go",     "rust",       "java", "c"};
-    return lang >= 0 && lang < LANG__COUNT ? names[lang] : "none";
-}
-
-const char *graph_sym_kind_name(int kind)
-{
-    static const char *names[SYM__COUNT] = {"function", "class", "method", "variable",
-                                            "type",     "module", "macro"};
-    return kind >= 0 && kind < SYM__COUNT ? names[kind] : "function";
-}
-
 static int has_segment(const char *path, const char *seg)
 {
     size_t n = strlen(seg);

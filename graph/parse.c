@@ -20,9 +20,6 @@
 #include "grammars.h"
 #include "graph.h"
 
-/* Absent from builds that do not link the generated grammar table. */
-extern const graph_grammar graph_grammar_table[] __attribute__((weak));
-
 #define MAX_FILE_SYMS 20000
 #define MAX_FILE_CALLS 20000
 
@@ -147,7 +144,7 @@ static const char *grammar_name(int lang)
 static const TSLanguage *grammar_of(int lang)
 {
     const char *name = grammar_name(lang);
-    if (!name || !graph_grammar_table) return NULL;
+    if (!name) return NULL;
     for (const graph_grammar *g = graph_grammar_table; g->name; g++) {
         if (strcmp(g->name, name) == 0) {
             const TSLanguage *l = g->language();

@@ -370,34 +370,36 @@ static double jaccard_without(const graph_index *g, uint32_t s, uint32_t d, doub
     return wab > 0 && den > 0 ? wab / den : 0;
 }
 
-void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
-               const gi_excl *ex, int feats)
+/* Zeroes the per-query arrays. */
+static void reset_scratch(graph_index *g, int feats)
 {
     size_t n = g->n;
-    memset(g->lex, 0, n * sizeof *g->lex);
-    memset(g->mention, 0, n * sizeof *g->mention);
-    memset(g->act, 0, n * sizeof *g->act);
-    memset(g->cosc, 0, n * sizeof *g->cosc);
-    memset(g->tmp, 0, n * sizeof *g->tmp);
-    memset(g->clex, 0, n * sizeof *g->clex);
+    double *arr[] = {g->lex, g->mention, g->act, g->cosc, g->tmp, g->clex};
+    for (size_t i = 0; i < sizeof arr / sizeof *arr; i++) memset(arr[i], 0, n * sizeof(double));
     for (int s = 0; feats && s < 3; s++) memset(g->fld[s], 0, n * sizeof *g->fld[s]);
-    if (w->clean > 0 && len) {
-        if (g->cap_ptext < len) {
-            char *p = realloc(g->ptext, len);
-            if (p) {
-                g->ptext = p;
-                g->cap_ptext = len;
-            }
-        }
-        if (g->cap_ptext >= len) {
-            len = graph_prompt_clean(prompt, len, g->ptext);
-            prompt = g->ptext;
-        }
+}
+
+/* The prompt as read: HTML comments and environment dumps blanked (into
+ * g->ptext) when w->clean; else as given. */
+static const char *prompt_as_read(graph_index *g, const graph_weights *w, const char *prompt,
+                                  size_t *len)
+{
+    if (w->clean <= 0 || !*len) return prompt;
+    if (g->cap_ptext < *len) {
+        char *p = realloc(g->ptext, *len);
+        if (!p) return prompt;
+        g->ptext = p;
+        g->cap_ptext = *len;
     }
-    query_terms(g, w, prompt, len);
-    if (feats) defines(g, prompt, len);
-    bm25f(g, w, feats);
-    mentions(g, w, prompt, len);
+    *len = graph_prompt_clean(prompt, *len, g->ptext);
+    return g->ptext;
+}
+
+/* Lexical evidence into g->lex (scaled to max 1 over non-test files, the
+ * test -> source proxy applied) and the base score into g->final. */
+static void lexical_stage(graph_index *g, const graph_weights *w)
+{
+    size_t n = g->n;
     if (w->content_bm25 > 0) { /* fuse the separate content BM25, each scaled to max 1 */
         double ml = 0, mc = 0;
         for (uint32_t d = 0; d < n; d++) {
@@ -408,12 +410,10 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
             g->lex[d] = (ml > 0 ? g->lex[d] / ml : 0) +
                         (mc > 0 ? w->content_bm25 * g->clex[d] / mc : 0);
     }
-
     /* test -> source proxy: a test lends a share of its score to what it imports */
     for (uint32_t d = 0; w->test_proxy > 0 && d < n; d++) {
         if (!g->is_test[d] || g->lex[d] <= 0) continue;
-        uint32_t a = g->out_off[d], b = g->out_off[d + 1];
-        for (uint32_t e = a; e < b; e++) {
+        for (uint32_t e = g->out_off[d]; e < g->out_off[d + 1]; e++) {
             uint32_t t = g->out[e];
             if (!g->is_test[t]) g->tmp[t] = fmax(g->tmp[t], w->test_proxy * g->lex[d]);
         }
@@ -424,77 +424,103 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
         g->lex[d] = fmax(g->lex[d], g->tmp[d]);
         if (g->lex[d] > mx) mx = g->lex[d];
     }
-    /* base score and seeds */
     for (uint32_t d = 0; d < n; d++) {
         double lx = mx > 0 && !g->is_test[d] ? g->lex[d] / mx : 0;
         g->lex[d] = lx;
         g->final[d] = w->lexical * lx + w->mention * g->mention[d];
     }
+}
+
+/* Spreading activation from the seeds (scores relative to top) over
+ * imports and importers, w->hops hops, into g->act. */
+static void propagate(graph_index *g, const graph_weights *w, const graph_hit *seeds, size_t ns,
+                      double top)
+{
+    size_t n = g->n;
+    memset(g->tmp, 0, n * sizeof *g->tmp);
+    for (size_t s = 0; s < ns; s++) g->tmp[seeds[s].file] = seeds[s].score / top;
+    double *cur = g->tmp, *acc = g->act;
+    uint32_t frontier[512], nf = 0, next[512];
+    for (size_t s = 0; s < ns; s++) frontier[nf++] = seeds[s].file;
+    double *nxt = calloc(n, sizeof *nxt);
+    for (int h = 0; nxt && h < w->hops && nf; h++) {
+        uint32_t nn = 0;
+        for (uint32_t fi = 0; fi < nf; fi++) {
+            uint32_t u = frontier[fi];
+            double au = cur[u];
+            if (au <= 1e-6) continue;
+            for (int dir = 0; dir < 2; dir++) {
+                const uint32_t *off = dir ? g->in_off : g->out_off;
+                const uint32_t *adj = dir ? g->in : g->out;
+                uint32_t a = off[u], b = off[u + 1];
+                if (b == a) continue;
+                double share = w->hop_decay * au / sqrt((double)(b - a));
+                for (uint32_t e = a; e < b; e++) {
+                    uint32_t v = adj[e];
+                    if (nxt[v] == 0 && nn < 512) next[nn++] = v;
+                    nxt[v] += share;
+                }
+            }
+        }
+        for (uint32_t fi = 0; fi < nf; fi++) cur[frontier[fi]] = 0;
+        for (uint32_t fi = 0; fi < nn; fi++) {
+            uint32_t v = next[fi];
+            acc[v] += nxt[v];
+            cur[v] = nxt[v];
+            nxt[v] = 0;
+            frontier[fi] = v;
+        }
+        nf = nn;
+    }
+    for (uint32_t fi = 0; fi < nf; fi++) g->tmp[frontier[fi]] = 0;
+    free(nxt);
+}
+
+/* Activation from the seeds over their co-change partners, into g->cosc. */
+static void cochange_stage(graph_index *g, const graph_hit *seeds, size_t ns, double top,
+                           const gi_excl *ex)
+{
+    for (size_t s = 0; s < ns; s++) {
+        uint32_t f = seeds[s].file;
+        const gi_partners *p = gi_cochange(g, f);
+        double as = seeds[s].score / top;
+        for (uint32_t e = 0; e < p->n; e++)
+            g->cosc[p->ids[e]] += as * jaccard_without(g, f, p->ids[e], p->w[e], ex);
+    }
+}
+
+/* The fused score: graph and co-change activation, the priors for files
+ * with evidence, the aux factor. */
+static void fuse(graph_index *g, const graph_weights *w)
+{
+    for (uint32_t d = 0; d < g->n; d++) {
+        g->final[d] += w->graph * fmin(g->act[d], 1.0) + w->cochange * fmin(g->cosc[d], 1.0);
+        if (g->final[d] > 0) g->final[d] += w->centrality * g->central[d] + w->churn * g->churn[d];
+        if (g->aux[d]) g->final[d] *= w->aux;
+    }
+}
+
+void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_t len,
+               const gi_excl *ex, int feats)
+{
+    reset_scratch(g, feats);
+    prompt = prompt_as_read(g, w, prompt, &len);
+    query_terms(g, w, prompt, len);
+    if (feats) defines(g, prompt, len);
+    bm25f(g, w, feats);
+    mentions(g, w, prompt, len);
+    lexical_stage(g, w);
     size_t ns = (size_t)w->seed_count;
     if (ns > 64) ns = 64;
     graph_hit seeds[64];
     ns = top_k(g, g->final, 0, seeds, ns);
     double top = ns ? seeds[0].score : 0;
-    /* spreading activation over imports and importers */
-    if ((w->graph > 0 || feats) && top > 0) {
-        memset(g->tmp, 0, n * sizeof *g->tmp);
-        for (size_t s = 0; s < ns; s++) g->tmp[seeds[s].file] = seeds[s].score / top;
-        double *cur = g->tmp, *acc = g->act;
-        uint32_t frontier[512], nf = 0, next[512];
-        for (size_t s = 0; s < ns; s++) frontier[nf++] = seeds[s].file;
-        double *nxt = calloc(n, sizeof *nxt);
-        for (int h = 0; nxt && h < w->hops && nf; h++) {
-            uint32_t nn = 0;
-            for (uint32_t fi = 0; fi < nf; fi++) {
-                uint32_t u = frontier[fi];
-                double au = cur[u];
-                if (au <= 1e-6) continue;
-                for (int dir = 0; dir < 2; dir++) {
-                    const uint32_t *off = dir ? g->in_off : g->out_off;
-                    const uint32_t *adj = dir ? g->in : g->out;
-                    uint32_t a = off[u], b = off[u + 1];
-                    if (b == a) continue;
-                    double share = w->hop_decay * au / sqrt((double)(b - a));
-                    for (uint32_t e = a; e < b; e++) {
-                        uint32_t v = adj[e];
-                        if (nxt[v] == 0 && nn < 512) next[nn++] = v;
-                        nxt[v] += share;
-                    }
-                }
-            }
-            for (uint32_t fi = 0; fi < nf; fi++) cur[frontier[fi]] = 0;
-            for (uint32_t fi = 0; fi < nn; fi++) {
-                uint32_t v = next[fi];
-                acc[v] += nxt[v];
-                cur[v] = nxt[v];
-                nxt[v] = 0;
-                frontier[fi] = v;
-            }
-            nf = nn;
-        }
-        for (uint32_t fi = 0; fi < nf; fi++) g->tmp[frontier[fi]] = 0;
-        free(nxt);
-    }
-    /* co-change partners of the seeds */
-    if ((w->cochange > 0 || feats) && top > 0) {
-        for (size_t s = 0; s < ns; s++) {
-            uint32_t f = seeds[s].file;
-            const gi_partners *p = gi_cochange(g, f);
-            double as = seeds[s].score / top;
-            for (uint32_t e = 0; e < p->n; e++)
-                g->cosc[p->ids[e]] += as * jaccard_without(g, f, p->ids[e], p->w[e], ex);
-        }
-    }
-    for (uint32_t d = 0; d < n; d++) {
-        g->final[d] += w->graph * fmin(g->act[d], 1.0) + w->cochange * fmin(g->cosc[d], 1.0);
-        /* priors: only for files the prompt gave some evidence for */
-        if (g->final[d] > 0)
-            g->final[d] += w->centrality * g->central[d] + w->churn * g->churn[d];
-        if (g->aux[d]) g->final[d] *= w->aux;
-    }
+    if ((w->graph > 0 || feats) && top > 0) propagate(g, w, seeds, ns, top);
+    if ((w->cochange > 0 || feats) && top > 0) cochange_stage(g, seeds, ns, top, ex);
+    fuse(g, w);
     for (int s = 0; feats && s < 3; s++) {
         g->fld_mx[s] = 0;
-        for (uint32_t d = 0; d < n; d++)
+        for (uint32_t d = 0; d < g->n; d++)
             if (!g->is_test[d] && g->fld[s][d] > g->fld_mx[s]) g->fld_mx[s] = g->fld[s][d];
     }
 }

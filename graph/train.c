@@ -226,77 +226,111 @@ static int cmp_time(const void *a, const void *b)
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
+/* The newest GF_LOG usable commits, oldest first (the newest quarter is
+ * held out).  The log's text stays in *log: the commits point into it. */
+static int read_commits(const char *repo, const graph_index *g, buf *log, tset *ts)
+{
+    char nlog[32];
+    snprintf(nlog, sizeof nlog, "--max-count=%d", GF_LOG);
+    const char *args[] = {"log", "--no-merges", "--no-renames", "--name-only",
+                          "--format=%x01%ct%x02%B%x03", nlog, "HEAD", "--", NULL};
+    if (graph_git(repo, args, log) != 0 || buf_failed(log)) return -1;
+    for (const char *r = log->len ? memchr(log->p, '\x01', log->len) : NULL; r;) {
+        const char *end = log->p + log->len;
+        const char *next = memchr(r + 1, '\x01', (size_t)(end - r - 1));
+        add_record(g, ts, r, next ? next : end);
+        r = next;
+    }
+    if (ts->n > 1) qsort(ts->c, ts->n, sizeof *ts->c, cmp_time);
+    return 0;
+}
+
+/* The training rows: commit i's rows are [off[i], off[i + 1]). */
+typedef struct rowset {
+    double *X;
+    uint8_t *y;
+    size_t *off;
+    size_t rows, used; /* rows; commits with a changed file in their pool */
+} rowset;
+
+static int make_rows(graph_index *g, const tset *ts, rowset *rs)
+{
+    rs->X = malloc(ts->n * GF_POOL * GF_NFEAT * sizeof *rs->X + 1);
+    rs->y = malloc(ts->n * GF_POOL + 1);
+    rs->off = malloc((ts->n + 1) * sizeof *rs->off);
+    if (!rs->X || !rs->y || !rs->off) return -1;
+    graph_weights w;
+    graph_weights_default(&w);
+    w.learned = 0;
+    for (size_t i = 0; i < ts->n; i++) {
+        size_t r = commit_rows(g, &w, &ts->c[i], rs->X + rs->rows * GF_NFEAT, rs->y + rs->rows);
+        if (!r) continue;
+        rs->off[rs->used++] = rs->rows;
+        rs->rows += r;
+    }
+    rs->off[rs->used] = rs->rows;
+    return 0;
+}
+
+/* MRR over commits [from, to) ordered by beta (NULL: the default order);
+ * *sq gets the sum of squared per-commit gains over the default. */
+static double mrr(const rowset *rs, size_t from, size_t to, const double *beta, double *sq)
+{
+    double sum = 0;
+    *sq = 0;
+    for (size_t i = from; i < to; i++) {
+        size_t a = rs->off[i], n = rs->off[i + 1] - a;
+        double d = rr(rs->X + a * GF_NFEAT, rs->y + a, n, NULL);
+        double l = beta ? rr(rs->X + a * GF_NFEAT, rs->y + a, n, beta) : d;
+        sum += l;
+        *sq += (l - d) * (l - d);
+    }
+    return to > from ? sum / (double)(to - from) : 0;
+}
+
+/* Fits on the older 3/4, compares with the defaults on the newest 1/4
+ * (choosing the penalty there too; ties: the stronger one), and refits on
+ * all when it wins. */
+static void fit_and_validate(const rowset *rs, gi_fusion *out)
+{
+    size_t used = rs->used, cut = used - used / 4;
+    double v = (double)(used - cut), sq;
+    out->info.valid = (int)(used - cut);
+    out->info.mrr_default = mrr(rs, cut, used, NULL, &sq);
+    out->info.mrr_learned = 0;
+    for (size_t li = 0; li < sizeof gf_lambdas / sizeof *gf_lambdas; li++) {
+        double beta[GF_NFEAT];
+        if (gf_fit(rs->X, rs->y, rs->off[cut], gf_lambdas[li], beta) != 0) continue;
+        double ml = mrr(rs, cut, used, beta, &sq);
+        if (ml < out->info.mrr_learned) continue;
+        out->info.mrr_learned = ml;
+        out->info.lambda = gf_lambdas[li];
+        /* paired t statistic of the per-commit gain */
+        double mean = ml - out->info.mrr_default;
+        double var = v > 1 ? (sq - v * mean * mean) / (v - 1) : 0;
+        out->info.t = var > 0 ? mean / sqrt(var / v) : 0;
+    }
+    out->info.enabled = out->info.mrr_learned > out->info.mrr_default &&
+                        gf_fit(rs->X, rs->y, rs->rows, out->info.lambda, out->beta) == 0;
+}
+
 int graph_fusion_train(const char *repo, const char *db_path, sqlite3 *db, gi_fusion *out,
                        char **err)
 {
     memset(out, 0, sizeof *out);
     graph_index *g = NULL;
     if (graph_index_load(repo, db_path, &g, err) != 0) return -1;
-    char nlog[32];
-    snprintf(nlog, sizeof nlog, "--max-count=%d", GF_LOG);
-    const char *args[] = {"log", "--no-merges", "--no-renames", "--name-only",
-                          "--format=%x01%ct%x02%B%x03", nlog, "HEAD", "--", NULL};
     buf log;
     buf_init(&log);
-    int rc = graph_git(repo, args, &log) == 0 && !buf_failed(&log) ? 0 : -1;
     tset ts = {0};
-    for (const char *r = rc == 0 && log.len ? memchr(log.p, '\x01', log.len) : NULL; r;) {
-        const char *end = log.p + log.len;
-        const char *next = memchr(r + 1, '\x01', (size_t)(end - r - 1));
-        add_record(g, &ts, r, next ? next : end);
-        r = next;
-    }
-    /* oldest first: the newest quarter is held out */
-    if (ts.n > 1) qsort(ts.c, ts.n, sizeof *ts.c, cmp_time);
-    double *X = malloc(ts.n * GF_POOL * GF_NFEAT * sizeof *X + 1);
-    uint8_t *y = malloc(ts.n * GF_POOL + 1);
-    size_t *off = malloc((ts.n + 1) * sizeof *off);
-    if (!X || !y || !off) rc = -1;
-    graph_weights w;
-    graph_weights_default(&w);
-    w.learned = 0;
-    size_t rows = 0, used = 0;
-    for (size_t i = 0; rc == 0 && i < ts.n; i++) {
-        size_t r = commit_rows(g, &w, &ts.c[i], X + rows * GF_NFEAT, y + rows);
-        if (!r) continue;
-        off[used++] = rows;
-        rows += r;
-    }
-    if (rc == 0) off[used] = rows;
-    out->info.commits = (int)used;
-    if (rc == 0 && used >= GF_MIN) {
-        size_t cut = used - used / 4; /* train on [0, cut), validate on [cut, used) */
-        double v = (double)(used - cut), md = 0;
-        for (size_t i = cut; i < used; i++)
-            md += rr(X + off[i] * GF_NFEAT, y + off[i], off[i + 1] - off[i], NULL);
-        out->info.valid = (int)(used - cut);
-        out->info.mrr_default = md / v;
-        out->info.mrr_learned = 0;
-        /* the penalty is chosen on the held-out commits too (ties: the
-         * stronger one) */
-        for (size_t li = 0; li < sizeof gf_lambdas / sizeof *gf_lambdas; li++) {
-            double beta[GF_NFEAT], ml = 0, dd = 0;
-            if (gf_fit(X, y, off[cut], gf_lambdas[li], beta) != 0) continue;
-            for (size_t i = cut; i < used; i++) {
-                size_t a = off[i], n = off[i + 1] - a;
-                double d = rr(X + a * GF_NFEAT, y + a, n, NULL);
-                double l = rr(X + a * GF_NFEAT, y + a, n, beta);
-                ml += l;
-                dd += (l - d) * (l - d);
-            }
-            if (ml / v < out->info.mrr_learned) continue;
-            out->info.mrr_learned = ml / v;
-            out->info.lambda = gf_lambdas[li];
-            /* paired t statistic of the per-commit gain */
-            double mean = (ml - md) / v, var = v > 1 ? (dd - v * mean * mean) / (v - 1) : 0;
-            out->info.t = var > 0 ? mean / sqrt(var / v) : 0;
-        }
-        out->info.enabled = out->info.mrr_learned > out->info.mrr_default &&
-                       gf_fit(X, y, rows, out->info.lambda, out->beta) == 0;
-    }
-    free(X);
-    free(y);
-    free(off);
+    rowset rs = {0};
+    int rc = read_commits(repo, g, &log, &ts);
+    if (rc == 0) rc = make_rows(g, &ts, &rs);
+    out->info.commits = (int)rs.used;
+    if (rc == 0 && rs.used >= GF_MIN) fit_and_validate(&rs, out);
+    free(rs.X);
+    free(rs.y);
+    free(rs.off);
     free(ts.c);
     buf_free(&log);
     graph_index_free(g);

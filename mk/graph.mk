@@ -6,9 +6,7 @@
 LIB_DIRS += graph
 GRAMMAR_DIR := $(BUILD)/grammars
 GRAMMAR_LIB := $(GRAMMAR_DIR)/libgrammars.a
-# -u: the table is referenced weakly (graph/parse.c), which alone pulls
-# nothing out of an archive.
-LDLIBS += -Wl,-u,graph_grammar_table $(GRAMMAR_LIB) -ltree-sitter
+LDLIBS += $(GRAMMAR_LIB) -ltree-sitter
 XLDFLAGS += -Wl,--exclude-libs,libgrammars.a
 
 $(BUILD)/libclarity.so: | $(GRAMMAR_LIB)

@@ -419,7 +419,9 @@ Test(fusion, history_depth_default_cap_and_whole)
     buf_init(&out);
     char params[4300], *msg = NULL;
     snprintf(params, sizeof params, "{\"repo\":\"%s\",\"maxCommits\":-1}", dir);
-    cr_assert_neq(graph_rpc_call("clarity.graphBuild", params, &out, &msg), 0);
+    graph_cache *gc = graph_cache_new();
+    cr_assert_not_null(gc);
+    cr_assert_neq(graph_rpc_call(gc, "clarity.graphBuild", params, &out, &msg), 0);
     cr_assert_not_null(msg);
     cr_assert_not_null(strstr(msg, "maxCommits"), "%s", msg);
     free(msg);
@@ -427,12 +429,12 @@ Test(fusion, history_depth_default_cap_and_whole)
     cr_assert_eq(gitrepo_sh(dir, "rm -rf .clarity"), 0);
     snprintf(params, sizeof params, "{\"repo\":\"%s\",\"maxCommits\":0,\"learn\":false}", dir);
     buf_reset(&out);
-    cr_assert_eq(graph_rpc_call("clarity.graphBuild", params, &out, &msg), 0, "%s", msg);
+    cr_assert_eq(graph_rpc_call(gc, "clarity.graphBuild", params, &out, &msg), 0, "%s", msg);
     buf_putc(&out, '\0');
     cr_assert_not_null(strstr(out.p, "\"commits\":11"), "%s", out.p);
     cr_assert_null(strstr(out.p, "fusion"), "%s", out.p);
     buf_free(&out);
-    graph_cache_clear();
+    graph_cache_free(gc);
 }
 
 /* defines: a name the prompt writes as code, defined in a file, counts

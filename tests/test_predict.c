@@ -304,3 +304,28 @@ Test(predict, config_is_validated)
     cr_assert_not_null(strstr(err, "prediction.maxTargets"), "%s", err);
     free(err);
 }
+
+/* Each plugin instance has its own graph cache: unloading one does not
+ * drop the other's loaded index.  The cache file is then replaced by one
+ * that cannot load, so only an index still held can predict. */
+Test(predict, two_instances_keep_their_own_graph_cache)
+{
+    th_host a = open_host(MEM "}"), b = open_host(MEM "}");
+    graph_build(&a);
+    char *ba = before(&a, "s", prompt), *bb = before(&b, "s", prompt);
+    cr_assert_not_null(strstr(ba, "Likely edit targets"), "%s", ba);
+    cr_assert_not_null(strstr(bb, "Likely edit targets"), "%s", bb);
+    free(ba);
+    free(bb);
+    char *db = runproc_join(repo, ".clarity/graph.db"), *junk = runproc_join(repo, ".clarity/junk");
+    cr_assert_eq(runproc_write_file(junk, "not a database"), 0);
+    cr_assert_eq(rename(junk, db), 0);
+    th_close(&a);
+    bb = before(&b, "s2", prompt);
+    cr_assert_not_null(strstr(bb, "Likely edit targets"),
+                       "the other instance's unload dropped this one's graph: %s", bb);
+    free(bb);
+    free(db);
+    free(junk);
+    th_close(&b);
+}
