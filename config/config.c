@@ -1,9 +1,22 @@
-/* config.c: defaults, strict JSON parsing and validation, JSON dump.
+/* config.c: the configuration as one table of settings.
+ *
+ * Every setting is one entry of `settings` below (after Redis's config.c):
+ * its dotted key, its type, where it lives in clarity_config, its default,
+ * its bounds.  The entry drives the defaults (config_defaults), strict
+ * parsing and validation (config_parse: unknown keys, wrong types, values
+ * out of range refused with a message naming the dotted key), printing
+ * (config_to_json, in table order) and freeing.  Sections are the key's
+ * prefixes ("pruning.tierMultipliers.low" lives in two nested objects).
+ *
+ * Adding a setting: the struct member in config.h, one entry here (a
+ * number: CT_NUM with its bounds; a choice: CT_ENUM with its names; a list
+ * or another shape: a type with parse/print/reset callbacks), and a line in
+ * the README's Config section.  tests/test_config.c round-trips every entry
+ * of the table, so a new one is tested without further work.
  *
  * Parsing works on a private copy that starts from the defaults and is only
  * handed to the caller once every key has been validated, so a refused
- * config never leaves a half-applied struct behind.  Every message names the
- * full dotted key ("extraction.customPatterns[1].pattern") and the problem.
+ * config never leaves a half-applied struct behind.
  */
 #include "config.h"
 
@@ -26,7 +39,7 @@
 
 _Static_assert(TIER__COUNT == 4, "pruning.tier_mult has one slot per enum item_tier");
 
-/* ---------------------------------------------------------------- defaults */
+#define NF(t) (sizeof(t) / sizeof((t)[0]))
 
 static const char *const default_tools[] = {
     "read",    "write", "edit",      "exec",  "browser", "web_search",    "web_fetch",
@@ -34,85 +47,6 @@ static const char *const default_tools[] = {
     "message", "canvas", "Read",    "Edit",  "Write",   "Bash",          "Grep",
     "Glob",
 };
-
-void config_free(clarity_config *cfg)
-{
-    if (!cfg) return;
-    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++)
-        free(cfg->extraction.tools[i]);
-    for (size_t i = 0; i < cfg->extraction.n_custom && i < CFG_MAX_PATTERNS; i++) {
-        free(cfg->extraction.custom[i].name);
-        free(cfg->extraction.custom[i].pattern);
-    }
-    for (size_t i = 0; i < cfg->extraction.n_exclude && i < CFG_MAX_PATTERNS; i++)
-        free(cfg->extraction.exclude[i]);
-    free(cfg->storage.path);
-    memset(cfg, 0, sizeof *cfg);
-}
-
-int config_defaults(clarity_config *cfg)
-{
-    if (!cfg) return -1;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->enabled = 1;
-    cfg->strict_mode = 0;
-
-    cfg->scoring.half_life = 5;
-    cfg->scoring.recency_window = 3;
-    cfg->scoring.recency_bonus = 20;
-    cfg->scoring.reference_weight = 15;
-    cfg->scoring.frequency_scale = 10;
-    cfg->scoring.anchor_bonus = 100;
-
-    cfg->pruning.prune_threshold = 8;
-    cfg->pruning.strict_preserve_threshold = 25;
-    cfg->pruning.max_items_per_category = 20;
-    cfg->pruning.target_context_items = 30;
-    cfg->pruning.max_context_items = 50;
-    cfg->pruning.min_mentions_preserve = 3;
-    cfg->pruning.tier_mult[TIER_ESSENTIAL] = 2.0;
-    cfg->pruning.tier_mult[TIER_HIGH] = 1.5;
-    cfg->pruning.tier_mult[TIER_NORMAL] = 1.0;
-    cfg->pruning.tier_mult[TIER_LOW] = 0.8;
-
-    for (size_t i = 0; i < sizeof default_tools / sizeof default_tools[0]; i++) {
-        char *s = util_strdup(default_tools[i]);
-        if (!s) {
-            config_free(cfg);
-            return -1;
-        }
-        cfg->extraction.tools[cfg->extraction.n_tools++] = s;
-    }
-    cfg->extraction.min_word_length = 5;
-    cfg->extraction.max_keywords_per_message = 8;
-    cfg->extraction.projects = 1;
-    cfg->extraction.tool_names = 1;
-    cfg->extraction.memory_files = 1;
-    cfg->extraction.source_files = 1;
-    cfg->extraction.keywords = 1;
-
-    cfg->context.max_chars = 1500;
-    cfg->context.max_items = 10;
-    cfg->context.min_score = 1;
-    cfg->context.high_score = 40;
-    cfg->context.mid_score = 15;
-
-    cfg->storage.backend = CFG_STORE_AUTO;
-    cfg->storage.path = NULL;
-    cfg->storage.max_resident_sessions = 256;
-
-    cfg->limits.max_tracked_items = 5000;
-    cfg->limits.max_prompt_bytes = (size_t)64 * 1024 * 1024;
-    cfg->limits.history_length = 16;
-
-    cfg->prediction.enabled = 1;
-    cfg->prediction.weight = 30;
-    cfg->prediction.max_targets = 3;
-    cfg->prediction.min_score = 0.25;
-    cfg->prediction.max_files = 20;
-    cfg->prediction.auto_refresh = 0;
-    return 0;
-}
 
 /* ----------------------------------------------------------------- helpers */
 
@@ -161,6 +95,7 @@ static const char *type_name(const json_t *v)
     }
     return "unknown";
 }
+
 
 typedef struct pctx {
     clarity_config *cfg;
@@ -222,191 +157,17 @@ static const char *join(char *out, size_t n, const char *prefix, const char *key
     return out;
 }
 
-/* ------------------------------------------------------ scalar field table */
-
-enum fkind { F_BOOL, F_INT, F_SIZE, F_NUM, F_NUM_INT };
-
-typedef struct field {
-    const char *key;
-    int kind;
-    size_t off;
-    double lo, hi;
-    int lo_excl; /* value must be > lo rather than >= lo */
-    int hi_open; /* hi is only the storage bound; say "<= hi" not "between" */
-} field;
-
-#define CO(m) offsetof(clarity_config, m)
-#define NOHI HUGE_VAL
-
-/* Checks v against f's range; returns 0 or fails. */
-static int check_range(pctx *p, const char *path, const field *f, double v)
+static int fail_string(pctx *p, const char *path, const char *what, const json_t *v)
 {
-    int bad_lo = f->lo_excl ? !(v > f->lo) : !(v >= f->lo);
-    int bad_hi = !(v <= f->hi);
-    if (!bad_lo && !bad_hi) return 0;
     buf m;
     buf_init(&m);
     buf_puts(&m, path);
-    buf_puts(&m, ": must be ");
-    if (f->hi != NOHI && !f->hi_open) {
-        buf_puts(&m, "between ");
-        put_num(&m, f->lo);
-        buf_puts(&m, " and ");
-        put_num(&m, f->hi);
-    } else if (bad_lo) {
-        buf_puts(&m, f->lo_excl ? "> " : ">= ");
-        put_num(&m, f->lo);
-    } else {
-        buf_puts(&m, "<= ");
-        put_num(&m, f->hi);
-    }
-    buf_puts(&m, ", got ");
-    put_num(&m, v);
+    buf_puts(&m, ": ");
+    buf_puts(&m, what);
+    buf_puts(&m, ", got \"");
+    put_text(&m, json_string_value(v), json_string_length(v), 0);
+    buf_putc(&m, '"');
     return failb(p, CLARITY_ECONFIG, &m);
-}
-
-static int set_field(pctx *p, const char *path, const field *f, const json_t *v)
-{
-    char *base = (char *)p->cfg + f->off;
-    if (f->kind == F_BOOL) {
-        if (!json_is_boolean(v)) return fail_type(p, path, "a boolean", v);
-        *(int *)base = json_is_true(v) ? 1 : 0;
-        return 0;
-    }
-    int want_int = f->kind != F_NUM;
-    if (!json_is_number(v)) return fail_type(p, path, want_int ? "an integer" : "a number", v);
-    double d;
-    if (json_is_integer(v)) {
-        d = (double)json_integer_value(v);
-    } else {
-        d = json_real_value(v);
-        if (!isfinite(d)) return fail(p, CLARITY_ECONFIG, path, "must be a finite number");
-        if (want_int && d != floor(d)) {
-            buf m;
-            buf_init(&m);
-            buf_puts(&m, path);
-            buf_puts(&m, ": must be an integer, got ");
-            put_num(&m, d);
-            return failb(p, CLARITY_ECONFIG, &m);
-        }
-    }
-    if (check_range(p, path, f, d)) return p->rc;
-    switch (f->kind) {
-    case F_INT: *(int *)base = (int)d; break;
-    case F_SIZE:
-        *(size_t *)base = json_is_integer(v) ? (size_t)json_integer_value(v) : (size_t)d;
-        break;
-    default: *(double *)base = d; break;
-    }
-    return 0;
-}
-
-static const field *find_field(const field *t, size_t n, const char *key)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(t[i].key, key) == 0) return &t[i];
-    return NULL;
-}
-
-static const field scoring_fields[] = {
-    {"halfLife", F_NUM, CO(scoring.half_life), 0, NOHI, 1, 0},
-    {"recencyWindow", F_NUM_INT, CO(scoring.recency_window), 0, INT_MAX, 0, 1},
-    {"recencyBonus", F_NUM, CO(scoring.recency_bonus), 0, NOHI, 0, 0},
-    {"referenceWeight", F_NUM, CO(scoring.reference_weight), 0, NOHI, 0, 0},
-    {"frequencyScale", F_NUM, CO(scoring.frequency_scale), 0, NOHI, 0, 0},
-    {"anchorBonus", F_NUM, CO(scoring.anchor_bonus), 0, NOHI, 0, 0},
-};
-
-static const field pruning_fields[] = {
-    {"pruneThreshold", F_NUM, CO(pruning.prune_threshold), 0, NOHI, 0, 0},
-    {"strictModePreserveThreshold", F_NUM, CO(pruning.strict_preserve_threshold), 0, NOHI, 0, 0},
-    {"maxItemsPerCategory", F_INT, CO(pruning.max_items_per_category), 1, INT_MAX, 0, 1},
-    {"targetContextItems", F_INT, CO(pruning.target_context_items), 0, INT_MAX, 0, 1},
-    {"maxContextItems", F_INT, CO(pruning.max_context_items), 1, INT_MAX, 0, 1},
-    {"minMentionsPreserve", F_INT, CO(pruning.min_mentions_preserve), 1, INT_MAX, 0, 1},
-};
-
-static const field tier_fields[] = {
-    {"essential", F_NUM, CO(pruning.tier_mult[TIER_ESSENTIAL]), 0, NOHI, 0, 0},
-    {"high", F_NUM, CO(pruning.tier_mult[TIER_HIGH]), 0, NOHI, 0, 0},
-    {"normal", F_NUM, CO(pruning.tier_mult[TIER_NORMAL]), 0, NOHI, 0, 0},
-    {"low", F_NUM, CO(pruning.tier_mult[TIER_LOW]), 0, NOHI, 0, 0},
-};
-
-static const field extraction_fields[] = {
-    {"minWordLength", F_INT, CO(extraction.min_word_length), 1, 64, 0, 0},
-    {"maxKeywordsPerMessage", F_INT, CO(extraction.max_keywords_per_message), 0, 64, 0, 0},
-    {"projects", F_BOOL, CO(extraction.projects), 0, 0, 0, 0},
-    {"toolNames", F_BOOL, CO(extraction.tool_names), 0, 0, 0, 0},
-    {"memoryFiles", F_BOOL, CO(extraction.memory_files), 0, 0, 0, 0},
-    {"sourceFiles", F_BOOL, CO(extraction.source_files), 0, 0, 0, 0},
-    {"keywords", F_BOOL, CO(extraction.keywords), 0, 0, 0, 0},
-};
-
-static const field context_fields[] = {
-    {"maxChars", F_INT, CO(context.max_chars), 64, 1000000, 0, 0},
-    {"maxItems", F_INT, CO(context.max_items), 0, 1000, 0, 0},
-    {"minScore", F_NUM, CO(context.min_score), 0, NOHI, 0, 0},
-    {"highScore", F_NUM, CO(context.high_score), 0, NOHI, 0, 0},
-    {"midScore", F_NUM, CO(context.mid_score), 0, NOHI, 0, 0},
-};
-
-static const field storage_fields[] = {
-    {"maxResidentSessions", F_INT, CO(storage.max_resident_sessions), 1, 1000000, 0, 0},
-};
-
-static const field limits_fields[] = {
-    {"maxTrackedItems", F_INT, CO(limits.max_tracked_items), 10, 10000000, 0, 0},
-    {"maxPromptBytes", F_SIZE, CO(limits.max_prompt_bytes), 1024, 1073741824.0, 0, 0},
-    {"historyLength", F_INT, CO(limits.history_length), 1, ITEM_HISTORY_MAX, 0, 0},
-};
-
-static const field prediction_fields[] = {
-    {"enabled", F_BOOL, CO(prediction.enabled), 0, 0, 0, 0},
-    {"weight", F_NUM, CO(prediction.weight), 0, NOHI, 0, 0},
-    {"maxTargets", F_INT, CO(prediction.max_targets), 0, 20, 0, 0},
-    {"minScore", F_NUM, CO(prediction.min_score), 0, 1, 0, 0},
-    {"maxFiles", F_INT, CO(prediction.max_files), 1, 1000, 0, 0},
-    {"autoRefresh", F_BOOL, CO(prediction.auto_refresh), 0, 0, 0, 0},
-};
-
-static const field top_fields[] = {
-    {"enabled", F_BOOL, CO(enabled), 0, 0, 0, 0},
-    {"strictMode", F_BOOL, CO(strict_mode), 0, 0, 0, 0},
-};
-
-#define NF(t) (sizeof(t) / sizeof((t)[0]))
-
-/* A section: table fields plus an optional handler for the other keys
- * (returns 1 when it did not recognize the key). */
-typedef int (*special_fn)(pctx *p, const char *path, const char *key, json_t *v);
-
-static int parse_section(pctx *p, const char *path, json_t *obj, const field *t, size_t n,
-                         special_fn special)
-{
-    if (!json_is_object(obj)) return fail_type(p, path, "an object", obj);
-    const char *key;
-    json_t *v;
-    char sub[128];
-    json_object_foreach(obj, key, v) {
-        const field *f = find_field(t, n, key);
-        if (f) {
-            if (set_field(p, join(sub, sizeof sub, path, key), f, v)) return p->rc;
-            continue;
-        }
-        int r = special ? special(p, join(sub, sizeof sub, path, key), key, v) : 1;
-        if (r < 0) return p->rc;
-        if (r > 0) return fail_unknown(p, path, key);
-    }
-    return 0;
-}
-
-/* --------------------------------------------------------- special keys */
-
-static int pruning_special(pctx *p, const char *path, const char *key, json_t *v)
-{
-    if (strcmp(key, "tierMultipliers") != 0) return 1;
-    return parse_section(p, path, v, tier_fields, NF(tier_fields), NULL) ? -1 : 0;
 }
 
 static int valid_tool_name(const char *s, size_t n)
@@ -432,19 +193,6 @@ static int valid_pattern_name(const char *s, size_t n)
 }
 
 #define CFG_MAX_PATTERN_NAME 32
-
-static int fail_string(pctx *p, const char *path, const char *what, const json_t *v)
-{
-    buf m;
-    buf_init(&m);
-    buf_puts(&m, path);
-    buf_puts(&m, ": ");
-    buf_puts(&m, what);
-    buf_puts(&m, ", got \"");
-    put_text(&m, json_string_value(v), json_string_length(v), 0);
-    buf_putc(&m, '"');
-    return failb(p, CLARITY_ECONFIG, &m);
-}
 
 /* Compiles pattern as extract/ will (PCRE2_UTF); fails naming the key, the
  * PCRE2 message and the offset. */
@@ -572,86 +320,346 @@ static int parse_exclude(pctx *p, const char *path, json_t *arr)
     return 0;
 }
 
-static int extraction_special(pctx *p, const char *path, const char *key, json_t *v)
+
+/* ------------------------------------------------------- list settings */
+
+static void free_tools(clarity_config *c)
 {
-    int r;
-    if (strcmp(key, "tools") == 0) r = parse_tools(p, path, v);
-    else if (strcmp(key, "customPatterns") == 0) r = parse_custom(p, path, v);
-    else if (strcmp(key, "exclude") == 0) r = parse_exclude(p, path, v);
-    else return 1;
-    return r ? -1 : 0;
+    for (size_t i = 0; i < c->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+        free(c->extraction.tools[i]);
+        c->extraction.tools[i] = NULL;
+    }
+    c->extraction.n_tools = 0;
 }
 
-static const char *const backend_names[] = {"auto", "sqlite", "host", "memory"};
-
-static int storage_special(pctx *p, const char *path, const char *key, json_t *v)
+static int default_tools_fn(clarity_config *c)
 {
-    clarity_config *c = p->cfg;
-    if (strcmp(key, "backend") == 0) {
-        if (!json_is_string(v)) {
-            fail_type(p, path, "a string", v);
-            return -1;
-        }
-        for (size_t i = 0; i < NF(backend_names); i++) {
-            if (strcmp(json_string_value(v), backend_names[i]) == 0 &&
-                json_string_length(v) == strlen(backend_names[i])) {
-                c->storage.backend = (int)i;
-                return 0;
-            }
-        }
-        fail_string(p, path, "must be one of \"auto\", \"sqlite\", \"host\", \"memory\"", v);
-        return -1;
+    for (size_t i = 0; i < NF(default_tools); i++) {
+        char *s = util_strdup(default_tools[i]);
+        if (!s) return -1;
+        c->extraction.tools[c->extraction.n_tools++] = s;
     }
-    if (strcmp(key, "path") == 0) {
-        if (json_is_null(v)) {
-            free(c->storage.path);
-            c->storage.path = NULL;
+    return 0;
+}
+
+static json_t *print_tools(const clarity_config *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < c->extraction.n_tools; i++)
+        if (json_array_append_new(a, json_string(c->extraction.tools[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static void free_custom(clarity_config *c)
+{
+    for (size_t i = 0; i < c->extraction.n_custom && i < CFG_MAX_PATTERNS; i++) {
+        free(c->extraction.custom[i].name);
+        free(c->extraction.custom[i].pattern);
+        c->extraction.custom[i].name = c->extraction.custom[i].pattern = NULL;
+    }
+    c->extraction.n_custom = 0;
+}
+
+static json_t *print_custom(const clarity_config *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < c->extraction.n_custom; i++) {
+        const cfg_pattern *cp = &c->extraction.custom[i];
+        json_t *e = json_pack("{s:s,s:s}", "name", cp->name ? cp->name : "", "pattern",
+                              cp->pattern ? cp->pattern : "");
+        if (!e || json_array_append_new(a, e)) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static void free_exclude(clarity_config *c)
+{
+    for (size_t i = 0; i < c->extraction.n_exclude && i < CFG_MAX_PATTERNS; i++) {
+        free(c->extraction.exclude[i]);
+        c->extraction.exclude[i] = NULL;
+    }
+    c->extraction.n_exclude = 0;
+}
+
+static json_t *print_exclude(const clarity_config *c)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < c->extraction.n_exclude; i++)
+        if (json_array_append_new(a, json_string(c->extraction.exclude[i] ? c->extraction.exclude[i]
+                                                                           : ""))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* ------------------------------------------------------------ the table */
+
+struct cfg_list_ops {
+    int (*parse)(pctx *p, const char *path, json_t *v); /* replaces the list */
+    json_t *(*print)(const clarity_config *c);          /* new reference, NULL out of memory */
+    void (*reset)(clarity_config *c);                   /* frees the list, leaves it empty */
+    int (*defaults)(clarity_config *c);                 /* NULL: empty by default */
+};
+
+static const char *const backend_names[] = {"auto", "sqlite", "host", "memory", NULL};
+
+#define CO(m) offsetof(clarity_config, m)
+#define NOHI HUGE_VAL
+#define BOOL(k, m, d) {k, CT_BOOL, CO(m), d, 0, 0, 0, NULL, NULL}
+#define NUM(k, m, d, lo, hi, fl) {k, CT_NUM, CO(m), d, lo, hi, fl, NULL, NULL}
+#define NUMI(k, m, d, lo, hi, fl) {k, CT_NUM_INT, CO(m), d, lo, hi, fl, NULL, NULL}
+#define INT(k, m, d, lo, hi, fl) {k, CT_INT, CO(m), d, lo, hi, fl, NULL, NULL}
+#define SIZE(k, m, d, lo, hi) {k, CT_SIZE, CO(m), d, lo, hi, 0, NULL, NULL}
+#define LIST(k, ops) {k, CT_LIST, 0, 0, 0, 0, 0, NULL, &ops}
+
+static const struct cfg_list_ops tools_ops = {parse_tools, print_tools, free_tools, default_tools_fn};
+static const struct cfg_list_ops custom_ops = {parse_custom, print_custom, free_custom, NULL};
+static const struct cfg_list_ops exclude_ops = {parse_exclude, print_exclude, free_exclude, NULL};
+
+/* Every setting, in the order the effective config prints them. */
+static const cfg_entry settings[] = {
+    BOOL("enabled", enabled, 1),
+    BOOL("strictMode", strict_mode, 0),
+    NUM("scoring.halfLife", scoring.half_life, 5, 0, NOHI, CF_LO_EXCL),
+    NUMI("scoring.recencyWindow", scoring.recency_window, 3, 0, INT_MAX, CF_HI_OPEN),
+    NUM("scoring.recencyBonus", scoring.recency_bonus, 20, 0, NOHI, 0),
+    NUM("scoring.referenceWeight", scoring.reference_weight, 15, 0, NOHI, 0),
+    NUM("scoring.frequencyScale", scoring.frequency_scale, 10, 0, NOHI, 0),
+    NUM("scoring.anchorBonus", scoring.anchor_bonus, 100, 0, NOHI, 0),
+    NUM("pruning.pruneThreshold", pruning.prune_threshold, 8, 0, NOHI, 0),
+    NUM("pruning.strictModePreserveThreshold", pruning.strict_preserve_threshold, 25, 0, NOHI, 0),
+    INT("pruning.maxItemsPerCategory", pruning.max_items_per_category, 20, 1, INT_MAX, CF_HI_OPEN),
+    INT("pruning.targetContextItems", pruning.target_context_items, 30, 0, INT_MAX, CF_HI_OPEN),
+    INT("pruning.maxContextItems", pruning.max_context_items, 50, 1, INT_MAX, CF_HI_OPEN),
+    INT("pruning.minMentionsPreserve", pruning.min_mentions_preserve, 3, 1, INT_MAX, CF_HI_OPEN),
+    NUM("pruning.tierMultipliers.essential", pruning.tier_mult[TIER_ESSENTIAL], 2.0, 0, NOHI, 0),
+    NUM("pruning.tierMultipliers.high", pruning.tier_mult[TIER_HIGH], 1.5, 0, NOHI, 0),
+    NUM("pruning.tierMultipliers.normal", pruning.tier_mult[TIER_NORMAL], 1.0, 0, NOHI, 0),
+    NUM("pruning.tierMultipliers.low", pruning.tier_mult[TIER_LOW], 0.8, 0, NOHI, 0),
+    LIST("extraction.tools", tools_ops),
+    INT("extraction.minWordLength", extraction.min_word_length, 5, 1, 64, 0),
+    INT("extraction.maxKeywordsPerMessage", extraction.max_keywords_per_message, 8, 0, 64, 0),
+    BOOL("extraction.projects", extraction.projects, 1),
+    BOOL("extraction.toolNames", extraction.tool_names, 1),
+    BOOL("extraction.memoryFiles", extraction.memory_files, 1),
+    BOOL("extraction.sourceFiles", extraction.source_files, 1),
+    BOOL("extraction.keywords", extraction.keywords, 1),
+    LIST("extraction.customPatterns", custom_ops),
+    LIST("extraction.exclude", exclude_ops),
+    INT("context.maxChars", context.max_chars, 1500, 64, 1000000, 0),
+    INT("context.maxItems", context.max_items, 10, 0, 1000, 0),
+    NUM("context.minScore", context.min_score, 1, 0, NOHI, 0),
+    NUM("context.highScore", context.high_score, 40, 0, NOHI, 0),
+    NUM("context.midScore", context.mid_score, 15, 0, NOHI, 0),
+    {"storage.backend", CT_ENUM, CO(storage.backend), CFG_STORE_AUTO, 0, 0, 0, backend_names, NULL},
+    {"storage.path", CT_PATH, CO(storage.path), 0, 1, 4096, 0, NULL, NULL},
+    INT("storage.maxResidentSessions", storage.max_resident_sessions, 256, 1, 1000000, 0),
+    INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),
+    SIZE("limits.maxPromptBytes", limits.max_prompt_bytes, 64.0 * 1024 * 1024, 1024, 1073741824.0),
+    INT("limits.historyLength", limits.history_length, 16, 1, ITEM_HISTORY_MAX, 0),
+    BOOL("prediction.enabled", prediction.enabled, 1),
+    NUM("prediction.weight", prediction.weight, 30, 0, NOHI, 0),
+    INT("prediction.maxTargets", prediction.max_targets, 3, 0, 20, 0),
+    NUM("prediction.minScore", prediction.min_score, 0.25, 0, 1, 0),
+    INT("prediction.maxFiles", prediction.max_files, 20, 1, 1000, 0),
+    BOOL("prediction.autoRefresh", prediction.auto_refresh, 0),
+};
+
+const cfg_entry *config_table(size_t *n)
+{
+    *n = NF(settings);
+    return settings;
+}
+
+/* ------------------------------------------------------ defaults, free */
+
+void config_free(clarity_config *cfg)
+{
+    if (!cfg) return;
+    for (size_t i = 0; i < NF(settings); i++) {
+        const cfg_entry *e = &settings[i];
+        if (e->type == CT_LIST) e->list->reset(cfg);
+        else if (e->type == CT_PATH) free(*(char **)((char *)cfg + e->off));
+    }
+    memset(cfg, 0, sizeof *cfg);
+}
+
+int config_defaults(clarity_config *cfg)
+{
+    if (!cfg) return -1;
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NF(settings); i++) {
+        const cfg_entry *e = &settings[i];
+        char *at = (char *)cfg + e->off;
+        switch (e->type) {
+        case CT_BOOL:
+        case CT_INT:
+        case CT_ENUM: *(int *)at = (int)e->def; break;
+        case CT_SIZE: *(size_t *)at = (size_t)e->def; break;
+        case CT_NUM:
+        case CT_NUM_INT: *(double *)at = e->def; break;
+        case CT_PATH: *(char **)at = NULL; break;
+        case CT_LIST:
+            if (e->list->defaults && e->list->defaults(cfg) != 0) {
+                config_free(cfg);
+                return -1;
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- parsing */
+
+/* Checks v against e's range; returns 0 or fails. */
+static int check_range(pctx *p, const char *path, const cfg_entry *e, double v)
+{
+    int bad_lo = (e->flags & CF_LO_EXCL) ? !(v > e->lo) : !(v >= e->lo);
+    int bad_hi = !(v <= e->hi);
+    if (!bad_lo && !bad_hi) return 0;
+    buf m;
+    buf_init(&m);
+    buf_puts(&m, path);
+    buf_puts(&m, ": must be ");
+    if (e->hi != NOHI && !(e->flags & CF_HI_OPEN)) {
+        buf_puts(&m, "between ");
+        put_num(&m, e->lo);
+        buf_puts(&m, " and ");
+        put_num(&m, e->hi);
+    } else if (bad_lo) {
+        buf_puts(&m, (e->flags & CF_LO_EXCL) ? "> " : ">= ");
+        put_num(&m, e->lo);
+    } else {
+        buf_puts(&m, "<= ");
+        put_num(&m, e->hi);
+    }
+    buf_puts(&m, ", got ");
+    put_num(&m, v);
+    return failb(p, CLARITY_ECONFIG, &m);
+}
+
+static int set_number(pctx *p, const char *path, const cfg_entry *e, const json_t *v)
+{
+    char *at = (char *)p->cfg + e->off;
+    int want_int = e->type != CT_NUM;
+    if (!json_is_number(v)) return fail_type(p, path, want_int ? "an integer" : "a number", v);
+    double d;
+    if (json_is_integer(v)) {
+        d = (double)json_integer_value(v);
+    } else {
+        d = json_real_value(v);
+        if (!isfinite(d)) return fail(p, CLARITY_ECONFIG, path, "must be a finite number");
+        if (want_int && d != floor(d)) {
+            buf m;
+            buf_init(&m);
+            buf_puts(&m, path);
+            buf_puts(&m, ": must be an integer, got ");
+            put_num(&m, d);
+            return failb(p, CLARITY_ECONFIG, &m);
+        }
+    }
+    if (check_range(p, path, e, d)) return p->rc;
+    if (e->type == CT_INT) *(int *)at = (int)d;
+    else if (e->type == CT_SIZE) *(size_t *)at = json_is_integer(v) ? (size_t)json_integer_value(v) : (size_t)d;
+    else *(double *)at = d;
+    return 0;
+}
+
+/* One of e->names, as its index. */
+static int set_enum(pctx *p, const char *path, const cfg_entry *e, const json_t *v)
+{
+    if (!json_is_string(v)) return fail_type(p, path, "a string", v);
+    for (int i = 0; e->names[i]; i++) {
+        if (strcmp(json_string_value(v), e->names[i]) == 0 && json_string_length(v) == strlen(e->names[i])) {
+            *(int *)((char *)p->cfg + e->off) = i;
             return 0;
         }
-        if (!json_is_string(v)) {
-            fail_type(p, path, "a string or null", v);
-            return -1;
-        }
-        size_t n = json_string_length(v);
-        if (n == 0 || n > 4096) {
-            fail(p, CLARITY_ECONFIG, path, "must be 1 to 4096 bytes long, got %zu", n);
-            return -1;
-        }
-        char *s = util_strndup(json_string_value(v), n);
-        if (!s) {
-            fail_oom(p);
-            return -1;
-        }
-        free(c->storage.path);
-        c->storage.path = s;
+    }
+    buf what;
+    buf_init(&what);
+    buf_puts(&what, "must be one of ");
+    for (int i = 0; e->names[i]; i++) buf_printf(&what, "%s\"%s\"", i ? ", " : "", e->names[i]);
+    int rc = buf_failed(&what) ? fail_oom(p) : fail_string(p, path, what.p, v);
+    buf_free(&what);
+    return rc;
+}
+
+/* A string of lo..hi bytes, or null (the default). */
+static int set_path(pctx *p, const char *path, const cfg_entry *e, const json_t *v)
+{
+    char **at = (char **)((char *)p->cfg + e->off);
+    if (json_is_null(v)) {
+        free(*at);
+        *at = NULL;
         return 0;
     }
-    return 1;
+    if (!json_is_string(v)) return fail_type(p, path, "a string or null", v);
+    size_t n = json_string_length(v);
+    if (n < (size_t)e->lo || n > (size_t)e->hi)
+        return fail(p, CLARITY_ECONFIG, path, "must be %.0f to %.0f bytes long, got %zu", e->lo,
+                    e->hi, n);
+    char *s = util_strndup(json_string_value(v), n);
+    if (!s) return fail_oom(p);
+    free(*at);
+    *at = s;
+    return 0;
 }
 
-static int top_special(pctx *p, const char *path, const char *key, json_t *v)
+static int set_entry(pctx *p, const char *path, const cfg_entry *e, json_t *v)
 {
-    int r;
-    if (strcmp(key, "scoring") == 0)
-        r = parse_section(p, path, v, scoring_fields, NF(scoring_fields), NULL);
-    else if (strcmp(key, "pruning") == 0)
-        r = parse_section(p, path, v, pruning_fields, NF(pruning_fields), pruning_special);
-    else if (strcmp(key, "extraction") == 0)
-        r = parse_section(p, path, v, extraction_fields, NF(extraction_fields),
-                          extraction_special);
-    else if (strcmp(key, "context") == 0)
-        r = parse_section(p, path, v, context_fields, NF(context_fields), NULL);
-    else if (strcmp(key, "storage") == 0)
-        r = parse_section(p, path, v, storage_fields, NF(storage_fields), storage_special);
-    else if (strcmp(key, "limits") == 0)
-        r = parse_section(p, path, v, limits_fields, NF(limits_fields), NULL);
-    else if (strcmp(key, "prediction") == 0)
-        r = parse_section(p, path, v, prediction_fields, NF(prediction_fields), NULL);
-    else return 1;
-    return r ? -1 : 0;
+    switch (e->type) {
+    case CT_BOOL:
+        if (!json_is_boolean(v)) return fail_type(p, path, "a boolean", v);
+        *(int *)((char *)p->cfg + e->off) = json_is_true(v) ? 1 : 0;
+        return 0;
+    case CT_ENUM: return set_enum(p, path, e, v);
+    case CT_PATH: return set_path(p, path, e, v);
+    case CT_LIST: return e->list->parse(p, path, v);
+    default: return set_number(p, path, e, v);
+    }
 }
 
-/* -------------------------------------------------------------- parse */
+/* The entry whose key is path, or NULL; *section: some key lies below path. */
+static const cfg_entry *find_entry(const char *path, int *section)
+{
+    size_t n = strlen(path);
+    *section = 0;
+    for (size_t i = 0; i < NF(settings); i++) {
+        const char *k = settings[i].key;
+        if (strcmp(k, path) == 0) return &settings[i];
+        if (strncmp(k, path, n) == 0 && k[n] == '.') *section = 1;
+    }
+    return NULL;
+}
+
+static int parse_object(pctx *p, const char *path, json_t *obj)
+{
+    if (!json_is_object(obj)) return fail_type(p, path, "an object", obj);
+    const char *key;
+    json_t *v;
+    char sub[160];
+    json_object_foreach(obj, key, v) {
+        join(sub, sizeof sub, path, key);
+        int section;
+        const cfg_entry *e = strlen(key) < 64 ? find_entry(sub, &section) : (section = 0, NULL);
+        if (e) {
+            if (set_entry(p, sub, e, v)) return p->rc;
+        } else if (section) {
+            if (parse_object(p, sub, v)) return p->rc;
+        } else {
+            return fail_unknown(p, path, key);
+        }
+    }
+    return 0;
+}
 
 static int all_space(const char *s)
 {
@@ -675,7 +683,6 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
         return CLARITY_ENOMEM;
     }
     p.cfg = &tmp;
-
     if (json && !all_space(json)) {
         json_error_t je;
         json_t *root = json_loads(json, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
@@ -691,11 +698,10 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
             fail(&p, CLARITY_ECONFIG, "config", "top level must be a JSON object, got %s",
                  type_name(root));
         } else {
-            parse_section(&p, "", root, top_fields, NF(top_fields), top_special);
+            parse_object(&p, "", root);
         }
         json_decref(root);
     }
-
     if (p.rc != CLARITY_OK) {
         config_free(&tmp);
         if (err) *err = p.err;
@@ -706,27 +712,48 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
     return CLARITY_OK;
 }
 
-/* -------------------------------------------------------------- to_json */
+/* ----------------------------------------------------------- printing */
 
-static void put(json_t *o, const char *k, json_t *v, int *bad)
+/* The JSON value of an entry; NULL when it cannot be printed. */
+static json_t *entry_json(const clarity_config *cfg, const cfg_entry *e)
 {
-    if (json_object_set_new(o, k, v) != 0) *bad = 1; /* also fails (and is safe) on v == NULL */
+    const char *at = (const char *)cfg + e->off;
+    switch (e->type) {
+    case CT_BOOL: return json_boolean(*(const int *)at != 0);
+    case CT_INT: return json_integer(*(const int *)at);
+    case CT_SIZE: return json_integer((json_int_t) * (const size_t *)at);
+    case CT_NUM:
+    case CT_NUM_INT: return isfinite(*(const double *)at) ? json_real(*(const double *)at) : NULL;
+    case CT_ENUM: {
+        int v = *(const int *)at, n = 0;
+        while (e->names[n]) n++;
+        return v >= 0 && v < n ? json_string(e->names[v]) : NULL;
+    }
+    case CT_PATH: return *(char *const *)at ? json_string(*(char *const *)at) : json_null();
+    case CT_LIST: return e->list->print(cfg);
+    }
+    return NULL;
 }
 
-static json_t *obj_new(json_t *parent, const char *k, int *bad)
+/* The object for the dotted section of key in root (created in order). */
+static json_t *section_of(json_t *root, const char *key, const char **leaf)
 {
-    json_t *o = json_object();
-    if (!o) {
-        *bad = 1;
-        return NULL;
+    json_t *o = root;
+    const char *k = key, *dot;
+    char seg[64];
+    while (o && (dot = strchr(k, '.'))) {
+        size_t n = (size_t)(dot - k) < sizeof seg ? (size_t)(dot - k) : sizeof seg - 1;
+        memcpy(seg, k, n);
+        seg[n] = '\0';
+        json_t *next = json_object_get(o, seg);
+        if (!next) {
+            next = json_object();
+            if (!next || json_object_set_new(o, seg, next) != 0) return NULL;
+        }
+        o = json_is_object(next) ? next : NULL;
+        k = dot + 1;
     }
-    json_incref(o);
-    put(parent, k, o, bad);
-    if (*bad) {
-        json_decref(o);
-        return NULL;
-    }
-    json_decref(o); /* parent holds it now */
+    *leaf = k;
     return o;
 }
 
@@ -737,134 +764,32 @@ static int dump_to_buf(const char *s, size_t n, void *ud)
     return buf_failed(b) ? -1 : 0;
 }
 
-static json_t *b2j(int v) { return json_boolean(v != 0); }
+/* The precision that prints every real of cfg so it reads back exactly. */
+static int real_prec(const clarity_config *cfg)
+{
+    int prec = 15;
+    for (size_t i = 0; i < NF(settings); i++) {
+        const cfg_entry *e = &settings[i];
+        if (e->type != CT_NUM && e->type != CT_NUM_INT) continue;
+        int r = real_precision(*(const double *)((const char *)cfg + e->off));
+        if (r > prec) prec = r;
+    }
+    return prec;
+}
 
 char *config_to_json(const clarity_config *cfg)
 {
-    if (!cfg || cfg->storage.backend < 0 || cfg->storage.backend >= (int)NF(backend_names) ||
-        cfg->extraction.n_tools > CFG_MAX_TOOLS || cfg->extraction.n_custom > CFG_MAX_PATTERNS ||
-        cfg->extraction.n_exclude > CFG_MAX_PATTERNS)
+    if (!cfg || cfg->extraction.n_tools > CFG_MAX_TOOLS ||
+        cfg->extraction.n_custom > CFG_MAX_PATTERNS || cfg->extraction.n_exclude > CFG_MAX_PATTERNS)
         return NULL;
-    const double reals[] = {
-        cfg->scoring.half_life,         cfg->scoring.recency_window,
-        cfg->scoring.recency_bonus,     cfg->scoring.reference_weight,
-        cfg->scoring.frequency_scale,   cfg->scoring.anchor_bonus,
-        cfg->pruning.prune_threshold,   cfg->pruning.strict_preserve_threshold,
-        cfg->pruning.tier_mult[0],      cfg->pruning.tier_mult[1],
-        cfg->pruning.tier_mult[2],      cfg->pruning.tier_mult[3],
-        cfg->context.min_score,         cfg->context.high_score,
-        cfg->context.mid_score,         cfg->prediction.weight,
-        cfg->prediction.min_score,
-    };
-    int prec = 15;
-    for (size_t i = 0; i < NF(reals); i++) {
-        if (!isfinite(reals[i])) return NULL;
-        int r = real_precision(reals[i]);
-        if (r > prec) prec = r;
-    }
-
-    int bad = 0;
     json_t *root = json_object();
-    if (!root) return NULL;
-    put(root, "enabled", b2j(cfg->enabled), &bad);
-    put(root, "strictMode", b2j(cfg->strict_mode), &bad);
-
-    json_t *s = obj_new(root, "scoring", &bad);
-    if (s) {
-        put(s, "halfLife", json_real(cfg->scoring.half_life), &bad);
-        put(s, "recencyWindow", json_real(cfg->scoring.recency_window), &bad);
-        put(s, "recencyBonus", json_real(cfg->scoring.recency_bonus), &bad);
-        put(s, "referenceWeight", json_real(cfg->scoring.reference_weight), &bad);
-        put(s, "frequencyScale", json_real(cfg->scoring.frequency_scale), &bad);
-        put(s, "anchorBonus", json_real(cfg->scoring.anchor_bonus), &bad);
+    int bad = !root;
+    for (size_t i = 0; !bad && i < NF(settings); i++) {
+        const char *leaf;
+        json_t *sec = section_of(root, settings[i].key, &leaf);
+        json_t *v = sec ? entry_json(cfg, &settings[i]) : NULL;
+        if (!v || json_object_set_new(sec, leaf, v) != 0) bad = 1;
     }
-
-    json_t *pr = obj_new(root, "pruning", &bad);
-    if (pr) {
-        put(pr, "pruneThreshold", json_real(cfg->pruning.prune_threshold), &bad);
-        put(pr, "strictModePreserveThreshold", json_real(cfg->pruning.strict_preserve_threshold),
-            &bad);
-        put(pr, "maxItemsPerCategory", json_integer(cfg->pruning.max_items_per_category), &bad);
-        put(pr, "targetContextItems", json_integer(cfg->pruning.target_context_items), &bad);
-        put(pr, "maxContextItems", json_integer(cfg->pruning.max_context_items), &bad);
-        put(pr, "minMentionsPreserve", json_integer(cfg->pruning.min_mentions_preserve), &bad);
-        json_t *t = obj_new(pr, "tierMultipliers", &bad);
-        if (t) {
-            put(t, "essential", json_real(cfg->pruning.tier_mult[TIER_ESSENTIAL]), &bad);
-            put(t, "high", json_real(cfg->pruning.tier_mult[TIER_HIGH]), &bad);
-            put(t, "normal", json_real(cfg->pruning.tier_mult[TIER_NORMAL]), &bad);
-            put(t, "low", json_real(cfg->pruning.tier_mult[TIER_LOW]), &bad);
-        }
-    }
-
-    json_t *ex = obj_new(root, "extraction", &bad);
-    if (ex) {
-        json_t *tools = json_array();
-        for (size_t i = 0; tools && i < cfg->extraction.n_tools; i++)
-            if (json_array_append_new(tools, json_string(cfg->extraction.tools[i]))) bad = 1;
-        put(ex, "tools", tools, &bad);
-        put(ex, "minWordLength", json_integer(cfg->extraction.min_word_length), &bad);
-        put(ex, "maxKeywordsPerMessage", json_integer(cfg->extraction.max_keywords_per_message),
-            &bad);
-        put(ex, "projects", b2j(cfg->extraction.projects), &bad);
-        put(ex, "toolNames", b2j(cfg->extraction.tool_names), &bad);
-        put(ex, "memoryFiles", b2j(cfg->extraction.memory_files), &bad);
-        put(ex, "sourceFiles", b2j(cfg->extraction.source_files), &bad);
-        put(ex, "keywords", b2j(cfg->extraction.keywords), &bad);
-        json_t *cp = json_array();
-        for (size_t i = 0; cp && i < cfg->extraction.n_custom; i++) {
-            const cfg_pattern *c = &cfg->extraction.custom[i];
-            json_t *e = json_object();
-            if (!e || json_array_append_new(cp, e)) {
-                bad = 1;
-                break;
-            }
-            put(e, "name", json_string(c->name ? c->name : ""), &bad);
-            put(e, "pattern", json_string(c->pattern ? c->pattern : ""), &bad);
-        }
-        put(ex, "customPatterns", cp, &bad);
-        json_t *xs = json_array();
-        for (size_t i = 0; xs && i < cfg->extraction.n_exclude; i++)
-            if (json_array_append_new(xs, json_string(cfg->extraction.exclude[i]
-                                                          ? cfg->extraction.exclude[i]
-                                                          : "")))
-                bad = 1;
-        put(ex, "exclude", xs, &bad);
-    }
-
-    json_t *cx = obj_new(root, "context", &bad);
-    if (cx) {
-        put(cx, "maxChars", json_integer(cfg->context.max_chars), &bad);
-        put(cx, "maxItems", json_integer(cfg->context.max_items), &bad);
-        put(cx, "minScore", json_real(cfg->context.min_score), &bad);
-        put(cx, "highScore", json_real(cfg->context.high_score), &bad);
-        put(cx, "midScore", json_real(cfg->context.mid_score), &bad);
-    }
-
-    json_t *st = obj_new(root, "storage", &bad);
-    if (st) {
-        put(st, "backend", json_string(backend_names[cfg->storage.backend]), &bad);
-        put(st, "path", cfg->storage.path ? json_string(cfg->storage.path) : json_null(), &bad);
-        put(st, "maxResidentSessions", json_integer(cfg->storage.max_resident_sessions), &bad);
-    }
-
-    json_t *li = obj_new(root, "limits", &bad);
-    if (li) {
-        put(li, "maxTrackedItems", json_integer(cfg->limits.max_tracked_items), &bad);
-        put(li, "maxPromptBytes", json_integer((json_int_t)cfg->limits.max_prompt_bytes), &bad);
-        put(li, "historyLength", json_integer(cfg->limits.history_length), &bad);
-    }
-
-    json_t *pd = obj_new(root, "prediction", &bad);
-    if (pd) {
-        put(pd, "enabled", b2j(cfg->prediction.enabled), &bad);
-        put(pd, "weight", json_real(cfg->prediction.weight), &bad);
-        put(pd, "maxTargets", json_integer(cfg->prediction.max_targets), &bad);
-        put(pd, "minScore", json_real(cfg->prediction.min_score), &bad);
-        put(pd, "maxFiles", json_integer(cfg->prediction.max_files), &bad);
-        put(pd, "autoRefresh", b2j(cfg->prediction.auto_refresh), &bad);
-    }
-
     /* Dumped through a callback into a buf rather than json_dumps(): jansson
      * 2.14 ignores a failed append while writing an object key, so a
      * transient allocation failure inside json_dumps() can yield a corrupt
@@ -875,7 +800,7 @@ char *config_to_json(const clarity_config *cfg)
     char *out = NULL;
     if (!bad && json_dump_callback(root, dump_to_buf, &b,
                                    JSON_COMPACT | JSON_PRESERVE_ORDER |
-                                       JSON_REAL_PRECISION(prec)) == 0 &&
+                                       JSON_REAL_PRECISION(real_prec(cfg))) == 0 &&
         !buf_failed(&b))
         out = buf_steal(&b, NULL);
     buf_free(&b);

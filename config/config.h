@@ -1,30 +1,10 @@
 /* config.h: the plugin configuration, parsed and validated from JSON.
  *
- * Shape (every key optional; defaults below):
- * {
- *   "enabled": true, "strictMode": false,
- *   "scoring": {"halfLife":5, "recencyWindow":3, "recencyBonus":20,
- *               "referenceWeight":15, "frequencyScale":10, "anchorBonus":100},
- *   "pruning": {"pruneThreshold":8, "strictModePreserveThreshold":25,
- *               "maxItemsPerCategory":20, "targetContextItems":30,
- *               "maxContextItems":50, "minMentionsPreserve":3,
- *               "tierMultipliers": {"essential":2.0,"high":1.5,"normal":1.0,"low":0.8}},
- *   "extraction": {"tools": [...], "minWordLength":5, "maxKeywordsPerMessage":8,
- *                  "projects":true, "toolNames":true, "memoryFiles":true,
- *                  "sourceFiles":true, "keywords":true,
- *                  "customPatterns": [{"name":"ticket","pattern":"JIRA-\\d+"}],
- *                  "exclude": ["^keyword:foo"]},
- *   "context": {"maxChars":1500, "maxItems":10, "minScore":1,
- *               "highScore":40, "midScore":15},
- *   "storage": {"backend":"auto"|"sqlite"|"host"|"memory", "path":"clarity.db",
- *               "maxResidentSessions":256},
- *   "limits": {"maxTrackedItems":5000, "maxPromptBytes":67108864, "historyLength":16},
- *   "prediction": {"enabled":true, "weight":30, "maxTargets":3, "minScore":0.25,
- *                  "maxFiles":20, "autoRefresh":false}
- * }
- * Unknown keys, wrong types, out-of-range values and regexes that do not
- * compile are refused with a message naming the key ("scoring.halfLife: must
- * be a number > 0, got -1").
+ * Every setting is one entry of the table in config.c (dotted key, type,
+ * default, bounds); the README's Config section shows them all.  Unknown
+ * keys, wrong types, out-of-range values and regexes that do not compile
+ * are refused with a message naming the key ("scoring.halfLife: must be
+ * > 0, got -1").
  */
 #ifndef CONFIG_CONFIG_H
 #define CONFIG_CONFIG_H
@@ -90,6 +70,39 @@ typedef struct clarity_config {
         int auto_refresh; /* refresh a stale graph incrementally in the hook */
     } prediction;
 } clarity_config;
+
+/* ---- the table of settings (config.c) ---- */
+
+enum cfg_type {
+    CT_BOOL,    /* int 0/1 */
+    CT_INT,     /* int within [lo, hi] */
+    CT_SIZE,    /* size_t within [lo, hi] */
+    CT_NUM,     /* double within [lo, hi] */
+    CT_NUM_INT, /* double holding a whole number within [lo, hi] */
+    CT_ENUM,    /* int: the index of one of names[] */
+    CT_PATH,    /* char * (owned) of lo..hi bytes, or NULL (JSON null) */
+    CT_LIST     /* a list with its own parse/print/reset (list) */
+};
+
+enum cfg_flags {
+    CF_LO_EXCL = 1, /* the value must be > lo rather than >= lo */
+    CF_HI_OPEN = 2  /* hi is only the storage bound: say "<= hi", not "between" */
+};
+
+struct cfg_list_ops;
+typedef struct cfg_entry {
+    const char *key;   /* dotted: "pruning.tierMultipliers.low" */
+    int type;          /* enum cfg_type */
+    size_t off;        /* offsetof(clarity_config, member) */
+    double def;        /* default (CT_ENUM: index into names) */
+    double lo, hi;     /* bounds (CT_PATH: length in bytes) */
+    int flags;         /* enum cfg_flags */
+    const char *const *names;        /* CT_ENUM: the choices, NULL-terminated */
+    const struct cfg_list_ops *list; /* CT_LIST: how to parse, print, reset */
+} cfg_entry;
+
+/* The table, in print order (static; *n gets its length). */
+const cfg_entry *config_table(size_t *n);
 
 /* Fills cfg with the defaults.  Returns 0, or -1 on allocation failure. */
 int config_defaults(clarity_config *cfg);

@@ -1,6 +1,7 @@
 /* test_config.c: defaults, parsing, validation messages, JSON round trip. */
 #include <criterion/criterion.h>
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,4 +652,94 @@ Test(config, to_json_null_and_invalid)
     c.storage.backend = 7;
     cr_assert_null(config_to_json(&c));
     config_free(&c);
+}
+
+/* ---- every entry of the settings table ---------------------------------- */
+
+/* A JSON object setting the dotted key to the JSON text val. */
+static char *with_value(const char *key, const char *val)
+{
+    char *out = malloc(4096);
+    cr_assert_not_null(out);
+    size_t n = 0, depth = 0;
+    const char *k = key;
+    for (const char *dot; (dot = strchr(k, '.')); k = dot + 1, depth++)
+        n += (size_t)snprintf(out + n, 4096 - n, "{\"%.*s\":", (int)(dot - k), k);
+    n += (size_t)snprintf(out + n, 4096 - n, "{\"%s\":%s}", k, val);
+    for (size_t i = 0; i < depth; i++) out[n++] = '}';
+    out[n] = '\0';
+    return out;
+}
+
+/* A valid value other than the default, as JSON text. */
+static void non_default(const cfg_entry *e, char *v, size_t n)
+{
+    switch (e->type) {
+    case CT_BOOL: snprintf(v, n, "%s", e->def ? "false" : "true"); break;
+    case CT_ENUM: snprintf(v, n, "\"%s\"", e->names[(int)e->def + 1] ? e->names[(int)e->def + 1] : e->names[0]); break;
+    case CT_PATH: snprintf(v, n, "\"/tmp/clarity-roundtrip.db\""); break;
+    case CT_LIST:
+        if (strstr(e->key, "customPatterns")) snprintf(v, n, "[{\"name\":\"ticket\",\"pattern\":\"[A-Z]+-\\\\d+\"}]");
+        else if (strstr(e->key, "exclude")) snprintf(v, n, "[\"^keyword:lorem\"]");
+        else snprintf(v, n, "[\"alpha\",\"beta_2\"]");
+        break;
+    default: {
+        double x = e->def + 1;
+        if (x > e->hi) x = e->lo + ((e->flags & CF_LO_EXCL) ? 0.5 : 0);
+        if (e->type == CT_NUM && x == e->def) x = (e->lo + e->hi) / 2;
+        if (e->type != CT_NUM) x = floor(x);
+        snprintf(v, n, e->type == CT_NUM ? "%.17g" : "%.0f", x);
+    }
+    }
+}
+
+Test(config, every_setting_round_trips_through_json)
+{
+    size_t n;
+    const cfg_entry *t = config_table(&n);
+    cr_assert(n >= 40, "the table has %zu entries", n);
+    char *def = NULL;
+    clarity_config d = parse_ok(NULL);
+    def = config_to_json(&d);
+    config_free(&d);
+    for (size_t i = 0; i < n; i++) {
+        char val[256];
+        non_default(&t[i], val, sizeof val);
+        char *json = with_value(t[i].key, val);
+        clarity_config a = parse_ok(json);
+        char *printed = config_to_json(&a);
+        cr_assert_not_null(printed, "%s", t[i].key);
+        cr_assert_str_neq(printed, def, "%s = %s did not change the effective config", t[i].key, val);
+        clarity_config b = parse_ok(printed);
+        char *again = config_to_json(&b);
+        cr_assert_str_eq(printed, again, "%s does not read back as printed", t[i].key);
+        config_free(&a);
+        config_free(&b);
+        free(printed);
+        free(again);
+        free(json);
+    }
+    free(def);
+}
+
+/* Each entry refuses a value of the wrong type, and a number out of its
+ * bounds, with a message that names its dotted key. */
+Test(config, every_setting_names_its_key_when_refused)
+{
+    size_t n;
+    const cfg_entry *t = config_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        const char *wrong = t[i].type == CT_BOOL || t[i].type >= CT_INT ? "{\"x\":1}" : "1";
+        if (t[i].type == CT_ENUM || t[i].type == CT_LIST || t[i].type == CT_PATH) wrong = "17";
+        char *json = with_value(t[i].key, wrong);
+        parse_bad(json, t[i].key, NULL);
+        free(json);
+        if (t[i].type == CT_INT || t[i].type == CT_SIZE || t[i].type == CT_NUM || t[i].type == CT_NUM_INT) {
+            char low[64];
+            snprintf(low, sizeof low, "%.17g", (t[i].flags & CF_LO_EXCL) ? t[i].lo : t[i].lo - 1);
+            json = with_value(t[i].key, low);
+            parse_bad(json, t[i].key, "must be", NULL);
+            free(json);
+        }
+    }
 }
