@@ -73,7 +73,8 @@ $(AR_INTERNAL): $(LIB_OBJ)
 	ar rcs $@ $^
 
 # The CLI finds the plugin next to itself ($ORIGIN) unless --plugin is given.
-$(CLI): $(CLI_OBJ) $(BUILD)/obj/util/buf.o $(BUILD)/obj/util/fs.o | $(SO)
+CLI_UTIL := $(addprefix $(BUILD)/obj/util/,buf.o fs.o errors.o statepath.o)
+$(CLI): $(CLI_OBJ) $(CLI_UTIL) | $(SO)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
 
 $(BUILD)/minimal_host: examples/minimal_host.c include/clarity.h | $(SO)

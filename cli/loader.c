@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/errors.h"
 
 /* A name without '/' is taken from the working directory when it is there;
  * otherwise dlopen() searches the library path. */
@@ -60,29 +61,13 @@ char *loader_find(const char *explicit_path, char **err)
     return found;
 }
 
-static const char *rc_name(int rc)
-{
-    switch (rc) {
-    case CLARITY_OK: return "ok";
-    case CLARITY_ERR: return "internal error";
-    case CLARITY_EINVAL: return "invalid argument";
-    case CLARITY_ENOMEM: return "out of memory";
-    case CLARITY_ENOTFOUND: return "not found";
-    case CLARITY_DECLINED: return "declined";
-    case CLARITY_EVERSION: return "version mismatch";
-    case CLARITY_ESTORE: return "storage error";
-    case CLARITY_ECONFIG: return "configuration refused";
-    default: return "unknown error";
-    }
-}
-
 const char *loader_strerror(const loader *L, int rc)
 {
     if (L && L->ready && L->p.strerror) {
         const char *s = L->p.strerror(rc);
         if (s && *s) return s;
     }
-    return rc_name(rc);
+    return util_rc_name(rc);
 }
 
 const char *loader_errtext(const loader *L, int rc, const clarity_result *r)
@@ -123,7 +108,7 @@ int loader_open(loader *L, const char *explicit_path, const clarity_host *host,
     char *msg = NULL;
     int rc = init(host, config_json, &L->p, &msg);
     if (rc != CLARITY_OK) {
-        *err = util_format("plugin %s refused to start (%s): %s", L->path, rc_name(rc),
+        *err = util_format("plugin %s refused to start (%s): %s", L->path, util_rc_name(rc),
                    msg && *msg ? msg : "no message");
         free(msg);
         loader_close(L);

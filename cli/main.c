@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/errors.h"
 #include "../util/fs.h"
 #include "../adapters/claude-code/claude_code.h"
 #include "../adapters/mcp/mcp.h"
@@ -167,43 +167,13 @@ static char *read_all(const char *path, size_t *len)
     return buf_steal(&b, len);
 }
 
-/* $CLARITY_STATE, else $XDG_STATE_HOME/clarity/clarity.db, else
- * ~/.local/state/clarity/clarity.db; creates the parent directory. */
+/* The default state database (util_default_state_path), or NULL after
+ * saying why on stderr. */
 static char *default_state_path(void)
 {
-    buf b;
-    buf_init(&b);
-    const char *env = getenv("CLARITY_STATE");
-    const char *xdg = getenv("XDG_STATE_HOME");
-    if (env && *env) {
-        buf_puts(&b, env);
-    } else if (xdg && xdg[0] == '/') {
-        buf_printf(&b, "%s/clarity/clarity.db", xdg);
-    } else {
-        const char *home = getenv("HOME");
-        if (!home || !*home) {
-            struct passwd *pw = getpwuid(getuid());
-            home = pw ? pw->pw_dir : NULL;
-        }
-        if (!home) {
-            fprintf(stderr, "clarity: no home directory for the default state path; use --state DB\n");
-            return NULL;
-        }
-        buf_printf(&b, "%s/.local/state/clarity/clarity.db", home);
-    }
-    char *path = buf_steal(&b, NULL);
-    if (!path) return NULL;
-    char *slash = strrchr(path, '/');
-    if (slash && slash != path) {
-        *slash = '\0';
-        int rc = util_mkdirs(path, 0700);
-        if (rc != 0) fprintf(stderr, "clarity: cannot create %s: %s\n", path, strerror(errno));
-        *slash = '/';
-        if (rc != 0) {
-            free(path);
-            return NULL;
-        }
-    }
+    char *err = NULL, *path = util_default_state_path(&err);
+    if (!path) fprintf(stderr, "clarity: %s\n", err ? err : "out of memory");
+    free(err);
     return path;
 }
 

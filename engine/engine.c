@@ -1,4 +1,5 @@
 #include "engine.h"
+#include "../util/errors.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -33,22 +34,6 @@ int64_t engine_now_ms(const engine *e)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* storage.path, else $CLARITY_STATE, else the XDG state dir, else
- * ~/.local/state/clarity/clarity.db (the reference CLI uses the same). */
-static char *default_db_path(const clarity_config *c)
-{
-    if (c->storage.path) return strdup(c->storage.path);
-    const char *env = getenv("CLARITY_STATE");
-    if (env && *env) return strdup(env);
-    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    char path[4096];
-    if (xdg && *xdg == '/') snprintf(path, sizeof path, "%s/clarity/clarity.db", xdg);
-    else if (home && *home == '/') snprintf(path, sizeof path, "%s/.local/state/clarity/clarity.db", home);
-    else return strdup("clarity.db");
-    util_mkdir_parents(path, 0700); /* a failure shows when the store opens */
-    return strdup(path);
-}
-
 static int open_store(engine *e, char **err)
 {
     int want = e->cfg.storage.backend;
@@ -59,8 +44,9 @@ static int open_store(engine *e, char **err)
     case CFG_STORE_HOST: return store_open_host(&e->host, &e->st, err);
     case CFG_STORE_MEMORY: return store_open_memory(&e->st, err);
     default: {
-        char *path = default_db_path(&e->cfg);
-        if (!path) return CLARITY_ENOMEM;
+        char *path = e->cfg.storage.path ? util_strdup(e->cfg.storage.path)
+                                         : util_default_state_path(err);
+        if (!path) return *err ? CLARITY_ECONFIG : CLARITY_ENOMEM;
         int rc = store_open_sqlite(path, &e->st, err);
         free(path);
         return rc;

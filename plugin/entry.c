@@ -4,22 +4,7 @@
 
 #include "../gateway/gateway.h"
 #include "../engine/engine.h"
-
-static const char *rc_text(int rc)
-{
-    switch (rc) {
-    case CLARITY_OK: return "ok";
-    case CLARITY_ERR: return "internal error";
-    case CLARITY_EINVAL: return "invalid argument";
-    case CLARITY_ENOMEM: return "out of memory";
-    case CLARITY_ENOTFOUND: return "not found";
-    case CLARITY_DECLINED: return "declined";
-    case CLARITY_EVERSION: return "version mismatch";
-    case CLARITY_ESTORE: return "store error";
-    case CLARITY_ECONFIG: return "invalid configuration";
-    default: return "unknown error";
-    }
-}
+#include "../util/errors.h"
 
 /* Moves b (and err) into the host's result, whatever the outcome. */
 static int finish(clarity_result *out, buf *b, char *err, int rc)
@@ -32,7 +17,7 @@ static int finish(clarity_result *out, buf *b, char *err, int rc)
     size_t len = 0;
     char *data = buf_steal(b, &len);
     if (!data && rc == CLARITY_OK) rc = CLARITY_ENOMEM;
-    if (rc != CLARITY_OK && rc != CLARITY_DECLINED && !err) err = strdup(rc_text(rc));
+    if (rc != CLARITY_OK && rc != CLARITY_DECLINED && !err) err = strdup(util_rc_name(rc));
     out->data = data;
     out->len = data ? len : 0;
     if (CLARITY_HAS_MEMBER(out, clarity_result, error)) out->error = err;
@@ -120,7 +105,7 @@ CLARITY_EXPORT int clarity_plugin_init(const clarity_host *host, const char *con
     char *err = NULL;
     int rc = engine_new(host, config_json, &e, &err);
     if (rc != CLARITY_OK) {
-        set_err(errmsg, err ? err : strdup(rc_text(rc)));
+        set_err(errmsg, err ? err : strdup(util_rc_name(rc)));
         return rc;
     }
     /* Fill only what the host's struct can hold (it may be older). */
@@ -135,7 +120,7 @@ CLARITY_EXPORT int clarity_plugin_init(const clarity_host *host, const char *con
     p.command = api_command;
     p.rpc = api_rpc;
     p.release = api_release;
-    p.strerror = rc_text;
+    p.strerror = util_rc_name;
     p.unload = api_unload;
     memcpy(out, &p, p.struct_size);
     return CLARITY_OK;

@@ -1,0 +1,86 @@
+/* test_util.c: what the plugin and the CLI share through util/: the names
+ * of the return codes and the default state database. */
+#include <criterion/criterion.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../include/clarity.h"
+#include "../util/errors.h"
+#include "runproc.h"
+
+Test(util, every_return_code_has_one_name)
+{
+    const int codes[] = {CLARITY_OK,        CLARITY_ERR,      CLARITY_EINVAL,
+                         CLARITY_ENOMEM,    CLARITY_ENOTFOUND, CLARITY_DECLINED,
+                         CLARITY_EVERSION,  CLARITY_ESTORE,   CLARITY_ECONFIG};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        const char *n = util_rc_name(codes[i]);
+        cr_assert(n && *n && strcmp(n, "unknown error") != 0, "code %d has no name", codes[i]);
+        for (size_t j = 0; j < i; j++)
+            cr_assert_str_neq(n, util_rc_name(codes[j]), "codes %d and %d share a name", codes[i],
+                              codes[j]);
+    }
+    cr_assert_str_eq(util_rc_name(CLARITY_ESTORE), "store error");
+    cr_assert_str_eq(util_rc_name(-99), "unknown error");
+}
+
+static char *state_path(void)
+{
+    char *err = NULL, *p = util_default_state_path(&err);
+    cr_assert_not_null(p, "%s", err ? err : "");
+    cr_assert_null(err);
+    return p;
+}
+
+Test(util, default_state_path_follows_the_documented_order)
+{
+    char *tmp = runproc_mkdtemp("clarity-util-test");
+    char *home = runproc_join(tmp, "home"), *xdg = runproc_join(tmp, "xdg");
+    setenv("CLARITY_STATE", "/tmp/explicit.db", 1);
+    setenv("XDG_STATE_HOME", xdg, 1);
+    setenv("HOME", home, 1);
+    char *p = state_path();
+    cr_assert_str_eq(p, "/tmp/explicit.db");
+    free(p);
+    unsetenv("CLARITY_STATE");
+    p = state_path();
+    char want[4200];
+    snprintf(want, sizeof want, "%s/clarity/clarity.db", xdg);
+    cr_assert_str_eq(p, want);
+    struct stat st;
+    cr_assert_eq(stat(runproc_join(xdg, "clarity"), &st), 0, "the directory was not made");
+    free(p);
+    setenv("XDG_STATE_HOME", "relative/dir", 1); /* not absolute: ignored */
+    p = state_path();
+    snprintf(want, sizeof want, "%s/.local/state/clarity/clarity.db", home);
+    cr_assert_str_eq(p, want);
+    free(p);
+    runproc_rmtree(tmp);
+    free(tmp), free(home), free(xdg);
+}
+
+/* HOME unset: the password database's home, as the CLI always did and the
+ * plugin now does too (it fell back to ./clarity.db). */
+Test(util, default_state_path_without_home_uses_the_password_database)
+{
+    unsetenv("CLARITY_STATE");
+    unsetenv("XDG_STATE_HOME");
+    unsetenv("HOME");
+    struct passwd *pw = getpwuid(getuid());
+    char *err = NULL, *p = util_default_state_path(&err);
+    if (pw && pw->pw_dir && pw->pw_dir[0] == '/' && access(pw->pw_dir, W_OK) == 0) {
+        char want[4200];
+        snprintf(want, sizeof want, "%s/.local/state/clarity/clarity.db", pw->pw_dir);
+        cr_assert_not_null(p, "%s", err ? err : "");
+        cr_assert_str_eq(p, want);
+    } else {
+        cr_assert_null(p);
+        cr_assert_not_null(err);
+    }
+    free(p);
+    free(err);
+}
