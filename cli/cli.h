@@ -1,8 +1,15 @@
-/* cli.h: what the subcommands of the reference gateway share. */
+/* cli.h: what the subcommands of the reference gateway share.
+ *
+ * cli/main.c holds the table of subcommands (cli/'s own and the
+ * adapters'); cli/args.c parses every command line against it and the
+ * table of options, and prints the usage from them. */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
 #include <signal.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "hostsvc.h"
 #include "loader.h"
@@ -17,23 +24,73 @@ enum {
 };
 
 typedef struct cli {
-    /* options */
+    /* options every subcommand takes */
     const char *config_path, *state_path, *plugin_path, *kv_path;
+    int log_level; /* CLARITY_LOG_*: -v debug, -q errors only */
+    /* options of some subcommands (cli/args.c says which) */
     const char *session;   /* --session; NULL when not given */
     const char *workspace; /* --workspace, made absolute; NULL when not given */
     int json;
-    /* eval: every --config in order, --html, -H */
-    const char **configs;
+    const char **configs;  /* eval: every --config in order */
     int n_configs;
     const char *html_path;
     int horizon;
-    /* install: --project DIR, --user, --uninstall */
-    const char *install_project;
+    const char *install_project; /* install: --project DIR, --user, --uninstall */
     int install_user, uninstall;
+    int regex, no_learn, no_refresh; /* graph build, predict */
+    long max_commits, k, repeat;     /* -1: not given */
     /* runtime */
     hostsvc *hs;
     loader L;
 } cli;
+
+/* What a subcommand needs before it runs. */
+enum cli_needs {
+    NEEDS_NOTHING, /* runs on its own (install) */
+    NEEDS_HOST,    /* host services only (eval loads its own plugins) */
+    NEEDS_PLUGIN,  /* the plugin, with --config and the state store */
+    NEEDS_GRAPH    /* the plugin on a memory store: the graph has its own cache */
+};
+
+/* A subcommand; run gets its positional arguments. */
+typedef struct cli_command {
+    const char *name;
+    const char *usage;   /* its arguments, as the usage shows them */
+    int min_args, max_args;
+    const char *arg_error; /* the message when the count is wrong */
+    uint32_t options;    /* bits (1u << CLI_O_*) of the options it takes besides the global ones */
+    int needs;           /* enum cli_needs */
+    int quiet_failure;   /* a failure to start exits 0 (a hook never fails the user's turn) */
+    int (*run)(cli *c, char **args, int n);
+    const char *help;    /* one or more lines */
+} cli_command;
+
+/* The options that some subcommands take. */
+enum {
+    CLI_O_JSON = 8, CLI_O_SESSION, CLI_O_WORKSPACE, CLI_O_HTML, CLI_O_HORIZON, CLI_O_PROJECT,
+    CLI_O_USER, CLI_O_UNINSTALL, CLI_O_REGEX, CLI_O_MAX_COMMITS, CLI_O_NO_LEARN, CLI_O_K,
+    CLI_O_REPEAT, CLI_O_NO_REFRESH, CLI_O__COUNT
+};
+#define CLI_OPT(o) (1u << (o))
+
+/* args.c: parses argv against the commands (options may come before or
+ * after the subcommand and its arguments; "--" ends them).  pos and
+ * c->configs must have room for argc entries.  On success returns -1:
+ * *cmd is what to run, pos[0] its name and pos[1..*nargs] its arguments;
+ * otherwise the exit status (help and version printed: 0; a usage error
+ * said on stderr: EXIT_USAGE). */
+int cli_parse(int argc, char **argv, const cli_command *cmds, size_t ncmds, cli *c, char **pos,
+              const cli_command **cmd, int *nargs);
+/* The usage text, generated from the tables. */
+void cli_usage(FILE *f, const cli_command *cmds, size_t ncmds);
+
+/* basic.c: the subcommands that are one plugin call. */
+int cli_run_cmd(cli *c, char **args, int n);
+int cli_run_rpc(cli *c, char **args, int n);
+int cli_run_export(cli *c, char **args, int n);
+int cli_run_import(cli *c, char **args, int n);
+/* Reads a whole file ("-" = stdin); NULL with errno set on failure. */
+char *cli_read_all(const char *path, size_t *len);
 
 /* Set by SIGINT/SIGTERM; the loops stop at the next line. */
 extern volatile sig_atomic_t cli_stop;

@@ -2,7 +2,11 @@
 #ifndef CLI_GRAPHCMD_H
 #define CLI_GRAPHCMD_H
 
-/* argv[1] is "graph" or "predict"; returns the exit status. */
-int graphcmd_main(int argc, char **argv);
+#include "cli.h"
+
+/* clarity graph build REPO [--regex] [--max-commits N] [--no-learn] [--json] */
+int cli_graph(cli *c, char **args, int n);
+/* clarity predict REPO PROMPT [-k N] [--json] [--repeat N] [--no-refresh] */
+int cli_predict(cli *c, char **args, int n);
 
 #endif

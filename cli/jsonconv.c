@@ -1,6 +1,7 @@
 /* jsonconv.c: jansson values <-> clarity_message arrays and results. */
 #include "jsonconv.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,4 +250,13 @@ json_t *jsonrpc_response(json_t *id, json_t *result, json_t *error)
         json_object_set_new(r, "result", result ? result : json_null());
     }
     return r;
+}
+
+int jsonrpc_emit(json_t *resp)
+{
+    char *s = json_dumps(resp, JSON_COMPACT);
+    if (!s) return -1;
+    int rc = fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0 ? -1 : 0;
+    free(s);
+    return rc;
 }

@@ -48,6 +48,10 @@ json_t *json_string_lossy(const char *s, size_t n);
  * else {"jsonrpc","id","result"} (null when result is NULL).  id is
  * borrowed (NULL = null); result and error are stolen. */
 json_t *jsonrpc_response(json_t *id, json_t *result, json_t *error);
+/* Writes resp as one line of newline-delimited JSON-RPC on stdout and
+ * flushes (serve and mcp frame their answers so).  0, or -1 when stdout
+ * failed or out of memory; resp stays the caller's. */
+int jsonrpc_emit(json_t *resp);
 
 /* A plugin result's data parsed as JSON (any value), or NULL. */
 json_t *result_json(const clarity_result *r);

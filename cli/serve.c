@@ -347,15 +347,6 @@ static json_t *handle(server *s, json_t *req)
     return jsonrpc_response(id, result, err);
 }
 
-static int emit(json_t *resp)
-{
-    char *s = json_dumps(resp, JSON_COMPACT);
-    if (!s) return -1;
-    int rc = fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0 ? -1 : 0;
-    free(s);
-    return rc;
-}
-
 static int blank(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -401,7 +392,7 @@ int cli_serve(cli *c)
             resp = handle(&s, req);
         }
         json_decref(req);
-        if (resp && emit(resp) != 0) {
+        if (resp && jsonrpc_emit(resp) != 0) {
             json_decref(resp);
             hostsvc_log(c->hs, CLARITY_LOG_ERROR, "serve: cannot write to stdout: %s", strerror(errno));
             rc = EXIT_FAIL;

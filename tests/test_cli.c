@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gitrepo.h"
 #include "runproc.h"
 
 #define DEMO "examples/demo.jsonl"
@@ -503,4 +504,88 @@ Test(cli, minimal_host_example)
     runproc_free(&r);
     free(exe);
     free(so);
+}
+
+/* ---- one option parser for every subcommand ---------------------------------- */
+
+/* Options may precede the subcommand, graph and predict included (the graph
+ * commands had a parser of their own that only looked at argv[1]). */
+Test(cli, options_before_any_subcommand)
+{
+    char *repo = runproc_mkdtemp("clarity-cli-graph");
+    cr_assert_not_null(repo);
+    cr_assert_eq(gitrepo_sh(repo, "git init -q ."), 0);
+    cr_assert_eq(gitrepo_write(repo, "src/auth/session.py", "class SessionStore:\n    def login(self):\n        pass\n"), 0);
+    cr_assert_eq(gitrepo_commit(repo, 1700000000, "init"), 0);
+    runproc_result r;
+    run_cli(&r, NULL, "-q", "graph", "build", repo, NULL);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert(strstr(r.out, "graph of") != NULL, "%s", r.out);
+    runproc_free(&r);
+    run_cli(&r, NULL, "--json", "-k", "1", "predict", repo, "the session store login", NULL);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    json_t *j = parse(r.out, r.out_len);
+    cr_assert_eq(json_array_size(json_object_get(j, "files")), 1, "%s", r.out);
+    json_decref(j);
+    runproc_free(&r);
+    run_cli(&r, NULL, "predict", repo, "login", "--k=2", "--json", NULL); /* --name=value */
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    runproc_free(&r);
+    runproc_rmtree(repo);
+    free(repo);
+}
+
+Test(cli, usage_errors_name_the_option_and_the_command)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "replay", "x.jsonl", "--html", "y.html", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "--html is not an option of replay") != NULL, "%s", r.err);
+    runproc_free(&r);
+    run_cli(&r, NULL, "--regex", "predict", "r", "p", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "--regex is not an option of predict") != NULL, "%s", r.err);
+    runproc_free(&r);
+    run_cli(&r, NULL, "cmd", "--frobnicate", "/clarity", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "unknown option --frobnicate") != NULL, "%s", r.err);
+    runproc_free(&r);
+    run_cli(&r, NULL, "predict", "r", "p", "-k", "0", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "--k needs a number in 1..1000") != NULL, "%s", r.err);
+    runproc_free(&r);
+    run_cli(&r, NULL, "replay", "--state", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "needs an argument") != NULL, "%s", r.err);
+    runproc_free(&r);
+}
+
+/* "--" ends the options: what follows is an argument even if it starts with
+ * a dash (a slash command's own words). */
+Test(cli, double_dash_ends_the_options)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "cmd", "--state", state_db, "--", "/clarity", "scores", "--frobnicate", NULL);
+    cr_assert_neq(r.status, 64, "the words after -- were read as options: %s", r.err);
+    runproc_free(&r);
+    run_cli(&r, NULL, "--", "--help", NULL);
+    cr_assert_eq(r.status, 64);
+    cr_assert(strstr(r.err, "unknown command '--help'") != NULL, "%s", r.err);
+    runproc_free(&r);
+}
+
+Test(cli, help_lists_every_command)
+{
+    runproc_result r;
+    run_cli(&r, NULL, "help", NULL);
+    cr_assert_eq(r.status, 0);
+    const char *names[] = {"replay", "eval", "cmd", "rpc", "serve", "hook", "install", "mcp",
+                           "export", "import", "graph build", "predict", "help"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %s ", names[i]);
+        cr_assert(strstr(r.out, line) != NULL, "help lacks %s:\n%s", names[i], r.out);
+    }
+    cr_assert(strstr(r.out, "--max-commits N") != NULL && strstr(r.out, "--no-refresh") != NULL);
+    runproc_free(&r);
 }

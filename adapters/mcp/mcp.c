@@ -128,15 +128,6 @@ static json_t *handle(mcp_server *s, json_t *msg)
     return jsonrpc_response(id, result ? result : (err ? NULL : json_object()), err);
 }
 
-static int emit(json_t *resp)
-{
-    char *s = json_dumps(resp, JSON_COMPACT);
-    if (!s) return -1;
-    int rc = fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) != 0 ? -1 : 0;
-    free(s);
-    return rc;
-}
-
 int cli_mcp(cli *c)
 {
     mcp_server s = {.c = c, .session = c->session ? c->session : "default", .graph = -1};
@@ -162,7 +153,7 @@ int cli_mcp(cli *c)
             resp = handle(&s, msg);
         }
         json_decref(msg);
-        if (resp && emit(resp) != 0) {
+        if (resp && jsonrpc_emit(resp) != 0) {
             hostsvc_log(c->hs, CLARITY_LOG_ERROR, "mcp: cannot write to stdout: %s", strerror(errno));
             json_decref(resp);
             rc = EXIT_FAIL;
