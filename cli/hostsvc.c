@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,13 @@
 #include <uthash.h>
 
 #include "../util/buf.h"
+#include "kvlog.h"
+
+/* The log is folded into a new snapshot once it outgrows this, or twice
+ * the snapshot, whichever is larger. */
+#define KVLOG_FOLD_MIN (256 * 1024)
+/* How long a second process waits for the kv file's lock. */
+#define KV_LOCK_WAIT_MS 5000
 
 typedef struct kv_entry {
     char *k;     /* ns '\0' key, klen bytes (plus a trailing NUL) */
@@ -41,6 +49,9 @@ struct hostsvc {
     kv_entry *table;
     int dirty;
     int file_exists;
+    kvlog *log;          /* kv_path.log: the batches committed since the snapshot */
+    off_t snapshot_size; /* bytes of the last snapshot written or read */
+    int lock_fd;         /* kv_path.lock, held while the kv is open */
 };
 
 /* The open transaction of the calling thread (the plugin brackets one turn). */
@@ -200,6 +211,28 @@ static void undo_free_all(void)
     }
 }
 
+/* Makes a batch durable in the log (caller holds the mutex).  0, or
+ * CLARITY_ESTORE said in the log. */
+static int log_batch(hostsvc *h, const buf *batch)
+{
+    if (buf_failed(batch)) return CLARITY_ENOMEM;
+    if (kvlog_append(h->log, batch, 0) == 0) return CLARITY_OK;
+    hostsvc_log(h, CLARITY_LOG_ERROR, "%s.log: %s", h->kv_path, strerror(errno));
+    return CLARITY_ESTORE;
+}
+
+/* One put or delete outside a batch: durable on its own. */
+static int log_single(hostsvc *h, const char *ns, const char *key, const char *val, size_t len)
+{
+    if (tx.owner == h && tx.depth > 0) return CLARITY_OK; /* logged at commit */
+    buf b;
+    buf_init(&b);
+    kvlog_add(&b, ns, key, val, len);
+    int rc = log_batch(h, &b);
+    buf_free(&b);
+    return rc;
+}
+
 static int svc_kv_get(void *ud, const char *ns, const char *key, char **val, size_t *len)
 {
     hostsvc *h = ud;
@@ -230,6 +263,7 @@ static int svc_kv_put(void *ud, const char *ns, const char *key, const char *val
     if (!k) return CLARITY_ENOMEM;
     pthread_mutex_lock(&h->mu);
     int rc = undo_note(h, k, klen, nslen);
+    if (rc == 0) rc = log_single(h, ns, key, val ? val : "", len);
     if (rc == 0) rc = table_set(h, k, klen, nslen, val ? val : "", len);
     else free(k);
     pthread_mutex_unlock(&h->mu);
@@ -245,6 +279,9 @@ static int svc_kv_del(void *ud, const char *ns, const char *key)
     if (!k) return CLARITY_ENOMEM;
     pthread_mutex_lock(&h->mu);
     int rc = undo_note(h, k, klen, nslen);
+    kv_entry *e = NULL;
+    if (rc == 0) HASH_FIND(hh, h->table, k, klen, e);
+    if (rc == 0 && e) rc = log_single(h, ns, key, NULL, 0);
     if (rc == 0) rc = table_set(h, k, klen, nslen, NULL, 0);
     else free(k);
     pthread_mutex_unlock(&h->mu);
@@ -315,23 +352,9 @@ static int svc_kv_begin(void *ud)
     return CLARITY_OK;
 }
 
-static int svc_kv_commit(void *ud)
+/* Restores what the thread's batch changed (caller holds the mutex). */
+static int undo_batch(hostsvc *h)
 {
-    hostsvc *h = ud;
-    if (tx.owner != h || tx.depth == 0) return CLARITY_EINVAL;
-    if (--tx.depth == 0) {
-        undo_free_all();
-        tx.owner = NULL;
-    }
-    return CLARITY_OK;
-}
-
-/* Undoes every write since the outermost kv_begin of this thread. */
-static int svc_kv_rollback(void *ud)
-{
-    hostsvc *h = ud;
-    if (tx.owner != h || tx.depth == 0) return CLARITY_EINVAL;
-    pthread_mutex_lock(&h->mu);
     int rc = CLARITY_OK;
     for (undo_rec *u = tx.log; u; u = u->next) {
         char *k = dup_bytes(u->k, u->klen);
@@ -342,6 +365,54 @@ static int svc_kv_rollback(void *ud)
         int r = table_set(h, k, u->klen, u->nslen, u->old, u->oldlen);
         if (r == CLARITY_ENOMEM) rc = r;
     }
+    return rc;
+}
+
+/* The batch's keys with their values now, as one log record (caller holds
+ * the mutex).  The undo log lists each write, newest first. */
+static int log_commit(hostsvc *h)
+{
+    buf b;
+    buf_init(&b);
+    for (undo_rec *u = tx.log; u; u = u->next) {
+        kv_entry *e = NULL;
+        HASH_FIND(hh, h->table, u->k, u->klen, e);
+        kvlog_add(&b, u->k, u->k + u->nslen + 1, e ? e->v : NULL, e ? e->vlen : 0);
+    }
+    int rc = tx.log ? log_batch(h, &b) : CLARITY_OK;
+    buf_free(&b);
+    return rc;
+}
+
+static int fold_due(const hostsvc *h)
+{
+    off_t n = kvlog_size(h->log);
+    return n > KVLOG_FOLD_MIN && n > 2 * h->snapshot_size;
+}
+
+static int svc_kv_commit(void *ud)
+{
+    hostsvc *h = ud;
+    if (tx.owner != h || tx.depth == 0) return CLARITY_EINVAL;
+    if (--tx.depth > 0) return CLARITY_OK;
+    pthread_mutex_lock(&h->mu);
+    int rc = log_commit(h);
+    if (rc != CLARITY_OK) undo_batch(h); /* not durable: not committed */
+    int fold = rc == CLARITY_OK && fold_due(h);
+    pthread_mutex_unlock(&h->mu);
+    undo_free_all();
+    tx.owner = NULL;
+    if (fold) hostsvc_save(h); /* a failure keeps the log: nothing is lost */
+    return rc;
+}
+
+/* Undoes every write since the outermost kv_begin of this thread. */
+static int svc_kv_rollback(void *ud)
+{
+    hostsvc *h = ud;
+    if (tx.owner != h || tx.depth == 0) return CLARITY_EINVAL;
+    pthread_mutex_lock(&h->mu);
+    int rc = undo_batch(h);
     pthread_mutex_unlock(&h->mu);
     undo_free_all();
     tx.depth = 0;
@@ -385,9 +456,11 @@ static int b64_decode(const char *s, size_t n, buf *out)
     return buf_failed(out) ? -1 : 0;
 }
 
-static int kv_load(hostsvc *h, char **err)
+static int kv_load_snapshot(hostsvc *h, char **err)
 {
-    if (access(h->kv_path, F_OK) != 0 && errno == ENOENT) return 0;
+    struct stat st;
+    if (stat(h->kv_path, &st) != 0 && errno == ENOENT) return 0;
+    h->snapshot_size = st.st_size;
     json_error_t je;
     json_t *root = json_load_file(h->kv_path, JSON_ALLOW_NUL, &je);
     if (!root) {
@@ -449,6 +522,63 @@ static int kv_load(hostsvc *h, char **err)
     return rc;
 }
 
+static int apply_op(void *ud, const kvlog_op *op)
+{
+    hostsvc *h = ud;
+    size_t klen = op->nslen + 1 + op->keylen;
+    char *k = malloc(klen + 1);
+    if (!k) return -1;
+    memcpy(k, op->ns, op->nslen);
+    k[op->nslen] = '\0';
+    memcpy(k + op->nslen + 1, op->key, op->keylen);
+    k[klen] = '\0';
+    int rc = table_set(h, k, klen, op->nslen, op->type == KVLOG_PUT ? op->val : NULL, op->vallen);
+    return rc == CLARITY_ENOMEM ? -1 : 0;
+}
+
+/* The snapshot, then the batches the log committed since. */
+static int kv_load(hostsvc *h, char **err)
+{
+    if (kv_load_snapshot(h, err) != 0) return -1;
+    char *logp = util_format("%s.log", h->kv_path);
+    off_t valid = 0;
+    int rc = logp ? kvlog_replay(logp, apply_op, h, &valid, err) : -1;
+    if (rc == 0) rc = kvlog_open(logp, valid, &h->log, err);
+    if (rc == 0 && valid > 0) h->dirty = 1; /* the snapshot lacks the log's batches */
+    if (!logp) *err = util_strdup("out of memory");
+    free(logp);
+    return rc;
+}
+
+/* One clarity process at a time uses a kv file: the log and the snapshot
+ * are not merged across processes.  Waits KV_LOCK_WAIT_MS for it. */
+static int kv_lock(hostsvc *h, char **err)
+{
+    char *lp = util_format("%s.lock", h->kv_path);
+    h->lock_fd = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    if (h->lock_fd < 0) {
+        *err = lp ? util_format("%s: %s", lp, strerror(errno)) : util_strdup("out of memory");
+        free(lp);
+        return -1;
+    }
+    for (int waited = 0; flock(h->lock_fd, LOCK_EX | LOCK_NB) != 0; waited += 20) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            *err = util_format("%s: %s", lp, strerror(errno));
+            free(lp);
+            return -1;
+        }
+        if (waited >= KV_LOCK_WAIT_MS) {
+            *err = util_format("%s is in use by another clarity process (lock %s)", h->kv_path, lp);
+            free(lp);
+            return -1;
+        }
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    free(lp);
+    return 0;
+}
+
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -485,18 +615,21 @@ int hostsvc_save(hostsvc *h)
         ok = v && json_object_set_new(nsobj, e->k + e->nslen + 1, v) == 0;
     }
     buf_free(&b);
-    pthread_mutex_unlock(&h->mu);
     if (!ok) {
+        pthread_mutex_unlock(&h->mu);
         json_decref(root);
         hostsvc_log(h, CLARITY_LOG_ERROR,
                     "%s: cannot encode the host kv (out of memory or a key that is not UTF-8)",
                     h->kv_path);
         return -1;
     }
+    /* The mutex stays held until the log is reset: a batch committed
+     * meanwhile would be in neither the snapshot nor the log. */
 
     size_t plen = strlen(h->kv_path);
     char *tmpl = malloc(plen + 16);
     if (!tmpl) {
+        pthread_mutex_unlock(&h->mu);
         json_decref(root);
         return -1;
     }
@@ -543,9 +676,14 @@ int hostsvc_save(hostsvc *h)
     }
     h->dirty = 0;
     h->file_exists = 1;
+    struct stat st;
+    if (stat(h->kv_path, &st) == 0) h->snapshot_size = st.st_size;
+    if (h->log && kvlog_reset(h->log) != 0) /* replaying it again is harmless */
+        hostsvc_log(h, CLARITY_LOG_WARN, "%s.log: %s", h->kv_path, strerror(errno));
     hostsvc_log(h, CLARITY_LOG_DEBUG, "host kv saved to %s", h->kv_path);
     rc = 0;
 out:
+    pthread_mutex_unlock(&h->mu);
     free(tmpl);
     json_decref(root);
     return rc;
@@ -560,11 +698,12 @@ int hostsvc_new(int log_threshold, const char *kv_path, hostsvc **out, char **er
     hostsvc *h = calloc(1, sizeof *h);
     if (!h) return -1;
     h->threshold = log_threshold;
+    h->lock_fd = -1;
     pthread_mutex_init(&h->mu, NULL);
     if (kv_path) {
         h->kv_path = util_strdup(kv_path);
         char *e = NULL;
-        if (!h->kv_path || kv_load(h, &e) != 0) {
+        if (!h->kv_path || kv_lock(h, &e) != 0 || kv_load(h, &e) != 0) {
             if (err) *err = e ? e : util_strdup("out of memory");
             else free(e);
             hostsvc_free(h);
@@ -609,6 +748,8 @@ void hostsvc_free(hostsvc *h)
         tx.depth = 0;
         tx.owner = NULL;
     }
+    kvlog_close(h->log);
+    if (h->lock_fd >= 0) close(h->lock_fd); /* releases the lock */
     pthread_mutex_destroy(&h->mu);
     free(h->kv_path);
     free(h);

@@ -5,8 +5,15 @@
  *           --quiet).
  *   now_ms  CLOCK_REALTIME in milliseconds.
  *   kv      optional (--host-kv FILE): an in-memory uthash table guarded by
- *           a mutex, loaded from FILE at start and written back atomically
- *           (temp file + fsync + rename) by hostsvc_save().  File shape:
+ *           a mutex.  FILE is a snapshot, written atomically (temp file +
+ *           fsync + rename) by hostsvc_save() at exit and whenever the log
+ *           outgrows it; FILE.log (kvlog.h) gets every committed batch (a
+ *           kv_commit, or a put/del outside one) before the call returns,
+ *           so a kill -9 loses nothing acknowledged, as with the plugin's
+ *           SQLite store (WAL, synchronous=NORMAL: written, not fsync'd per
+ *           turn; a torn last record is ignored).  A batch the log cannot
+ *           take is undone and the commit fails.  FILE.lock keeps a second
+ *           process out while one has the kv open.  Snapshot shape:
  *           {"<ns>": {"<key>": "<value>" | {"base64": "<bytes>"}}}; values
  *           that are not valid UTF-8 use the base64 form.
  *           kv_begin/kv_commit/kv_rollback keep a per-thread undo log so a

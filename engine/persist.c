@@ -7,6 +7,8 @@
  * the store holds exactly the turns whose agent_end returned.
  */
 #include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,56 +51,130 @@ void persist_item_json(const item *it, buf *out)
     buf_puts(out, "]}");
 }
 
-static int64_t jint(json_t *o, const char *k, int64_t def)
+/* A number of the state: an integer (or an integral real, as JavaScript
+ * writes them) in lo..hi.  Absent: def.  Returns 0, or -1 with *err
+ * malloc()ed naming where and what. */
+static int get_num(json_t *o, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out,
+                   const char *where, char **err)
 {
     json_t *v = json_object_get(o, k);
-    if (json_is_integer(v)) return (int64_t)json_integer_value(v);
-    if (json_is_real(v)) return (int64_t)json_real_value(v);
-    if (json_is_boolean(v)) return json_is_true(v);
-    return def;
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    double d = json_is_integer(v) ? (double)json_integer_value(v) : json_is_real(v) ? json_real_value(v) : NAN;
+    if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) {
+        *out = (int64_t)json_integer_value(v);
+        return 0;
+    }
+    if (json_is_real(v) && d == floor(d) && d >= (double)lo && d <= (double)hi) {
+        *out = (int64_t)d;
+        return 0;
+    }
+    if (json_is_integer(v))
+        *err = util_format("%s: \"%s\" must be an integer in %lld..%lld, got %lld", where, k,
+                           (long long)lo, (long long)hi, (long long)json_integer_value(v));
+    else
+        *err = util_format("%s: \"%s\" must be an integer in %lld..%lld", where, k, (long long)lo,
+                           (long long)hi);
+    return -1;
 }
 
-/* Fills an item's fields from our stored form or the legacy form. */
-static void item_from_json(tracker *t, item *it, json_t *o)
+/* Our short key, else the legacy name (the original plugin's shape). */
+static const char *key_of(json_t *o, const char *ours, const char *legacy)
 {
-    int cat = (int)jint(o, "cat", -1);
+    return json_object_get(o, ours) || !legacy ? ours : legacy;
+}
+
+/* A flag: a boolean, or 0/1. */
+static int get_flag(json_t *o, const char *k, int *out, const char *where, char **err)
+{
+    json_t *v = json_object_get(o, k);
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    int64_t x;
+    if (get_num(o, k, 0, 1, 0, &x, where, err) != 0) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int item_category(json_t *o, const char *id)
+{
+    json_t *cv = json_object_get(o, "cat");
+    int cat = json_is_integer(cv) ? (int)json_integer_value(cv) : -1;
     if (cat < 0 || cat >= CAT__COUNT) {
         cat = tracker_category_from_name(json_string_value(json_object_get(o, "category")));
-        if (cat < 0) cat = tracker_category_of_id(it->id);
+        if (cat < 0) cat = tracker_category_of_id(id);
     }
-    it->category = (int8_t)cat;
-    int tier = (int)jint(o, "tier", -1);
+    return cat;
+}
+
+static int item_tier(json_t *o)
+{
+    json_t *tv = json_object_get(o, "tier");
+    int tier = json_is_integer(tv) ? (int)json_integer_value(tv) : -1;
     if (tier < 0 || tier >= TIER__COUNT) {
-        json_t *tv = json_object_get(o, "tier");
         tier = json_is_string(tv) ? tracker_tier_from_name(json_string_value(tv)) : -1;
         if (tier < 0) tier = TIER_NORMAL;
     }
-    it->tier = (int8_t)tier;
-    it->mention_count = jint(o, "m", jint(o, "mentionCount", 0));
-    it->reference_count = jint(o, "r", jint(o, "referenceCount", 0));
-    it->last_mention_turn = jint(o, "lm", jint(o, "lastMentionTurn", 0));
-    it->first_seen_turn = jint(o, "f", jint(o, "firstSeenTurn", it->last_mention_turn));
-    it->last_reference_turn = jint(o, "lr", jint(o, "lastReferenceTurn", -1));
-    it->anchored = jint(o, "a", jint(o, "anchored", 0)) != 0;
-    it->anchor_at_ms = jint(o, "at", jint(o, "anchorSetAt", 0));
-    it->pruned = jint(o, "p", jint(o, "pruned", 0)) != 0;
-    it->pruned_turn = jint(o, "pt", -1);
-    it->created_at_ms = jint(o, "c", jint(o, "createdAt", 0));
-    if (it->mention_count < 0) it->mention_count = 0;
-    if (it->reference_count < 0) it->reference_count = 0;
+    return tier;
+}
+
+/* The mention history, oldest first; every turn in range. */
+static int item_history(tracker *t, item *it, json_t *o, const char *where, char **err)
+{
+    const char *k = key_of(o, "h", "mentionHistory");
+    json_t *h = json_object_get(o, k);
+    it->hist_len = it->hist_head = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(h, i, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > TRACKER_TURN_MAX) {
+            *err = util_format("%s: \"%s\"[%zu] must be a turn in 0..%d", where, k, i, TRACKER_TURN_MAX);
+            return -1;
+        }
+        tracker_history_push(t, it, (int64_t)json_integer_value(v));
+    }
+    return 0;
+}
+
+/* Fills an item's fields from our stored form or the legacy form.  Values
+ * out of their bounds refuse the whole item: 0, or -1 with *err. */
+static int item_from_json(tracker *t, item *it, json_t *o, const char *where, char **err)
+{
+    const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
+    int64_t m, r, lm, f, lr, at, pt, c;
+    int anchored, pruned;
+    if (get_num(o, key_of(o, "m", "mentionCount"), 0, C, 0, &m, where, err) ||
+        get_num(o, key_of(o, "r", "referenceCount"), 0, C, 0, &r, where, err) ||
+        get_num(o, key_of(o, "lm", "lastMentionTurn"), 0, T, 0, &lm, where, err) ||
+        get_num(o, key_of(o, "f", "firstSeenTurn"), 0, T, lm, &f, where, err) ||
+        get_num(o, key_of(o, "lr", "lastReferenceTurn"), -1, T, -1, &lr, where, err) ||
+        get_num(o, key_of(o, "at", "anchorSetAt"), 0, C, 0, &at, where, err) ||
+        get_num(o, "pt", -1, T, -1, &pt, where, err) ||
+        get_num(o, key_of(o, "c", "createdAt"), 0, C, 0, &c, where, err) ||
+        get_flag(o, key_of(o, "a", "anchored"), &anchored, where, err) ||
+        get_flag(o, key_of(o, "p", "pruned"), &pruned, where, err))
+        return -1;
+    it->category = (int8_t)item_category(o, it->id);
+    it->tier = (int8_t)item_tier(o);
+    it->mention_count = m;
+    it->reference_count = r;
+    it->last_mention_turn = lm;
+    it->first_seen_turn = f;
+    it->last_reference_turn = lr;
+    it->anchored = (uint8_t)anchored;
+    it->anchor_at_ms = at;
+    it->pruned = (uint8_t)pruned;
+    it->pruned_turn = pt;
+    it->created_at_ms = c;
     const char *ar = json_string_value(json_object_get(o, "ar"));
     if (!ar) ar = json_string_value(json_object_get(o, "anchorReason"));
     free(it->anchor_reason);
     it->anchor_reason = ar ? strdup(ar) : NULL;
-    it->hist_len = it->hist_head = 0;
-    json_t *h = json_object_get(o, "h");
-    if (!h) h = json_object_get(o, "mentionHistory");
-    size_t i;
-    json_t *v;
-    json_array_foreach(h, i, v)
-    {
-        if (json_is_integer(v)) tracker_history_push(t, it, (int64_t)json_integer_value(v));
-    }
+    return item_history(t, it, o, where, err);
 }
 
 typedef struct load_ctx {
@@ -118,13 +194,25 @@ static int load_item(void *ud, const char *key, const char *val, size_t len)
         json_decref(o);
         return 0;
     }
+    if (tracker_find(&c->s->t, key + 2)) { /* cannot happen in a kv store: keys are unique */
+        json_decref(o);
+        return 0;
+    }
     item *it = tracker_touch(&c->s->t, key + 2, CAT_PROJECT, 0);
     if (!it) {
         json_decref(o);
         c->rc = CLARITY_ENOMEM;
         return 1;
     }
-    item_from_json(&c->s->t, it, o);
+    char where[300], *err = NULL;
+    snprintf(where, sizeof where, "session %.100s: stored item %.150s", c->s->id, key);
+    if (item_from_json(&c->s->t, it, o, where, &err) != 0) {
+        /* a corrupted or hand-edited row is never trusted: left out, and
+         * left in the store as it is */
+        engine_log(c->e, CLARITY_LOG_ERROR, "clarity: %s; the item is left out", err ? err : where);
+        tracker_discard(&c->s->t, it);
+    }
+    free(err);
     json_decref(o);
     return 0;
 }
@@ -144,13 +232,23 @@ int persist_load(engine *e, session *s)
     free(val);
     tracker_free(&s->t);
     tracker_init(&s->t, e->cfg.limits.history_length);
-    if (json_is_object(meta)) {
-        s->t.current_turn = jint(meta, "currentTurn", 0);
-        s->t.last_persist_ms = jint(meta, "lastPersistAt", 0);
-        const char *ws = json_string_value(json_object_get(meta, "workspace"));
-        free(s->workspace);
-        s->workspace = ws ? strdup(ws) : NULL;
+    char where[200], *err = NULL;
+    snprintf(where, sizeof where, "session %.100s: stored meta", s->id);
+    int64_t turn = 0, persisted = 0;
+    if (!json_is_object(meta) ||
+        get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
+        get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err)) {
+        /* the session's turn cannot be trusted: the session is refused */
+        engine_log(e, CLARITY_LOG_ERROR, "clarity: %s", err ? err : "session: unreadable stored meta");
+        free(err);
+        json_decref(meta);
+        return CLARITY_ESTORE;
     }
+    s->t.current_turn = turn;
+    s->t.last_persist_ms = persisted;
+    const char *ws = json_string_value(json_object_get(meta, "workspace"));
+    free(s->workspace);
+    s->workspace = ws ? strdup(ws) : NULL;
     json_decref(meta);
     load_ctx c = {e, s, CLARITY_OK};
     rc = store_iter(e->st, s->ns, "i:", load_item, &c);
@@ -294,13 +392,15 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
     }
     tracker fresh;
     tracker_init(&fresh, e->cfg.limits.history_length);
-    fresh.current_turn = jint(st, "currentTurn", 0);
-    fresh.last_persist_ms = jint(st, "lastPersistAt", 0);
+    int rc = CLARITY_OK;
+    if (get_num(st, "currentTurn", 0, TRACKER_TURN_MAX, 0, &fresh.current_turn, "state", err) ||
+        get_num(st, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &fresh.last_persist_ms, "state", err))
+        rc = CLARITY_EINVAL;
     size_t i;
     json_t *o;
-    int rc = CLARITY_OK;
     json_array_foreach(items, i, o)
     {
+        if (rc != CLARITY_OK) break;
         const char *id = json_string_value(json_object_get(o, "id"));
         if (!json_is_object(o) || !id || !*id) {
             char m[96];
@@ -314,7 +414,9 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
             rc = CLARITY_ENOMEM;
             break;
         }
-        item_from_json(&fresh, it, o);
+        char where[64];
+        snprintf(where, sizeof where, "state: items[%zu]", i);
+        if (item_from_json(&fresh, it, o, where, err) != 0) rc = CLARITY_EINVAL;
     }
     json_decref(root);
     if (rc != CLARITY_OK) {

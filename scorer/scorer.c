@@ -1,6 +1,7 @@
 #include "scorer.h"
 
 #include <math.h>
+#include <stdint.h>
 
 void scorer_tables_init(scorer_tables *t, const clarity_config *cfg)
 {
@@ -34,7 +35,11 @@ void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, c
                        int64_t current_turn, double prediction, score_breakdown *out)
 {
     const double window = cfg->scoring.recency_window;
-    int64_t di = current_turn - it->last_mention_turn;
+    /* the state's turns are bounded (TRACKER_TURN_MAX); computed without
+     * overflow whatever they hold */
+    int64_t di;
+    if (__builtin_sub_overflow(current_turn, it->last_mention_turn, &di))
+        di = current_turn > 0 ? INT64_MAX : 0;
     double d = di < 0 ? 0.0 : (double)di; /* clock skew after an import: treat as "now" */
 
     out->frequency = frequency(cfg, tables, it->mention_count);

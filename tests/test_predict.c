@@ -63,12 +63,11 @@ static void teardown(void)
 
 TestSuite(predict, .init = setup, .fini = teardown);
 
-static th_host open_host(const char *cfg)
+/* In place: the host table points at the th_host (its log counters). */
+static void open_host(th_host *h, const char *cfg)
 {
-    th_host h;
     char *err = NULL;
-    cr_assert_eq(th_open(&h, cfg, 0, &err), 0, "%s", err ? err : "");
-    return h;
+    cr_assert_eq(th_open(h, cfg, 0, &err), 0, "%s", err ? err : "");
 }
 
 static void graph_build(th_host *h)
@@ -108,7 +107,8 @@ static const char prompt[] = "login fails in the session store, called from src/
 
 Test(predict, rpc_ranks_once_per_weight_set)
 {
-    th_host h = open_host(MEM "}");
+    th_host h;
+    open_host(&h, MEM "}");
     graph_build(&h);
     char params[4400];
     snprintf(params, sizeof params,
@@ -139,7 +139,8 @@ Test(predict, rpc_ranks_once_per_weight_set)
 
 Test(predict, tracked_files_get_the_prediction_term_and_targets_are_listed)
 {
-    th_host h = open_host(MEM "}");
+    th_host h;
+    open_host(&h, MEM "}");
     graph_build(&h);
     char *block = before(&h, "s", prompt);
     /* src/api.py is named (tracked) and predicted: 10 + 20 + 30 */
@@ -178,7 +179,8 @@ Test(predict, tracked_files_get_the_prediction_term_and_targets_are_listed)
 
 Test(predict, a_tracked_file_is_not_a_target)
 {
-    th_host h = open_host(MEM "}");
+    th_host h;
+    open_host(&h, MEM "}");
     graph_build(&h);
     const char *p = "login fails in the session store of src/auth/session.py";
     char *block = before(&h, "s", p);
@@ -192,7 +194,8 @@ Test(predict, a_tracked_file_is_not_a_target)
 
 Test(predict, weight_max_targets_and_min_score)
 {
-    th_host h = open_host(MEM ",\"prediction\":{\"weight\":10,\"maxTargets\":1,\"minScore\":0}}");
+    th_host h;
+    open_host(&h, MEM ",\"prediction\":{\"weight\":10,\"maxTargets\":1,\"minScore\":0}}");
     graph_build(&h);
     char *block = before(&h, "s", prompt);
     cr_assert_not_null(strstr(block, "file:src/api.py (40)"), "%s", block);
@@ -201,7 +204,7 @@ Test(predict, weight_max_targets_and_min_score)
     free(block);
     th_close(&h);
 
-    h = open_host(MEM ",\"prediction\":{\"maxTargets\":0}}");
+    open_host(&h, MEM ",\"prediction\":{\"maxTargets\":0}}");
     block = before(&h, "s", prompt);
     cr_assert_null(strstr(block, "Likely edit targets"), "%s", block);
     cr_assert_not_null(strstr(block, "file:src/api.py (60)"), "%s", block);
@@ -212,14 +215,15 @@ Test(predict, weight_max_targets_and_min_score)
 Test(predict, off_switch_gives_the_block_of_a_workspace_without_a_graph)
 {
     /* reference: the same prompt before any graph exists */
-    th_host h = open_host(MEM "}");
+    th_host h;
+    open_host(&h, MEM "}");
     char *plain = before(&h, "s", prompt);
     th_close(&h);
     cr_assert_null(strstr(plain, "Likely"));
-    h = open_host(MEM "}");
+    open_host(&h, MEM "}");
     graph_build(&h);
     th_close(&h);
-    h = open_host(MEM ",\"prediction\":{\"enabled\":false}}");
+    open_host(&h, MEM ",\"prediction\":{\"enabled\":false}}");
     char *off = before(&h, "s", prompt);
     cr_assert_str_eq(off, plain);
     json_t *j = scores(&h, "s");
@@ -236,7 +240,8 @@ Test(predict, off_switch_gives_the_block_of_a_workspace_without_a_graph)
 
 Test(predict, the_block_budget_holds)
 {
-    th_host h = open_host(MEM ",\"context\":{\"maxChars\":90}}");
+    th_host h;
+    open_host(&h, MEM ",\"context\":{\"maxChars\":90}}");
     graph_build(&h);
     char *block = before(&h, "s", prompt);
     cr_assert_leq(strlen(block), 90, "%zu: %s", strlen(block), block);
@@ -247,7 +252,8 @@ Test(predict, the_block_budget_holds)
 
 Test(predict, hooks_never_build_and_see_an_explicit_rebuild)
 {
-    th_host h = open_host(MEM "}");
+    th_host h;
+    open_host(&h, MEM "}");
     char *block = before(&h, "s", "the billing invoice total is wrong");
     cr_assert_null(strstr(block, "Likely"), "no graph yet: %s", block);
     free(block);
@@ -277,7 +283,8 @@ Test(predict, hooks_never_build_and_see_an_explicit_rebuild)
 
 Test(predict, auto_refresh_refreshes_a_stale_graph)
 {
-    th_host h = open_host(MEM ",\"prediction\":{\"autoRefresh\":true}}");
+    th_host h;
+    open_host(&h, MEM ",\"prediction\":{\"autoRefresh\":true}}");
     graph_build(&h);
     put("src/billing/invoice.py", "def invoice_total(items):\n    return sum(items)\n");
     sh("git add -A && git commit -q -m billing");
@@ -310,7 +317,9 @@ Test(predict, config_is_validated)
  * that cannot load, so only an index still held can predict. */
 Test(predict, two_instances_keep_their_own_graph_cache)
 {
-    th_host a = open_host(MEM "}"), b = open_host(MEM "}");
+    th_host a, b;
+    open_host(&a, MEM "}");
+    open_host(&b, MEM "}");
     graph_build(&a);
     char *ba = before(&a, "s", prompt), *bb = before(&b, "s", prompt);
     cr_assert_not_null(strstr(ba, "Likely edit targets"), "%s", ba);

@@ -135,6 +135,10 @@ static void th_log(void *ud, int level, const char *msg)
 {
     th_host *h = ud;
     __atomic_add_fetch(&h->log_lines, 1, __ATOMIC_SEQ_CST);
+    if (level >= CLARITY_LOG_WARN) {
+        __atomic_add_fetch(&h->error_lines, 1, __ATOMIC_SEQ_CST);
+        snprintf(h->last_error, sizeof h->last_error, "%s", msg ? msg : "");
+    }
     if (getenv("CLARITY_TEST_LOG")) fprintf(stderr, "[plugin %d] %s\n", level, msg);
 }
 

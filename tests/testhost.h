@@ -13,6 +13,8 @@ typedef struct th_host {
     clarity_plugin p;
     struct th_kv *kv; /* NULL unless created with kv */
     int log_lines;
+    int error_lines;        /* lines at CLARITY_LOG_WARN or above */
+    char last_error[512];   /* the last of them */
 } th_host;
 
 /* Path of a file in the build directory ($CLARITY_BUILD or "build"). */

@@ -184,7 +184,7 @@ item *tracker_mention(tracker *t, const char *id, int category, int64_t now_ms)
     if (!it) return NULL;
     if (it->mention_count > 0 && it->last_mention_turn == t->current_turn && !it->pruned)
         return it;
-    it->mention_count++;
+    if (it->mention_count < TRACKER_COUNT_MAX) it->mention_count++;
     it->last_mention_turn = t->current_turn;
     it->pruned = 0;
     it->pruned_turn = -1;
@@ -196,7 +196,7 @@ item *tracker_mention(tracker *t, const char *id, int category, int64_t now_ms)
 int tracker_reference(tracker *t, item *it)
 {
     if (it->last_reference_turn == t->current_turn && it->reference_count > 0) return 0;
-    it->reference_count++;
+    if (it->reference_count < TRACKER_COUNT_MAX) it->reference_count++;
     it->last_reference_turn = t->current_turn;
     it->pruned = 0;
     it->pruned_turn = -1;
@@ -230,9 +230,10 @@ void tracker_set_tier(tracker *t, item *it, int tier)
     tracker_mark_dirty(t, it);
 }
 
-void tracker_remove(tracker *t, item *it)
+/* Unlinks and frees an item; with forget, its id goes to the deleted list. */
+static void remove_item(tracker *t, item *it, int forget)
 {
-    if (t->n_deleted == t->cap_deleted) {
+    if (forget && t->n_deleted == t->cap_deleted) {
         size_t cap = t->cap_deleted ? t->cap_deleted * 2 : 16;
         char **d = realloc(t->deleted, cap * sizeof *d);
         if (d) {
@@ -249,16 +250,20 @@ void tracker_remove(tracker *t, item *it)
     HASH_DELETE(hh, t->items, it);
     t->count--;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
-    if (t->n_deleted < t->cap_deleted) {
+    if (forget && t->n_deleted < t->cap_deleted) {
         t->deleted[t->n_deleted++] = it->id; /* ownership moves to the list */
         it->id = NULL;
     }
     item_free(it);
 }
 
+void tracker_remove(tracker *t, item *it) { remove_item(t, it, 1); }
+
+void tracker_discard(tracker *t, item *it) { remove_item(t, it, 0); }
+
 void tracker_advance_turn(tracker *t)
 {
-    t->current_turn++;
+    if (t->current_turn < TRACKER_TURN_MAX) t->current_turn++;
     t->meta_dirty = 1;
 }
 

@@ -22,6 +22,13 @@ enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COU
 
 #define ITEM_HISTORY_MAX 32 /* hard bound of the per-item mention history ring */
 
+/* Bounds of what the state holds.  Turns fit the history ring's int32;
+ * counts and millisecond times stay exact in a double (and in JavaScript,
+ * where the original plugin's state comes from).  Loads and imports refuse
+ * anything outside them; counters saturate at them. */
+#define TRACKER_TURN_MAX INT32_MAX
+#define TRACKER_COUNT_MAX (((int64_t)1 << 53) - 1)
+
 /* Laid out for size (issue: bytes per tracked item): pointers and 64-bit
  * counters first, small fields packed, the mention-history ring last and
  * sized by limits.historyLength at allocation. */
@@ -90,6 +97,9 @@ void tracker_set_tier(tracker *t, item *it, int tier);
 void tracker_mark_dirty(tracker *t, item *it);
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
+/* Removes and frees an item without touching the store (one that was never
+ * valid there, such as a refused row). */
+void tracker_discard(tracker *t, item *it);
 void tracker_advance_turn(tracker *t);
 
 /* The name an id is written as in text: the id without its category

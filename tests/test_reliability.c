@@ -1,0 +1,270 @@
+/* test_reliability.c: the defects a reliability campaign found (issue 10),
+ * each reproduced as it was reported: durability of the reference host's kv
+ * under kill -9, out-of-range numbers in imported or stored state, a refused
+ * turn that changed state, and slash-command arguments out of range. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clihelp.h"
+
+static char *tmp;
+
+static void setup(void) { tmp = runproc_mkdtemp("clarity-reliability"); }
+static void teardown(void)
+{
+    if (tmp) runproc_rmtree(tmp);
+    free(tmp);
+    tmp = NULL;
+}
+TestSuite(reliability, .init = setup, .fini = teardown, .timeout = 120);
+
+/* `clarity serve` with pipes to talk to it line by line. */
+typedef struct child {
+    pid_t pid;
+    FILE *in, *out;
+} child;
+
+static void serve_start(child *c, const char *const *extra)
+{
+    int to[2], from[2];
+    cr_assert_eq(pipe(to), 0);
+    cr_assert_eq(pipe(from), 0);
+    char *exe = clihelp_exe();
+    const char *argv[16] = {exe, "serve"};
+    int n = 2;
+    for (; extra && *extra && n < 15; extra++) argv[n++] = *extra;
+    argv[n] = NULL;
+    c->pid = fork();
+    cr_assert(c->pid >= 0);
+    if (c->pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[1]), close(from[0]), close(to[0]), close(from[1]);
+        execv(exe, (char *const *)argv);
+        _exit(127);
+    }
+    free(exe);
+    close(to[0]), close(from[1]);
+    c->in = fdopen(to[1], "w");
+    c->out = fdopen(from[0], "r");
+}
+
+/* Sends one request and reads its answer line. */
+static json_t *serve_call(child *c, const char *line)
+{
+    fprintf(c->in, "%s\n", line);
+    fflush(c->in);
+    char *resp = NULL;
+    size_t cap = 0;
+    cr_assert(getline(&resp, &cap, c->out) > 0, "no answer to %s", line);
+    json_t *j = clihelp_json(resp);
+    free(resp);
+    return j;
+}
+
+static void serve_kill9(child *c)
+{
+    kill(c->pid, SIGKILL);
+    int st;
+    waitpid(c->pid, &st, 0);
+    fclose(c->in);
+    fclose(c->out);
+}
+
+/* Defect 1: the host kv was written only at exit, so every acknowledged
+ * turn was lost on kill -9 ("unknown session" afterwards). */
+Test(reliability, host_kv_keeps_acknowledged_turns_across_kill_9)
+{
+    char *kv = runproc_join(tmp, "kv.json"), *db = runproc_join(tmp, "state.db");
+    const char *extra[] = {"--host-kv", kv, "--state", db, NULL};
+    child c;
+    serve_start(&c, extra);
+    json_t *r = serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hook.before_agent_start\","
+                               "\"params\":{\"session\":\"s\",\"prompt\":\"Look at ClaraCore and src/auth/session.ts\"}}");
+    json_decref(r);
+    r = serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hook.agent_end\",\"params\":"
+                       "{\"session\":\"s\",\"messages\":[{\"role\":\"assistant\",\"text\":\"claracore is fine\"}]}}");
+    cr_assert(json_is_true(json_object_get(json_object_get(r, "result"), "ok")), "agent_end not acknowledged");
+    json_decref(r);
+    serve_kill9(&c);
+    runproc_result rr;
+    const char *argv[] = {"rpc", "clarity.getScores", "{\"session\":\"s\"}", "--host-kv", kv, "--state", db, NULL};
+    clihelp_run(&rr, NULL, NULL, argv);
+    cr_assert_eq(rr.status, 0, "the acknowledged turn was lost: %s %s", rr.out, rr.err);
+    json_t *s = clihelp_json(rr.out);
+    cr_assert_eq(json_integer_value(json_object_get(s, "currentTurn")), 1);
+    json_decref(s);
+    runproc_free(&rr);
+    free(kv), free(db);
+}
+
+/* A torn last record (the process died mid-write) is ignored, and what
+ * came before it is kept. */
+Test(reliability, host_kv_ignores_a_torn_log_record)
+{
+    char *kv = runproc_join(tmp, "kv.json"), *db = runproc_join(tmp, "state.db");
+    char *log = runproc_join(tmp, "kv.json.log");
+    const char *extra[] = {"--host-kv", kv, "--state", db, NULL};
+    child c;
+    serve_start(&c, extra);
+    json_decref(serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hook.before_agent_start\","
+                               "\"params\":{\"session\":\"s\",\"prompt\":\"ClaraCore\"}}"));
+    json_decref(serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"hook.agent_end\",\"params\":"
+                               "{\"session\":\"s\",\"messages\":[]}}"));
+    serve_kill9(&c);
+    int fd = open(log, O_WRONLY | O_APPEND);
+    cr_assert(fd >= 0, "no log at %s", log);
+    cr_assert_eq(write(fd, "KVL1\x40\x00\x00\x00garbage", 15), 15); /* a header without its payload */
+    close(fd);
+    runproc_result rr;
+    const char *argv[] = {"rpc", "clarity.getScores", "{\"session\":\"s\"}", "--host-kv", kv, "--state", db, NULL};
+    clihelp_run(&rr, NULL, NULL, argv);
+    cr_assert_eq(rr.status, 0, "%s %s", rr.out, rr.err);
+    runproc_free(&rr);
+    /* the next run appended after the valid records: a later turn is kept */
+    serve_start(&c, extra);
+    json_decref(serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"hook.agent_end\",\"params\":"
+                               "{\"session\":\"s\",\"messages\":[]}}"));
+    serve_kill9(&c);
+    clihelp_run(&rr, NULL, NULL, argv);
+    cr_assert_eq(rr.status, 0, "%s %s", rr.out, rr.err);
+    json_t *s = clihelp_json(rr.out);
+    cr_assert_eq(json_integer_value(json_object_get(s, "currentTurn")), 2, "%s", rr.out);
+    json_decref(s);
+    runproc_free(&rr);
+    free(kv), free(db), free(log);
+}
+
+/* ---- numbers from outside: imports and stored rows ---------------------- */
+
+#include <sqlite3.h>
+
+#include "testhost.h"
+
+/* In place: the host table points at the th_host (its log counters). */
+static void open_db(th_host *h, const char *db)
+{
+    char cfg[600];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+    char *err = NULL;
+    cr_assert_eq(th_open(h, cfg, 0, &err), 0, "%s", err ? err : "");
+}
+
+static char *export_of(th_host *h, const char *session)
+{
+    char params[128];
+    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.exportState", params, &j), 0);
+    json_object_del(json_object_get(j, "value"), "lastPersistAt");
+    char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(j);
+    return s;
+}
+
+/* Defect 2: importState stored currentTurn 2^63-1 and lastMentionTurn
+ * -2^63; the next getScores overflowed (UBSan) and the next agent_end
+ * wrapped the turn.  Each is refused, naming the field, state unchanged. */
+Test(reliability, import_refuses_numbers_out_of_range)
+{
+    char *db = runproc_join(tmp, "state.db");
+    th_host h;
+    open_db(&h, db);
+    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore", 9, NULL), 0);
+    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    char *before = export_of(&h, "s");
+    const char *bad[][2] = {
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":9223372036854775807,\"items\":[]}}", "currentTurn"},
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":-1,\"items\":[]}}", "currentTurn"},
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":3,\"items\":[{\"id\":\"x\",\"lastMentionTurn\":-9223372036854775808}]}}", "lastMentionTurn"},
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":3,\"items\":[{\"id\":\"x\",\"mentionCount\":1e300}]}}", "mentionCount"},
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":3,\"items\":[{\"id\":\"x\",\"lastReferenceTurn\":-2}]}}", "lastReferenceTurn"},
+        {"{\"session\":\"s\",\"state\":{\"currentTurn\":3,\"items\":[{\"id\":\"x\",\"mentionHistory\":[1,-5]}]}}", "mentionHistory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        json_t *j = NULL;
+        cr_assert_neq(th_rpc(&h, "clarity.importState", bad[i][0], &j), 0, "accepted %s", bad[i][0]);
+        const char *m = json_string_value(json_object_get(j, "message"));
+        cr_assert(m && strstr(m, bad[i][1]), "the message does not name %s: %s", bad[i][1], m ? m : "(none)");
+        json_decref(j);
+        char *after = export_of(&h, "s");
+        cr_assert_str_eq(before, after, "a refused import changed the state");
+        free(after);
+    }
+    /* the largest accepted turn: scores compute, the turn saturates */
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.importState",
+                        "{\"session\":\"s\",\"state\":{\"currentTurn\":2147483647,\"items\":[{\"id\":\"x\","
+                        "\"lastMentionTurn\":0,\"mentionCount\":9007199254740991}]}}", &j), 0);
+    json_decref(j);
+    j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0);
+    json_decref(j);
+    cr_assert_eq(th_end(&h, "s", "x", NULL, NULL), 0);
+    j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0);
+    cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 2147483647);
+    json_decref(j);
+    free(before);
+    th_close(&h);
+    free(db);
+}
+
+static void sql(const char *db, const char *stmt)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    char *e = NULL;
+    cr_assert_eq(sqlite3_exec(d, stmt, NULL, NULL, &e), SQLITE_OK, "%s", e ? e : "");
+    sqlite3_close(d);
+}
+
+/* A corrupted or hand-edited row is refused, never trusted: an item with a
+ * bad field is left out (the others load; the row stays as it was), a meta
+ * with a bad turn refuses the session. */
+Test(reliability, stored_rows_out_of_range_are_refused)
+{
+    char *db = runproc_join(tmp, "state.db");
+    th_host h;
+    open_db(&h, db);
+    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore and FocusEngine", 25, NULL), 0);
+    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    th_close(&h);
+    sql(db, "UPDATE kv SET val = '{\"cat\":0,\"m\":1,\"lm\":-9223372036854775808}' "
+            "WHERE ns = 'clarity:s:s' AND key = 'i:claracore'");
+    open_db(&h, db);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0);
+    cr_assert_null(th_item(j, "claracore"), "a corrupted row was trusted");
+    cr_assert_not_null(th_item(j, "focusengine"), "the good rows were not loaded");
+    json_decref(j);
+    cr_assert(h.error_lines > 0, "the refused row was not reported");
+    cr_assert(strstr(h.last_error, "i:claracore") && strstr(h.last_error, "\"lm\""),
+              "the report does not name the row and the field: %s", h.last_error);
+    th_close(&h);
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT count(*) FROM kv WHERE key = 'i:claracore'", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(st, 0), 1, "the refused row was deleted");
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+
+    sql(db, "UPDATE kv SET val = '{\"v\":1,\"currentTurn\":-1}' WHERE ns = 'clarity:s:s' AND key = 'meta'");
+    open_db(&h, db);
+    j = NULL;
+    cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a bad meta was trusted");
+    json_decref(j);
+    th_close(&h);
+    free(db);
+}
