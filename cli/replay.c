@@ -125,7 +125,8 @@ static void flush_turn(replay *r)
     bas.messages = r->prev.n ? r->prev.v + first : NULL;
     bas.n_messages = r->prev.n - first;
     int rc = loader_event(&c->L, CLARITY_EV_BEFORE_AGENT_START, &bas, &res);
-    if (rc < 0 && rc != CLARITY_DECLINED) {
+    int refused = rc < 0 && rc != CLARITY_DECLINED;
+    if (refused) {
         call_error(r, "before_agent_start", rc, &res);
     } else if (!c->json && !r->hooks) {
         out_begin(r);
@@ -138,17 +139,21 @@ static void flush_turn(replay *r)
     }
     loader_release(&c->L, &res);
 
-    clarity_agent_end ae;
-    memset(&ae, 0, sizeof ae);
-    ae.struct_size = sizeof ae;
-    ae.session_id = r->session;
-    ae.messages = r->agent.n ? r->agent.v : NULL;
-    ae.n_messages = r->agent.n;
-    ae.success = 1;
-    rc = loader_event(&c->L, CLARITY_EV_AGENT_END, &ae, &res);
-    if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "agent_end", rc, &res);
-    loader_release(&c->L, &res);
-    if (r->hooks && r->hooks->on_turn) r->hooks->on_turn(r->hooks->ud, r->session, r->turn);
+    /* A refused turn (the prompt was refused) did not happen: it must leave
+     * the state exactly as it was, so no agent_end either. */
+    if (!refused) {
+        clarity_agent_end ae;
+        memset(&ae, 0, sizeof ae);
+        ae.struct_size = sizeof ae;
+        ae.session_id = r->session;
+        ae.messages = r->agent.n ? r->agent.v : NULL;
+        ae.n_messages = r->agent.n;
+        ae.success = 1;
+        rc = loader_event(&c->L, CLARITY_EV_AGENT_END, &ae, &res);
+        if (rc < 0 && rc != CLARITY_DECLINED) call_error(r, "agent_end", rc, &res);
+        loader_release(&c->L, &res);
+        if (r->hooks && r->hooks->on_turn) r->hooks->on_turn(r->hooks->ud, r->session, r->turn);
+    }
 
     if (hostsvc_log_enabled(c->hs, CLARITY_LOG_DEBUG)) {
         json_t *j = msgs_to_json(r->agent.v, r->agent.n);

@@ -201,7 +201,9 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
 
 void engine_release(engine *e, session *s)
 {
-    pthread_mutex_unlock(&s->mu);
+    /* The session's state is read while its mutex is still held (other
+     * threads write it under that mutex); taking reg_mu meanwhile keeps the
+     * lock order, as reg_mu is never held while waiting for a session. */
     pthread_mutex_lock(&e->reg_mu);
     s->refs--;
     s->last_used = ++e->clock;
@@ -210,13 +212,14 @@ void engine_release(engine *e, session *s)
     int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty &&
                 !s->t.meta_dirty;
     int clean = !s->t.dirty && !s->t.meta_dirty && s->t.n_deleted == 0;
-    if (s->refs == 0 && (empty || (s->unload && clean))) {
+    int drop = s->refs == 0 && (empty || (s->unload && clean));
+    if (drop) {
         HASH_DEL(e->sessions, s);
         e->n_sessions--;
-        session_free(s);
-    } else {
-        evict_idle(e);
     }
+    pthread_mutex_unlock(&s->mu);
+    if (drop) session_free(s);
+    else evict_idle(e);
     pthread_mutex_unlock(&e->reg_mu);
 }
 

@@ -45,6 +45,16 @@ static void status(engine *e, session *s, buf *out)
     free(v);
 }
 
+/* N of "/clarity scores N": digits only, 1..100000.  0, or -1. */
+static int scores_limit(const char *arg, size_t *out)
+{
+    size_t v = 0, n = 0;
+    for (; arg[n] >= '0' && arg[n] <= '9' && n < 7; n++) v = v * 10 + (size_t)(arg[n] - '0');
+    if (n == 0 || arg[n] || v < 1 || v > 100000) return -1;
+    *out = v;
+    return 0;
+}
+
 static void scores(engine *e, session *s, size_t limit, buf *out)
 {
     scored_item *v;
@@ -223,11 +233,18 @@ int gateway_command(engine *e, const char *session_id, const char *line, buf *ou
         rc = CLARITY_EINVAL;
         goto done;
     }
+    size_t limit = 50;
+    if (strcmp(p, "scores") == 0 && *arg && scores_limit(arg, &limit) != 0) {
+        *err = util_format("usage: /clarity scores [N]: N must be a whole number from 1 to 100000, "
+                           "got \"%.40s\"", arg);
+        rc = CLARITY_EINVAL;
+        goto done;
+    }
     session *s;
     rc = engine_acquire(e, session_id && *session_id ? session_id : "default", 1, &s);
     if (rc != CLARITY_OK) goto done;
     if (!*p) status(e, s, out);
-    else if (strcmp(p, "scores") == 0) scores(e, s, *arg ? (size_t)strtoul(arg, NULL, 10) : 50, out);
+    else if (strcmp(p, "scores") == 0) scores(e, s, limit, out);
     else if (strcmp(p, "stats") == 0) stats(e, s, out);
     else if (strcmp(p, "anchor") == 0) rc = anchor_cmd(e, s, arg, 1, out, err);
     else if (strcmp(p, "unanchor") == 0) rc = anchor_cmd(e, s, arg, 0, out, err);

@@ -31,7 +31,10 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../util/buf.h"
 #include "store_impl.h"
@@ -401,6 +404,15 @@ int store_open_sqlite(const char *path, store **out, char **err)
     if (!path || !*path) {
         store_open_err(err, "store: sqlite database path is empty");
         return CLARITY_EINVAL;
+    }
+    /* A read-only file is refused before SQLite opens it: WAL mode would
+     * leave -wal and -shm files behind with the file's 0444 mode, which
+     * then break the database once it is writable again. */
+    struct stat st;
+    if (strcmp(path, ":memory:") != 0 && stat(path, &st) == 0 &&
+        (!(st.st_mode & 0222) || access(path, W_OK) != 0)) {
+        store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only", path);
+        return CLARITY_ESTORE;
     }
     sq *q = calloc(1, sizeof *q);
     if (!q) return CLARITY_ENOMEM;

@@ -268,3 +268,90 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     th_close(&h);
     free(db);
 }
+
+/* ---- the reference host and the commands ---------------------------------- */
+
+static char *export_cli(const char *db)
+{
+    runproc_result r;
+    const char *argv[] = {"export", "--session", "demo", "--state", db, NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char *s = strdup(r.out);
+    runproc_free(&r);
+    return s;
+}
+
+/* Defect 3: a turn whose before_agent_start was refused (maxPromptBytes)
+ * still ran agent_end, so the turn advanced and every score decayed. */
+Test(reliability, replay_leaves_a_refused_turn_without_trace)
+{
+    char *db = runproc_join(tmp, "state.db"), *cfg = runproc_join(tmp, "cfg.json");
+    char *turns = runproc_join(tmp, "big.jsonl");
+    cr_assert_eq(runproc_write_file(cfg, "{\"limits\":{\"maxPromptBytes\":1024}}"), 0);
+    runproc_result r;
+    const char *seed[] = {"replay", "examples/demo.jsonl", "--state", db, "--config", cfg, NULL};
+    clihelp_run(&r, NULL, NULL, seed);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    runproc_free(&r);
+    char *before = export_cli(db);
+    char big[3000] = "{\"session\":\"demo\",\"turn\":99,\"role\":\"user\",\"text\":\"";
+    size_t n = strlen(big);
+    memset(big + n, 'a', 2000);
+    strcpy(big + n + 2000, "\"}\n{\"session\":\"demo\",\"turn\":99,\"role\":\"assistant\",\"text\":\"claracore\"}\n");
+    cr_assert_eq(runproc_write_file(turns, big), 0);
+    const char *argv[] = {"replay", turns, "--state", db, "--config", cfg, NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 1, "the refused turn was not reported: exit %d", r.status);
+    cr_assert(strstr(r.err, "maxPromptBytes") != NULL, "%s", r.err);
+    runproc_free(&r);
+    char *after = export_cli(db);
+    cr_assert_str_eq(before, after, "a refused turn changed the state");
+    free(before), free(after), free(db), free(cfg), free(turns);
+}
+
+Test(reliability, scores_limit_out_of_range_is_a_usage_error)
+{
+    char *db = runproc_join(tmp, "state.db");
+    const char *bad[] = {"/clarity scores -5", "/clarity scores 99999999999999999999", "/clarity scores 0",
+                         "/clarity scores 3x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        runproc_result r;
+        const char *argv[] = {"cmd", "--state", db, bad[i], NULL};
+        clihelp_run(&r, NULL, NULL, argv);
+        cr_assert_eq(r.status, 2, "%s accepted", bad[i]);
+        cr_assert(strstr(r.err, "usage: /clarity scores [N]") != NULL, "%s: %s", bad[i], r.err);
+        runproc_free(&r);
+    }
+    runproc_result r;
+    const char *ok[] = {"cmd", "--state", db, "/clarity scores 7", NULL};
+    clihelp_run(&r, NULL, NULL, ok);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    runproc_free(&r);
+    free(db);
+}
+
+/* A read-only database is refused before SQLite opens it: WAL mode left
+ * -wal and -shm files with the file's 0444 mode behind. */
+Test(reliability, read_only_database_is_refused_without_leftovers)
+{
+    char *db = runproc_join(tmp, "ro.db");
+    runproc_result r;
+    const char *argv[] = {"cmd", "--state", db, "/clarity", NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    runproc_free(&r);
+    char wal[600], shm[600];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(shm, sizeof shm, "%s-shm", db);
+    unlink(wal), unlink(shm);
+    cr_assert_eq(chmod(db, 0444), 0);
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "read-only") != NULL, "%s", r.err);
+    runproc_free(&r);
+    struct stat st;
+    cr_assert_neq(stat(wal, &st), 0, "a -wal file was left behind");
+    cr_assert_neq(stat(shm, &st), 0, "a -shm file was left behind");
+    free(db);
+}
