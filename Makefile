@@ -29,6 +29,11 @@ ifeq ($(SAN),1)
 XCFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 XLDFLAGS += -fsanitize=address,undefined
 endif
+# TSAN=1: ThreadSanitizer (make tsan; mk/reliability.mk)
+ifeq ($(TSAN),1)
+XCFLAGS += -O1 -fno-omit-frame-pointer -fsanitize=thread
+XLDFLAGS += -fsanitize=thread
+endif
 ALL_CFLAGS = $(CFLAGS) $(XCFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(XLDFLAGS)
 
