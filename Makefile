@@ -62,7 +62,7 @@ SO  := $(BUILD)/libclarity.so
 CLI := $(BUILD)/clarity
 AR_INTERNAL := $(BUILD)/libclarity_internal.a
 
-.PHONY: all demo check test bench install uninstall clean deps examples fuzz
+.PHONY: all demo check test bench install uninstall clean deps examples fuzz fuzz-long
 .SECONDARY:
 all: $(SO) $(CLI) $(BUILD)/minimal_host
 
@@ -121,6 +121,9 @@ bench: all
 
 fuzz:
 	$(MAKE) -C fuzz
+
+fuzz-long:
+	$(MAKE) -C fuzz long
 
 clarity.pc: clarity.pc.in
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@

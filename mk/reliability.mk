@@ -5,8 +5,8 @@
 #   make crashtest   kill -9 during a `clarity serve` replay, per backend
 #                    (tests/crashtest.py); CRASH_KILLS (default 200) kills per
 #                    backend, CRASH_SECONDS bounds each backend's time
-# make check runs both short: tsan --quick and 20 kills per backend.
-EXTRA_CHECKS += tsan-quick crashtest-quick
+# make check runs tsan whole (seconds) and crashtest with 20 kills per backend.
+EXTRA_CHECKS += tsan crashtest-quick
 TSAN_BUILD ?= build-tsan
 CRASH_KILLS ?= 200
 CRASH_SECONDS ?= 900

@@ -228,9 +228,18 @@ static int agent_end(hook *h, msgvec *mv)
 
 /* Claude Code may write the turn's transcript lines only after the Stop hook
  * has started (2.1.x writes it asynchronously): a Stop polls this long for
- * the transcript to exist and end with last_assistant_message. */
+ * the transcript to exist and end with last_assistant_message
+ * ($CLARITY_STOP_WAIT_MS overrides it: a slow disk, or 0 for the fuzzer). */
 #define STOP_WAIT_MS 400
 #define STOP_POLL_MS 20
+
+static int stop_wait_ms(void)
+{
+    const char *v = getenv("CLARITY_STOP_WAIT_MS");
+    char *end;
+    long ms = v && *v ? strtol(v, &end, 10) : -1;
+    return v && *v && !*end && ms >= 0 && ms <= 10000 ? (int)ms : STOP_WAIT_MS;
+}
 
 /* Reads what the transcript gained since the state's offset into mv.
  * Returns 0, or -1 when it cannot be read (*why malloc()ed). */
@@ -250,6 +259,7 @@ static int collect_turn(hook *h, const hookstate *st, msgvec *mv, long long *end
 static int collect_turn_wait(hook *h, const hookstate *st, const char *last, size_t last_len,
                              int wait, msgvec *mv, long long *end, size_t *last_text, char **why)
 {
+    int bound = stop_wait_ms();
     for (int waited = 0;; waited += STOP_POLL_MS) {
         free(*why);
         *why = NULL;
@@ -258,7 +268,7 @@ static int collect_turn_wait(hook *h, const hookstate *st, const char *last, siz
         *last_text = (size_t)-1;
         int rc = collect_turn(h, st, mv, end, last_text, why);
         int complete = rc == 0 && (!last || !last_len || ends_with(mv, *last_text, last, last_len));
-        if (complete || !wait || waited >= STOP_WAIT_MS) return rc;
+        if (complete || !wait || waited >= bound) return rc;
         struct timespec ts = {0, STOP_POLL_MS * 1000000L};
         nanosleep(&ts, NULL);
     }
