@@ -78,7 +78,7 @@ $(AR_INTERNAL): $(LIB_OBJ)
 	ar rcs $@ $^
 
 # The CLI finds the plugin next to itself ($ORIGIN) unless --plugin is given.
-CLI_UTIL := $(addprefix $(BUILD)/obj/util/,buf.o fs.o errors.o statepath.o)
+CLI_UTIL := $(addprefix $(BUILD)/obj/util/,buf.o fs.o errors.o statepath.o tokens.o)
 $(CLI): $(CLI_OBJ) $(CLI_UTIL) | $(SO)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell pkg-config --libs jansson) -ldl -lpthread
 

@@ -63,6 +63,9 @@ static const cli_option options[CLI_O__COUNT] = {
     [CLI_O_K] = {"k", 'k', "N", "how many files (default 10)"},
     [CLI_O_REPEAT] = {"repeat", 0, "N", "run the query N times, report p50/p99 (benchmarks)"},
     [CLI_O_NO_REFRESH] = {"no-refresh", 0, NULL, "answer from a stale graph as it is (and warn)"},
+    [CLI_O_BUDGET] = {"budget", 0, "N|F",
+                      "token budget of each turn's assembly: N tokens, or a share\n"
+                      "F (0 < F <= 1) of the transcript so far"},
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -86,6 +89,19 @@ static int number(const char *name, const char *v, long lo, long hi, long *out)
     if (errno || end == v || *end || x < lo || x > hi)
         return usage_error("--%s needs a number in %ld..%ld, got '%s'", name, lo, hi, v);
     *out = x;
+    return 0;
+}
+
+/* --budget: a whole number of tokens, or a share in (0, 1]. */
+static int budget(cli *c, const char *v)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x > 0) || (x > 1 && x != (double)(int64_t)x) || x > 1e12)
+        return usage_error("--budget needs a number of tokens or a share in (0, 1], got '%s'", v);
+    if (x <= 1) c->budget_frac = x;
+    else c->budget_abs = (int64_t)x;
     return 0;
 }
 
@@ -120,6 +136,7 @@ static int apply(cli *c, int id, const char *v)
     case CLI_O_K: return number("k", v, 1, 1000, &c->k) ? EXIT_USAGE : 0;
     case CLI_O_REPEAT: return number("repeat", v, 0, 100000, &c->repeat) ? EXIT_USAGE : 0;
     case CLI_O_NO_REFRESH: c->no_refresh = 1; return 0;
+    case CLI_O_BUDGET: return budget(c, v);
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "evalbudget.h"
 #include "jsonconv.h"
 #include "replay.h"
 
@@ -22,6 +23,8 @@ typedef struct eval_run {
     const char *config_name;
     ev_session cur;
     ev_acc acc;
+    eb_session bcur; /* --budget: the session's assemblies */
+    eb_acc bacc;
     size_t sessions, turns;
     int failed, oom;
 } eval_run;
@@ -75,7 +78,17 @@ static void on_session_end(void *ud, const char *session)
     eval_run *run = ud;
     run->sessions++;
     if (ev_acc_add(&run->acc, &run->cur, run->c->horizon) != 0) run->oom = 1;
+    eb_session_score(&run->bacc, &run->bcur, &run->cur, run->c->horizon);
+    eb_session_clear(&run->bcur);
     ev_session_clear(&run->cur);
+}
+
+static void on_assembled(void *ud, const char *session, int64_t turn, const clarity_ctx_message *msgs,
+                         size_t n, json_t *result)
+{
+    eval_run *run = ud;
+    int64_t budget = json_integer_value(json_object_get(result, "budget"));
+    if (eb_turn_add(&run->bcur, turn, msgs, n, result, budget) != 0) run->oom = 1;
 }
 
 /* ---- configs -------------------------------------------------------------- */
@@ -171,6 +184,42 @@ static int same_metrics(const ev_metrics *a, const ev_metrics *b)
            near(a->gold_rank_median, b->gold_rank_median);
 }
 
+/* --budget: evidence recall, tokens kept and cache breaks per policy. */
+static int budget_report(cli *c, const char *path, eval_run *runs, char **names, size_t ncfg)
+{
+    json_t *configs = json_object(), *baselines = json_object();
+    for (size_t i = 0; i < ncfg; i++)
+        json_object_set_new(configs, names[i], eb_policy_json(&runs[i].bacc, EB_CLARITY));
+    for (int p = EB_RECENCY; p < EB_NPOL; p++)
+        json_object_set_new(baselines, eb_policy_names[p], eb_policy_json(&runs[0].bacc, p));
+    double budget = c->budget_abs > 0 ? (double)c->budget_abs : c->budget_frac;
+    json_t *j = json_pack("{s:I,s:f,s:o,s:o}", "sessions", (json_int_t)runs[0].sessions, "budget",
+                          budget, "configs", configs, "baselines", baselines);
+    if (!j) return EXIT_FAIL;
+    if (c->json) {
+        char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        if (s) puts(s);
+        free(s);
+    } else {
+        printf("clarity eval --budget %g %s: %zu sessions, %zu turns assembled, horizon %d\n\n",
+               budget, path, runs[0].sessions, runs[0].bacc.turns, c->horizon);
+        printf("%-14s %16s %12s %22s\n", "policy", "evidence recall", "tokens kept", "cache breaks / turn");
+        const char *key;
+        json_t *o;
+        for (int pass = 0; pass < 2; pass++)
+            json_object_foreach(json_object_get(j, pass ? "baselines" : "configs"), key, o)
+                printf("%-14s %15.1f%% %11.1f%% %22.3f\n", key,
+                       100 * json_number_value(json_object_get(o, "evidence_recall")),
+                       100 * json_number_value(json_object_get(o, "tokens_kept")),
+                       json_number_value(json_object_get(o, "cache_breaks_per_turn")));
+        printf("\nevidence recall: the items used within %d turns whose newest earlier message was "
+               "sent verbatim\n(or, for clarity, is in its block); %.0f (turn, item) pairs.\n",
+               c->horizon, runs[0].bacc.pairs);
+    }
+    json_decref(j);
+    return EXIT_OK;
+}
+
 int cli_eval(cli *c, const char *path)
 {
     if (strcmp(path, "-") == 0) {
@@ -215,7 +264,9 @@ int cli_eval(cli *c, const char *path)
         char label[200];
         snprintf(label, sizeof label, "sessions [%s]", names[i]);
         replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta,
-                              .on_session_end = on_session_end, .progress = progress,
+                              .on_session_end = on_session_end,
+                              .on_assembled = c->budget_abs > 0 || c->budget_frac > 0 ? on_assembled : NULL,
+                              .progress = progress,
                               .done_before = per * i, .total = per * ncfg, .label = label};
         int rc = run_column(c, path, c->n_configs ? c->configs[i] : NULL, names[i], &hooks,
                             &runs[i]);
@@ -225,7 +276,10 @@ int cli_eval(cli *c, const char *path)
     }
     if (progress && per) fputs("\r\033[K", stderr);
 
-    if (ex == EXIT_OK) {
+    if (ex == EXIT_OK && (c->budget_abs > 0 || c->budget_frac > 0)) {
+        ex = budget_report(c, path, runs, names, ncfg);
+        if (ex == EXIT_OK) ex = partial;
+    } else if (ex == EXIT_OK) {
         eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2};
         for (size_t i = 0; i < ncfg; i++) {
             cols[i].name = names[i];
@@ -268,6 +322,7 @@ int cli_eval(cli *c, const char *path)
     for (size_t i = 0; runs && i < ncfg; i++) {
         ev_session_free(&runs[i].cur);
         ev_acc_free(&runs[i].acc);
+        eb_session_clear(&runs[i].bcur);
     }
     for (size_t i = 0; names && i < ncfg; i++) free(names[i]);
     free(names);

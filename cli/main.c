@@ -49,12 +49,13 @@ static int run_eval(cli *c, char **args, int n)
 #define O(x) CLI_OPT(CLI_O_##x)
 static const cli_command commands[] = {
     {"replay", "FILE.jsonl|-", 1, 1, "replay takes one file (or - for stdin)",
-     O(JSON) | O(SESSION) | O(WORKSPACE), NEEDS_PLUGIN, 0, run_replay,
+     O(JSON) | O(SESSION) | O(WORKSPACE) | O(BUDGET), NEEDS_PLUGIN, 0, run_replay,
      "replay a turns JSONL file through the hooks, printing each\n"
      "turn's context block (--json: one clarity.getScores line per\n"
-     "session instead; --session: that session only)"},
+     "session instead; --session: that session only; --budget: each\n"
+     "turn's transcript assembled under it, as the model would see it)"},
     {"eval", "CORPUS.jsonl", 1, 1, "eval takes one corpus file (it is read once per config)",
-     O(JSON) | O(HTML) | O(HORIZON), NEEDS_HOST, 0, run_eval,
+     O(JSON) | O(HTML) | O(HORIZON) | O(BUDGET), NEEDS_HOST, 0, run_eval,
      "replay recorded sessions and measure relevance quality:\n"
      "recall@5/10/20 of the items used again, gold-file ranks,\n"
      "against LRU and frequency baselines (memory store only)"},

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "../util/tokens.h"
 #include "cli.h"
 #include "jsonconv.h"
 #include "replay.h"
@@ -38,6 +39,11 @@ typedef struct replay {
     buf prompt;
     size_t n_user;
     msgvec all, agent, prev, one;
+    msgvec hist; /* the session's transcript before this turn (assemble) */
+    /* --budget F on a file: each session's whole transcript in tokens (a
+     * first pass), so its budget is F of that, as a model's window is */
+    struct sess_total *totals;
+    size_t n_totals;
     int failed;
     int broken_pipe;
     /* progress bar on stderr */
@@ -108,11 +114,171 @@ static void call_error(replay *r, const char *what, int rc, const clarity_result
 
 /* ---- turns and sessions ------------------------------------------------------ */
 
+typedef struct sess_total {
+    char *session;
+    int64_t tokens;
+} sess_total;
+
+/* First pass for --budget F: every session's transcript in tokens.  The
+ * sessions of a turns file are contiguous.  Returns the count (0 when the
+ * file cannot be read). */
+static size_t session_totals(const char *path, sess_total **out)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *line = NULL;
+    size_t cap = 0, n = 0, capt = 0;
+    ssize_t len;
+    sess_total *v = NULL;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        json_t *o = json_loadb(line, (size_t)len, JSON_ALLOW_NUL, NULL);
+        const char *sid = json_string_value(json_object_get(o, "session"));
+        json_t *text = json_object_get(o, "text"), *args = json_object_get(o, "tool_args");
+        if (sid && !json_object_get(o, "meta")) {
+            if (n == 0 || strcmp(v[n - 1].session, sid) != 0) {
+                if (n == capt) {
+                    capt = capt ? capt * 2 : 64;
+                    sess_total *nv = realloc(v, capt * sizeof *nv);
+                    if (!nv) break;
+                    v = nv;
+                }
+                v[n].session = util_strdup(sid);
+                v[n++].tokens = 0;
+            }
+            if (json_is_string(text)) v[n - 1].tokens += util_estimate_tokens(json_string_value(text), json_string_length(text));
+            if (json_is_object(args)) {
+                char *a = json_dumps(args, JSON_COMPACT);
+                if (a) v[n - 1].tokens += util_estimate_tokens(a, strlen(a));
+                free(a);
+            }
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    *out = v;
+    return n;
+}
+
+static int64_t session_total(const replay *r, const char *session)
+{
+    for (size_t i = 0; i < r->n_totals; i++)
+        if (r->totals[i].session && strcmp(r->totals[i].session, session) == 0) return r->totals[i].tokens;
+    return -1;
+}
+
+/* The transcript as the model would get it now: the session's earlier
+ * messages and this turn's user lines.  ids: their place in the session;
+ * a tool message is paired with the assistant call just before it. */
+static clarity_ctx_message *transcript(replay *r, size_t *n, size_t *cur, char (*ids)[2][24])
+{
+    size_t nh = r->hist.n, nu = 0;
+    for (size_t i = 0; i < r->all.n; i++) nu += strcmp(r->all.v[i].role, "user") == 0;
+    clarity_ctx_message *v = calloc(nh + nu + 1, sizeof *v);
+    if (!v) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < nh + r->all.n; i++) {
+        const clarity_message *m = i < nh ? &r->hist.v[i] : &r->all.v[i - nh];
+        if (i >= nh && strcmp(m->role, "user") != 0) continue;
+        clarity_ctx_message *x = &v[k];
+        x->struct_size = sizeof *x;
+        snprintf(ids[k][0], sizeof ids[k][0], "m%zu", i);
+        x->id = ids[k][0];
+        x->role = m->role;
+        x->text = m->text;
+        x->text_len = m->text_len;
+        x->tool_name = m->tool_name;
+        x->tool_args_json = m->tool_args_json;
+        x->tokens = -1;
+        if (strcmp(m->role, "assistant") == 0 && m->tool_name) {
+            snprintf(ids[k][1], sizeof ids[k][1], "c%zu", i);
+            x->tool_call_id = ids[k][1];
+        } else if (strcmp(m->role, "tool") == 0 && k > 0 && v[k - 1].tool_call_id &&
+                   strcmp(v[k - 1].role, "assistant") == 0) {
+            x->tool_call_id = v[k - 1].tool_call_id;
+        }
+        k++;
+    }
+    *n = k;
+    *cur = nh;
+    return v;
+}
+
+/* One line per message of what the model would see. */
+static void print_view(replay *r, const clarity_ctx_message *v, size_t n, json_t *res)
+{
+    json_t *acts = json_object_get(res, "actions");
+    printf("--- session %s turn %lld: %zu messages, %lld tokens -> %lld (budget %lld%s), batch %lld%s ---\n",
+           r->session, (long long)r->turn, n, (long long)json_integer_value(json_object_get(res, "tokensBefore")),
+           (long long)json_integer_value(json_object_get(res, "tokensAfter")),
+           (long long)json_integer_value(json_object_get(res, "budget")),
+           json_is_true(json_object_get(res, "met")) ? "" : ", not met",
+           (long long)json_integer_value(json_object_get(res, "batch")),
+           json_is_true(json_object_get(res, "changed")) ? ", changed" : "");
+    size_t a = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *act = json_array_get(acts, a);
+        const char *text = v[i].text ? v[i].text : "";
+        size_t len = v[i].text_len;
+        if (act && (size_t)json_integer_value(json_object_get(act, "index")) == i) {
+            text = json_string_value(json_object_get(act, "text"));
+            len = text ? strlen(text) : 0;
+            a++;
+        }
+        size_t show = len < 100 ? len : 100;
+        while (show && (text[show - 1] & 0xc0) == 0x80) show--;
+        printf("  #%zu %-9s %6lld  ", i, v[i].role, (long long)util_estimate_tokens(v[i].text ? v[i].text : "", v[i].text_len));
+        for (size_t j = 0; j < show; j++) putchar(text[j] == '\n' || text[j] == '\r' ? ' ' : text[j]);
+        puts(len > show ? "..." : "");
+    }
+}
+
+/* CLARITY_EV_ASSEMBLE before the turn, when a budget is set or eval asks. */
+static void assemble_turn(replay *r)
+{
+    cli *c = r->c;
+    int want = r->hooks ? r->hooks->on_assembled != NULL : c->budget_abs > 0 || c->budget_frac > 0;
+    if (!want) return;
+    size_t cap = r->hist.n + r->all.n + 1, n = 0, cur = 0;
+    char(*ids)[2][24] = calloc(cap, sizeof *ids);
+    clarity_ctx_message *v = ids ? transcript(r, &n, &cur, ids) : NULL;
+    if (!v) {
+        free(ids);
+        return;
+    }
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += util_estimate_tokens(v[i].text ? v[i].text : "", v[i].text_len);
+    clarity_assemble p = {sizeof p, r->session, v, n, 0, cur, 0};
+    int64_t whole = session_total(r, r->session);
+    p.token_budget = c->budget_abs > 0 ? c->budget_abs
+                                       : (int64_t)(c->budget_frac * (double)(whole > 0 ? whole : total));
+    clarity_result res;
+    int rc = loader_event(&c->L, CLARITY_EV_ASSEMBLE, &p, &res);
+    if (rc < 0) {
+        call_error(r, "assemble", rc, &res);
+    } else if (rc == CLARITY_OK) {
+        json_t *j = result_json(&res);
+        if (j && r->hooks && r->hooks->on_assembled)
+            r->hooks->on_assembled(r->hooks->ud, r->session, r->turn, v, n, j);
+        else if (j && !c->json) {
+            out_begin(r);
+            print_view(r, v, n, j);
+            out_end(r);
+        }
+        json_decref(j);
+    }
+    loader_release(&c->L, &res);
+    free(v);
+    free(ids);
+}
+
 static void flush_turn(replay *r)
 {
     if (!r->in_turn) return;
     cli *c = r->c;
     clarity_result res;
+    assemble_turn(r);
 
     size_t first = r->prev.n > RECENT_MAX ? r->prev.n - RECENT_MAX : 0;
     clarity_before_agent_start bas;
@@ -164,6 +330,8 @@ static void flush_turn(replay *r)
         json_decref(j);
     }
 
+    for (size_t i = 0; i < r->all.n; i++)
+        if (msgvec_push_from(&r->hist, &r->all, i) != 0) r->failed++;
     msgvec_swap(&r->prev, &r->all);
     msgvec_clear(&r->all);
     msgvec_clear(&r->agent);
@@ -213,6 +381,7 @@ static void end_session(replay *r, const char *reason)
     free(r->session);
     r->session = NULL;
     msgvec_clear(&r->prev);
+    msgvec_clear(&r->hist);
     r->done++;
     bar_show(r);
 }
@@ -337,6 +506,8 @@ int replay_run(cli *c, const char *path, const replay_hooks *hooks)
     msgvec_init(&r.agent);
     msgvec_init(&r.prev);
     msgvec_init(&r.one);
+    msgvec_init(&r.hist);
+    if (c->budget_frac > 0 && !is_stdin) r.n_totals = session_totals(path, &r.totals);
     if (hooks) {
         r.total = hooks->total;
         r.progress = hooks->progress;
@@ -380,6 +551,9 @@ int replay_run(cli *c, const char *path, const replay_hooks *hooks)
     msgvec_free(&r.agent);
     msgvec_free(&r.prev);
     msgvec_free(&r.one);
+    msgvec_free(&r.hist);
+    for (size_t i = 0; i < r.n_totals; i++) free(r.totals[i].session);
+    free(r.totals);
     if (cli_stop) return EXIT_INTERRUPTED;
     if (r.broken_pipe) return EXIT_FAIL;
     return r.failed ? EXIT_FAIL : EXIT_OK;

@@ -21,6 +21,11 @@ typedef struct replay_hooks {
     void (*on_meta)(void *ud, const char *session, struct json_t *meta);
     /* After a session's session_end. */
     void (*on_session_end)(void *ud, const char *session);
+    /* Before a turn's before_agent_start, when set: the transcript so far
+     * was assembled (CLARITY_EV_ASSEMBLE, budget from --budget); result is
+     * the event's JSON answer. */
+    void (*on_assembled)(void *ud, const char *session, int64_t turn,
+                         const clarity_ctx_message *msgs, size_t n, struct json_t *result);
     /* Progress bar on stderr: shown when progress is non-zero, as
      * "[###   ] (done_before + sessions done)/total label". */
     int progress;

@@ -302,22 +302,31 @@ static int parse_custom(pctx *p, const char *path, json_t *arr)
     return 0;
 }
 
-static int parse_exclude(pctx *p, const char *path, json_t *arr)
+/* A list of regexes into v[0..*n) (replacing it). */
+static int parse_regexes(pctx *p, const char *path, json_t *arr, char **v, size_t *n)
 {
-    clarity_config *c = p->cfg;
     if (!json_is_array(arr)) return fail_type(p, path, "an array", arr);
-    size_t n = json_array_size(arr);
-    if (n > CFG_MAX_PATTERNS)
-        return fail(p, CLARITY_ECONFIG, path, "at most %d entries, got %zu", CFG_MAX_PATTERNS,
-                    n);
+    size_t m = json_array_size(arr);
+    if (m > CFG_MAX_PATTERNS)
+        return fail(p, CLARITY_ECONFIG, path, "at most %d entries, got %zu", CFG_MAX_PATTERNS, m);
     char sub[160];
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < m; i++) {
         snprintf(sub, sizeof sub, "%s[%zu]", path, i);
         char *s = NULL;
         if (take_regex(p, sub, json_array_get(arr, i), &s)) return p->rc;
-        c->extraction.exclude[c->extraction.n_exclude++] = s;
+        v[(*n)++] = s;
     }
     return 0;
+}
+
+static int parse_exclude(pctx *p, const char *path, json_t *arr)
+{
+    return parse_regexes(p, path, arr, p->cfg->extraction.exclude, &p->cfg->extraction.n_exclude);
+}
+
+static int parse_keep(pctx *p, const char *path, json_t *arr)
+{
+    return parse_regexes(p, path, arr, p->cfg->assemble.keep, &p->cfg->assemble.n_keep);
 }
 
 
@@ -378,25 +387,35 @@ static json_t *print_custom(const clarity_config *c)
     return a;
 }
 
-static void free_exclude(clarity_config *c)
+static void free_strings(char **v, size_t *n)
 {
-    for (size_t i = 0; i < c->extraction.n_exclude && i < CFG_MAX_PATTERNS; i++) {
-        free(c->extraction.exclude[i]);
-        c->extraction.exclude[i] = NULL;
+    for (size_t i = 0; i < *n && i < CFG_MAX_PATTERNS; i++) {
+        free(v[i]);
+        v[i] = NULL;
     }
-    c->extraction.n_exclude = 0;
+    *n = 0;
 }
 
-static json_t *print_exclude(const clarity_config *c)
+static json_t *print_strings(char *const *v, size_t n)
 {
     json_t *a = json_array();
-    for (size_t i = 0; a && i < c->extraction.n_exclude; i++)
-        if (json_array_append_new(a, json_string(c->extraction.exclude[i] ? c->extraction.exclude[i]
-                                                                           : ""))) {
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_string(v[i] ? v[i] : ""))) {
             json_decref(a);
             return NULL;
         }
     return a;
+}
+
+static void free_exclude(clarity_config *c) { free_strings(c->extraction.exclude, &c->extraction.n_exclude); }
+static json_t *print_exclude(const clarity_config *c)
+{
+    return print_strings(c->extraction.exclude, c->extraction.n_exclude);
+}
+static void free_keep(clarity_config *c) { free_strings(c->assemble.keep, &c->assemble.n_keep); }
+static json_t *print_keep(const clarity_config *c)
+{
+    return print_strings(c->assemble.keep, c->assemble.n_keep);
 }
 
 /* ------------------------------------------------------------ the table */
@@ -422,6 +441,7 @@ static const char *const backend_names[] = {"auto", "sqlite", "host", "memory", 
 static const struct cfg_list_ops tools_ops = {parse_tools, print_tools, free_tools, default_tools_fn};
 static const struct cfg_list_ops custom_ops = {parse_custom, print_custom, free_custom, NULL};
 static const struct cfg_list_ops exclude_ops = {parse_exclude, print_exclude, free_exclude, NULL};
+static const struct cfg_list_ops keep_ops = {parse_keep, print_keep, free_keep, NULL};
 
 /* Every setting, in the order the effective config prints them. */
 static const cfg_entry settings[] = {
@@ -470,6 +490,17 @@ static const cfg_entry settings[] = {
     NUM("prediction.minScore", prediction.min_score, 0.25, 0, 1, 0),
     INT("prediction.maxFiles", prediction.max_files, 20, 1, 1000, 0),
     BOOL("prediction.autoRefresh", prediction.auto_refresh, 0),
+    BOOL("assemble.enabled", assemble.enabled, 1),
+    INT("assemble.protectRecentTurns", assemble.protect_recent_turns, 3, 0, 1000, 0),
+    NUM("assemble.protectShare", assemble.protect_share, 0.5, 0, 1, 0),
+    NUM("assemble.highWater", assemble.high_water, 0.85, 0, 1, CF_LO_EXCL),
+    NUM("assemble.lowWater", assemble.low_water, 0.6, 0, 1, CF_LO_EXCL),
+    INT("assemble.stubMinTokens", assemble.stub_min_tokens, 64, 0, 1000000, 0),
+    INT("assemble.argsMinTokens", assemble.args_min_tokens, 512, 1, 1000000, 0),
+    LIST("assemble.keep", keep_ops),
+    INT("toolOutput.maxChars", tool_output.max_chars, 20000, 1000, 100000000, 0),
+    INT("toolOutput.headLines", tool_output.head_lines, 40, 0, 100000, 0),
+    INT("toolOutput.tailLines", tool_output.tail_lines, 40, 0, 100000, 0),
 };
 
 const cfg_entry *config_table(size_t *n)
@@ -702,6 +733,9 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
         }
         json_decref(root);
     }
+    if (p.rc == CLARITY_OK && tmp.assemble.low_water >= tmp.assemble.high_water)
+        fail(&p, CLARITY_ECONFIG, "assemble.lowWater", "must be below assemble.highWater (%g), got %g",
+             tmp.assemble.high_water, tmp.assemble.low_water);
     if (p.rc != CLARITY_OK) {
         config_free(&tmp);
         if (err) *err = p.err;

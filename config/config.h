@@ -69,6 +69,24 @@ typedef struct clarity_config {
         int max_files;    /* predicted files kept per prompt */
         int auto_refresh; /* refresh a stale graph incrementally in the hook */
     } prediction;
+    /* What the model sees (engine/assemble.c, CLARITY_EV_ASSEMBLE). */
+    struct {
+        int enabled;
+        int protect_recent_turns;  /* the last turns are never touched... */
+        double protect_share;      /* ...as far as they fit in this share of the budget */
+        double high_water, low_water; /* stub in batches: from above high down to low */
+        int stub_min_tokens;       /* a smaller message is not worth a stub */
+        int args_min_tokens;       /* tool-call arguments longer than this are candidates */
+        char *keep[CFG_MAX_PATTERNS]; /* owned PCRE2 sources: a message matching one is kept */
+        size_t n_keep;
+    } assemble;
+    /* Oversized tool outputs a host lets clarity trim (Claude Code's
+     * PostToolUse): head and tail lines, and every line naming a tracked
+     * item scoring above the prune threshold. */
+    struct {
+        int max_chars;
+        int head_lines, tail_lines;
+    } tool_output;
 } clarity_config;
 
 /* ---- the table of settings (config.c) ---- */

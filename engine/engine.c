@@ -1,5 +1,6 @@
 #include "engine.h"
 #include "../util/errors.h"
+#include "assemble.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -70,9 +71,13 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
     }
     rc = extract_new(&e->cfg, &e->ex, err);
     if (rc == CLARITY_OK && !(e->graphs = graph_cache_new())) rc = CLARITY_ENOMEM;
+    if (rc == CLARITY_OK)
+        rc = asm_keep_new((const char *const *)e->cfg.assemble.keep, e->cfg.assemble.n_keep,
+                          &e->asm_keep, err);
     if (rc == CLARITY_OK) rc = open_store(e, err);
     if (rc != CLARITY_OK) {
         graph_cache_free(e->graphs);
+        asm_keep_free(e->asm_keep);
         extract_free(e->ex);
         config_free(&e->cfg);
         free(e);
@@ -89,6 +94,7 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
 static void session_free(session *s)
 {
     predict_clear(s);
+    asm_state_free(s->asm_);
     tracker_free(&s->t);
     pthread_mutex_destroy(&s->mu);
     free(s->id);
@@ -111,6 +117,7 @@ void engine_free(engine *e)
     }
     store_close(e->st);
     graph_cache_free(e->graphs);
+    asm_keep_free(e->asm_keep);
     extract_free(e->ex);
     config_free(&e->cfg);
     pthread_mutex_destroy(&e->reg_mu);

@@ -40,6 +40,7 @@ typedef struct session {
     struct pred_ent *pred;
     char **pred_targets;
     size_t n_pred_targets;
+    struct asm_state *asm_; /* what the model sees (assemble.c); NULL until used */
     UT_hash_handle hh;
 } session;
 
@@ -54,6 +55,7 @@ typedef struct engine {
     uint64_t clock; /* LRU stamps */
     scorer_tables tables; /* for the per-turn scans */
     graph_cache *graphs;  /* owned: the code graphs this engine loaded */
+    struct asm_keep *asm_keep; /* owned: assemble.keep compiled, or NULL */
 } engine;
 
 /* ---- engine.c ---- */
@@ -101,6 +103,8 @@ void predict_update(engine *e, session *s, const char *text, size_t len);
 /* The prediction term of an item: normalized prediction * weight, or 0. */
 double predict_term(const engine *e, const session *s, const item *it);
 void predict_clear(session *s);
+
+/* ---- assemble.c: see assemble.h ---- */
 
 /* ---- hooks.c ---- */
 int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);

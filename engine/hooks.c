@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../pruner/pruner.h"
+#include "assemble.h"
 #include "engine.h"
 
 #define BLOCK_OPEN "[CLARITY CONTEXT]"
@@ -346,6 +347,12 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
         const clarity_session_end *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_session_end)) goto bad;
         return session_end(e, p);
+    }
+    case CLARITY_EV_ASSEMBLE: {
+        const clarity_assemble *p = ev->data;
+        if (!PAYLOAD_OK(p, clarity_assemble) || !CLARITY_HAS_MEMBER(p, clarity_assemble, flags))
+            goto bad;
+        return assemble_event(e, p, out, err);
     }
     default:
         return CLARITY_DECLINED;

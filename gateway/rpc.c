@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../engine/assemble.h"
 #include "gateway.h"
 
 typedef struct rpc_call {
@@ -100,6 +101,21 @@ static int m_stats(rpc_call *c)
     int rc = with_session(c, 0, &s);
     if (rc != CLARITY_OK) return rc;
     view_stats_json(c->e, s, c->out);
+    engine_release(c->e, s);
+    return CLARITY_OK;
+}
+
+/* clarity.context: the last assembly of the session (null before any). */
+static int m_context(rpc_call *c)
+{
+    session *s;
+    int rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    buf_puts(c->out, "{\"session\":");
+    buf_json_str(c->out, s->id, strlen(s->id));
+    buf_puts(c->out, ",\"last\":");
+    assemble_report_json(s, c->out);
+    buf_putc(c->out, '}');
     engine_release(c->e, s);
     return CLARITY_OK;
 }
@@ -354,7 +370,7 @@ static const method methods[] = {
     {"clarity.config", 0, m_config},          {"clarity.setTier", 1, m_set_tier},
     {"clarity.exportState", 1, m_export},     {"clarity.importState", 1, m_import},
     {"clarity.predict", 0, m_predict},        {"clarity.graphBuild", 0, m_graph_build},
-    {"clarity.graphStatus", 0, m_graph_status},
+    {"clarity.graphStatus", 0, m_graph_status}, {"clarity.context", 1, m_context},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

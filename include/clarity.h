@@ -122,7 +122,8 @@ typedef enum clarity_event_id {
     CLARITY_EV_BEFORE_AGENT_START = 1,
     CLARITY_EV_AGENT_END = 2,
     CLARITY_EV_BEFORE_COMPACTION = 3,
-    CLARITY_EV_SESSION_END = 4
+    CLARITY_EV_SESSION_END = 4,
+    CLARITY_EV_ASSEMBLE = 5 /* since 0.2: decide what the model sees */
 } clarity_event_id;
 
 /* One message of a conversation.  role is "user", "assistant", "tool" or
@@ -175,10 +176,60 @@ typedef struct clarity_session_end {
     const char *reason; /* free text, may be NULL */
 } clarity_session_end;
 
+/* One message of CLARITY_EV_ASSEMBLE.  id is the host's id of the message,
+ * stable across calls (clarity caches per id what it found in the text).
+ * role is "system", "user", "assistant" or "tool".  tool_call_id pairs a
+ * tool call (an assistant message) with its result (a tool message): the
+ * two are never split.  tokens: the host's count, or -1 (clarity
+ * estimates).  Everything but id and role may be NULL / 0. */
+typedef struct clarity_ctx_message {
+    uint32_t struct_size;
+    const char *id;
+    const char *role;
+    const char *text; /* may hold NUL bytes and invalid UTF-8 */
+    size_t text_len;
+    const char *tool_name;
+    const char *tool_args_json;
+    const char *tool_call_id;
+    int64_t tokens;
+} clarity_ctx_message;
+
+/* The host may drop messages (not only replace their content). */
+#define CLARITY_ASSEMBLE_MAY_DROP 1u
+
+/* Payload of CLARITY_EV_ASSEMBLE, version 1: the messages the host is
+ * about to send to the model, oldest first.  current_turn_start: index of
+ * the first message of the turn in progress (messages from there on are
+ * never touched).  token_budget <= 0: no budget (nothing is removed).
+ *
+ * Result (data, JSON, owned by the plugin until release):
+ *   {"tokensBefore": n, "tokensAfter": n, "budget": n, "met": bool,
+ *    "batch": n, "changed": bool,
+ *    "actions": [{"index": i, "id": "<host id>", "action": "stub"|"drop",
+ *                 "text": "<replacement content>", "tokens": n,
+ *                 "item": "<id>", "score": x}, ...],
+ *    "block": "[CLARITY CONTEXT]..."}
+ * Only messages that change are listed (every other one is kept verbatim);
+ * "text" is present for "stub".  "met": false when the budget cannot be
+ * met without touching what is protected.  "batch" counts the decisions:
+ * it moves (and "changed" is true) only when clarity changed what it
+ * removes, so between batches the same messages give byte-identical
+ * output and a prompt cache stays valid.  A host that does not send this
+ * event sees no change in any other event. */
+typedef struct clarity_assemble {
+    uint32_t struct_size;
+    const char *session_id;
+    const clarity_ctx_message *messages;
+    size_t n_messages;
+    int64_t token_budget;
+    size_t current_turn_start;
+    uint32_t flags; /* CLARITY_ASSEMBLE_* */
+} clarity_assemble;
+
 typedef struct clarity_event {
     uint32_t struct_size;
     uint32_t id;      /* clarity_event_id */
-    uint32_t version; /* payload version; 1 for all payloads above */
+    uint32_t version; /* payload version; 1 for every payload above */
     const void *data; /* points to the payload struct for id */
 } clarity_event;
 
