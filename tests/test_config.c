@@ -684,9 +684,10 @@ static void non_default(const cfg_entry *e, char *v, size_t n)
         else snprintf(v, n, "[\"alpha\",\"beta_2\"]");
         break;
     default: {
+        /* above the default, within the bounds (midway to hi when +1 is
+         * too much: a share such as highWater keeps its relations) */
         double x = e->def + 1;
-        if (x > e->hi) x = e->lo + ((e->flags & CF_LO_EXCL) ? 0.5 : 0);
-        if (e->type == CT_NUM && x == e->def) x = (e->lo + e->hi) / 2;
+        if (x > e->hi) x = e->type == CT_NUM ? (e->def + e->hi) / 2 : e->lo + ((e->flags & CF_LO_EXCL) ? 0.5 : 0);
         if (e->type != CT_NUM) x = floor(x);
         snprintf(v, n, e->type == CT_NUM ? "%.17g" : "%.0f", x);
     }
