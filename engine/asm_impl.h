@@ -30,7 +30,8 @@ typedef struct amsg {
 typedef struct astub {
     char *id;      /* host id; owned, hash key */
     char *item;    /* the item it was about, or NULL */
-    int64_t turn;  /* the session's turn when decided: a mention after it revives */
+    int64_t turn;  /* the session's turn when decided */
+    int64_t mentions; /* the item's mentionCount then (0: untracked): one more revives */
     int64_t tokens; /* of the original */
     double score;
     char *text;    /* the replacement, fixed when decided */

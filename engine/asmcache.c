@@ -256,6 +256,8 @@ static int load_stub(asm_state *st, json_t *o)
     t->text = strdup(text);
     t->item = about ? strdup(about) : NULL;
     t->turn = json_integer_value(turn);
+    json_t *men = json_object_get(o, "m");
+    t->mentions = json_is_integer(men) && json_integer_value(men) >= -1 ? json_integer_value(men) : -1;
     t->tokens = json_integer_value(tok);
     t->score = json_number_value(json_object_get(o, "score"));
     t->drop = json_is_true(json_object_get(o, "drop"));
@@ -310,8 +312,9 @@ int asm_save(engine *e, session *s)
             buf_puts(&b, ",\"item\":");
             buf_json_str(&b, t->item, strlen(t->item));
         }
-        buf_printf(&b, ",\"turn\":%lld,\"tokens\":%lld,\"score\":%.3f,\"drop\":%s,\"text\":",
-                   (long long)t->turn, (long long)t->tokens, t->score, t->drop ? "true" : "false");
+        buf_printf(&b, ",\"turn\":%lld,\"m\":%lld,\"tokens\":%lld,\"score\":%.3f,\"drop\":%s,\"text\":",
+                   (long long)t->turn, (long long)t->mentions, (long long)t->tokens, t->score,
+                   t->drop ? "true" : "false");
         buf_json_str(&b, t->text, strlen(t->text));
         buf_putc(&b, '}');
     }

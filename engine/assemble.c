@@ -121,15 +121,18 @@ static void turns_of(const clarity_assemble *p, int64_t *turn, int64_t *last)
 static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, aview *v,
                            const int64_t *turn, int64_t last_turn)
 {
-    int64_t from = last_turn - c->assemble.protect_recent_turns + 1;
+    /* the protected turns come before the turn in progress */
+    int64_t current = p->current_turn_start < p->n_messages ? turn[p->current_turn_start] : last_turn + 1;
+    int64_t from = current - c->assemble.protect_recent_turns;
     if (p->token_budget <= 0) return from;
     int64_t cap = (int64_t)(c->assemble.protect_share * (double)p->token_budget), used = 0;
     size_t i = p->n_messages;
-    for (int64_t t = last_turn; t >= from; t--) {
+    while (i > 0 && turn[i - 1] >= current) i--; /* the turn in progress: protected anyway */
+    for (int64_t t = current - 1; t >= from; t--) {
         int64_t tok = 0;
         size_t j = i;
         while (j > 0 && turn[j - 1] == t) tok += v[--j].a->tokens;
-        if (used + tok > cap && j < p->current_turn_start) return t + 1;
+        if (used + tok > cap) return t + 1;
         used += tok;
         i = j;
     }
@@ -178,20 +181,30 @@ static void thousands(char *out, size_t n, int64_t v)
 }
 
 /* The replacement: what was elided, why, and how to get it back. */
-static char *stub_text(const aview *v)
+static char *stub_text(const aview *v, const char *subject)
 {
     char tok[32];
     thousands(tok, sizeof tok, v->a->tokens);
     const clarity_ctx_message *m = v->m;
     const char *what = m->tool_name ? m->tool_name : is_role(m, "tool") ? "tool" : m->role;
     const char *kind = is_role(m, "tool") ? "output" : m->tool_args_json ? "call" : "message";
-    if (!v->it)
+    if (!subject)
         return util_format("[clarity: %s tokens of %s %s elided (nothing tracked in it). Ask for it "
                            "again if it matters]", tok, what, kind);
-    const char *id = v->it->id, *colon = strchr(id, ':');
+    const char *colon = strchr(subject, ':');
     return util_format("[clarity: %s tokens of %s %s about %s elided (%s, score %.1f). "
                        "/clarity anchor %s keeps it]",
-                       tok, what, kind, colon ? colon + 1 : id, id, v->score, id);
+                       tok, what, kind, colon ? colon + 1 : subject, subject, v->score, subject);
+}
+
+/* What a stub is about: its best tracked item, else the file its tool call
+ * names (anchoring that one brings the message back). */
+static const char *subject_of(const aview *v, const aview *views)
+{
+    if (v->it) return v->it->id;
+    if (v->a->file) return v->a->file;
+    if (v->call != SIZE_MAX && views[v->call].a->file) return views[v->call].a->file;
+    return NULL;
 }
 
 typedef struct pick {
@@ -209,17 +222,20 @@ static int cmp_pick(const void *a, const void *b)
 }
 
 /* Records a decision for message x: its stub (or, with drop, nothing). */
-static int decide(session *s, aview *x, int drop, int64_t *total)
+static int decide(session *s, aview *x, const aview *views, int drop, int64_t *total)
 {
     asm_state *st = s->asm_;
+    const char *subject = subject_of(x, views);
     astub *t = calloc(1, sizeof *t);
     int oom = 0;
-    if (!t || !(t->id = strdup(x->a->id)) || !(t->text = drop ? strdup("") : stub_text(x)) ||
-        (x->it && !(t->item = strdup(x->it->id)))) {
+    if (!t || !(t->id = strdup(x->a->id)) || !(t->text = drop ? strdup("") : stub_text(x, subject)) ||
+        (subject && !(t->item = strdup(subject)))) {
         if (t) asm_stub_free(t);
         return CLARITY_ENOMEM;
     }
     t->turn = s->t.current_turn;
+    item *about = subject ? tracker_find(&s->t, subject) : NULL;
+    t->mentions = about ? about->mention_count : 0;
     t->tokens = x->a->tokens;
     t->score = x->score;
     t->drop = drop;
@@ -262,8 +278,8 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
             HASH_DEL(st->stubs, old);
             asm_stub_free(old);
         }
-        rc = decide(s, x, pair, total);
-        if (rc == CLARITY_OK && pair) rc = decide(s, call, 1, total);
+        rc = decide(s, x, v, pair, total);
+        if (rc == CLARITY_OK && pair) rc = decide(s, call, v, 1, total);
         *changed = 1;
     }
     free(pk);
@@ -282,7 +298,7 @@ static void apply_stubs(session *s, aview *v, size_t n, int *changed)
         v[i].stub = NULL;
         if (!t) continue;
         item *it = t->item ? tracker_find(&s->t, t->item) : NULL;
-        int revive = v[i].protect || (it && (it->anchored || it->last_mention_turn > t->turn));
+        int revive = v[i].protect || (it && (it->anchored || it->mention_count > t->mentions));
         if (revive) {
             HASH_DEL(st->stubs, t);
             asm_stub_free(t);

@@ -196,7 +196,7 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
         if (rc == CLARITY_OK) s->loaded = 1;
     }
     if (rc == CLARITY_OK && !create && !s->exists_in_store && s->t.count == 0 &&
-        s->t.current_turn == 0)
+        s->t.current_turn == 0 && !s->asm_)
         rc = CLARITY_ENOTFOUND;
     if (rc != CLARITY_OK) {
         engine_release(e, s);
@@ -217,7 +217,7 @@ void engine_release(engine *e, session *s)
     /* A lookup that found nothing leaves no trace (a workspace set by
      * before_agent_start is kept for the agent_end that follows). */
     int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty &&
-                !s->t.meta_dirty;
+                !s->t.meta_dirty && !s->asm_;
     int clean = !s->t.dirty && !s->t.meta_dirty && s->t.n_deleted == 0;
     int drop = s->refs == 0 && (empty || (s->unload && clean));
     if (drop) {
