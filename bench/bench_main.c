@@ -13,6 +13,7 @@
  *   gen-stream   write a deterministic turn stream (JSONL) for the comparison
  *   stream       replay a turn stream through clarity, time each hook
  *   conformance  clarity's scores for a grid of item stats (compared by node)
+ *   assemble     CLARITY_EV_ASSEMBLE on a 200-message, ~300k-token transcript
  * --smoke shrinks every mode to a few seconds; nothing is asserted on time.
  */
 #include <stdlib.h>
@@ -27,6 +28,7 @@ static const struct {
     {"hooks", mode_hooks},       {"prune", mode_prune},     {"persist", mode_persist},
     {"restore", mode_restore},   {"memory", mode_memory},   {"rss", mode_rss},
     {"gen-stream", mode_gen_stream}, {"stream", mode_stream}, {"conformance", mode_conformance},
+    {"assemble", mode_assemble},
 };
 
 static int usage(void)

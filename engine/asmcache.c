@@ -127,10 +127,15 @@ int asm_has(const amsg *m, uint64_t h)
     return lo < m->n_cands && m->cands[lo] == h;
 }
 
+/* Whether a message changed under its id: its role, length, the ends of
+ * its text, its arguments and tool.  Hosts keep ids stable for a content;
+ * sampling keeps a call on a long transcript from re-reading every byte. */
 static uint64_t fingerprint(const clarity_ctx_message *m)
 {
     uint64_t h = asm_hash(m->role, strlen(m->role));
-    h ^= asm_hash(m->text ? m->text : "", m->text ? m->text_len : 0) * 31;
+    size_t n = m->text ? m->text_len : 0, k = n < 256 ? n : 256;
+    h ^= (uint64_t)n * 0x9E3779B97F4A7C15ULL;
+    if (n) h ^= asm_hash(m->text, k) * 31 ^ asm_hash(m->text + n - k, k) * 37;
     if (m->tool_args_json) h ^= asm_hash(m->tool_args_json, strlen(m->tool_args_json)) * 131;
     if (m->tool_name) h ^= asm_hash(m->tool_name, strlen(m->tool_name)) * 1031;
     return h;

@@ -139,27 +139,69 @@ static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, a
     return from;
 }
 
-/* What may be stubbed, and in which class; protect the rest. */
-static void classify(engine *e, session *s, const clarity_assemble *p, aview *v, const imap *map,
-                     const int64_t *turn, int64_t last_turn)
+/* Each tool result's call: the nearest earlier message with its call id
+ * (hosts put it right before; the search is bounded). */
+static void find_calls(aview *v, size_t n)
 {
-    const clarity_config *c = &e->cfg;
-    int64_t recent = recent_from(c, p, v, turn, last_turn) - 1; /* turns after it are recent */
-    for (size_t i = 0; i < p->n_messages; i++) {
+    for (size_t i = 0; i < n; i++) {
         const clarity_ctx_message *m = v[i].m;
-        const aview *call = NULL;
         v[i].call = SIZE_MAX;
-        for (size_t j = i; j-- > 0 && m->tool_call_id && is_role(m, "tool");)
+        if (!m->tool_call_id || !is_role(m, "tool")) continue;
+        for (size_t j = i, k = 0; j-- > 0 && k < 256; k++)
             if (v[j].m->tool_call_id && strcmp(v[j].m->tool_call_id, m->tool_call_id) == 0) {
-                call = &v[j];
                 v[i].call = j;
                 break;
             }
-        int anchored = message_items(e, s, map, &v[i], call);
-        v[i].protect = is_role(m, "system") || i >= p->current_turn_start || turn[i] > recent ||
-                       v[i].a->keep || anchored;
+    }
+}
+
+/* The hashes of the anchored items, sorted (few). */
+static size_t anchored_hashes(session *s, uint64_t **out)
+{
+    size_t n = 0, cap = 0;
+    *out = NULL;
+    for (item *it = s->t.items; it; it = it->hh.next) {
+        if (!it->anchored) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            uint64_t *v = realloc(*out, cap * sizeof *v);
+            if (!v) break;
+            *out = v;
+        }
+        (*out)[n++] = asm_hash(it->id, strlen(it->id));
+    }
+    return n;
+}
+
+/* Whether the message (or its tool call) names an anchored item. */
+static int carries_anchor(const aview *v, const aview *views, const uint64_t *anch, size_t na)
+{
+    for (size_t k = 0; k < na; k++)
+        if (asm_has(v->a, anch[k]) || (v->call != SIZE_MAX && asm_has(views[v->call].a, anch[k])))
+            return 1;
+    return 0;
+}
+
+/* Protection that needs no scores: system, the turn in progress, the
+ * recent turns, keep patterns, anchored items. */
+static void protect(engine *e, const clarity_assemble *p, aview *v, const int64_t *turn,
+                    int64_t last_turn, const uint64_t *anch, size_t na)
+{
+    int64_t recent = recent_from(&e->cfg, p, v, turn, last_turn) - 1; /* turns after it are recent */
+    for (size_t i = 0; i < p->n_messages; i++)
+        v[i].protect = is_role(v[i].m, "system") || i >= p->current_turn_start || turn[i] > recent ||
+                       v[i].a->keep || carries_anchor(&v[i], v, anch, na);
+}
+
+/* The candidates of a batch and their class (their items scored). */
+static void classify(engine *e, session *s, aview *v, size_t n, const imap *map)
+{
+    const clarity_config *c = &e->cfg;
+    for (size_t i = 0; i < n; i++) {
         v[i].cls = CL_NONE;
-        if (v[i].protect || v[i].a->tokens < c->assemble.stub_min_tokens) continue;
+        if (v[i].protect || v[i].stub || v[i].a->tokens < c->assemble.stub_min_tokens) continue;
+        const clarity_ctx_message *m = v[i].m;
+        message_items(e, s, map, &v[i], v[i].call != SIZE_MAX ? &v[v[i].call] : NULL);
         int cold = !v[i].it || v[i].it->pruned || v[i].score < c->pruning.prune_threshold;
         if (is_role(m, "tool") || (m->tool_args_json && v[i].a->arg_tokens >= c->assemble.args_min_tokens))
             v[i].cls = cold ? CL_COLD : CL_TOOL;
@@ -380,7 +422,9 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
     aview *v = calloc(n ? n : 1, sizeof *v);
     int64_t *turn = calloc(n ? n : 1, sizeof *turn);
     imap map = {0};
-    int rc = v && turn && imap_build(&map, &s->t) == 0 ? CLARITY_OK : CLARITY_ENOMEM;
+    uint64_t *anch = NULL;
+    size_t na = anchored_hashes(s, &anch);
+    int rc = v && turn ? CLARITY_OK : CLARITY_ENOMEM;
     st->gen++;
     for (size_t i = 0; rc == CLARITY_OK && i < n; i++) {
         v[i].m = &p->messages[i];
@@ -391,7 +435,8 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
     if (rc == CLARITY_OK) {
         asm_forget_unseen(st);
         turns_of(p, turn, &last_turn);
-        classify(e, s, p, v, &map, turn, last_turn);
+        find_calls(v, n);
+        protect(e, p, v, turn, last_turn, anch, na);
         apply_stubs(s, v, n, &changed);
         keep_pairs_whole(s, v, n, &changed);
         for (size_t i = 0; i < n; i++) {
@@ -401,7 +446,9 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
         int64_t budget = p->token_budget;
         if (budget > 0 && e->cfg.assemble.enabled && total > budget * e->cfg.assemble.high_water) {
             int stubbed = 0;
-            rc = batch(s, v, n, (p->flags & CLARITY_ASSEMBLE_MAY_DROP) != 0, &total,
+            rc = imap_build(&map, &s->t) == 0 ? CLARITY_OK : CLARITY_ENOMEM;
+            if (rc == CLARITY_OK) classify(e, s, v, n, &map);
+            if (rc == CLARITY_OK) rc = batch(s, v, n, (p->flags & CLARITY_ASSEMBLE_MAY_DROP) != 0, &total,
                        (int64_t)(budget * e->cfg.assemble.low_water), &stubbed);
             if (rc == CLARITY_OK && stubbed) st->batch++;
             changed |= stubbed;
@@ -424,6 +471,7 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
         }
     }
     imap_free(&map);
+    free(anch);
     free(turn);
     free(v);
     return rc;
