@@ -184,6 +184,44 @@ static int same_metrics(const ev_metrics *a, const ev_metrics *b)
            near(a->gold_rank_median, b->gold_rank_median);
 }
 
+/* --budget with --html: the first config and the baselines at budgets
+ * 10 %, 20 %, ... 100 % (one replay each), drawn as recall against budget. */
+static int budget_sweep(cli *c, const char *path, const char *cfg_path, const char *name)
+{
+    eb_point pts[10];
+    int ex = EXIT_OK;
+    double keep_frac = c->budget_frac;
+    int64_t keep_abs = c->budget_abs;
+    c->budget_abs = 0;
+    for (int k = 0; k < 10 && ex == EXIT_OK; k++) {
+        eval_run run;
+        memset(&run, 0, sizeof run);
+        ev_session_init(&run.cur);
+        ev_acc_init(&run.acc);
+        c->budget_frac = (k + 1) / 10.0;
+        replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta, .on_session_end = on_session_end,
+                              .on_assembled = on_assembled};
+        ex = run_column(c, path, cfg_path, name, &hooks, &run);
+        pts[k].budget = c->budget_frac;
+        for (int p = 0; p < EB_NPOL; p++) {
+            pts[k].recall[p] = run.bacc.pairs > 0 ? run.bacc.retained[p] / run.bacc.pairs : 0;
+            pts[k].kept[p] = run.bacc.turns ? run.bacc.kept_sum[p] / (double)run.bacc.turns : 0;
+        }
+        ev_session_free(&run.cur);
+        ev_acc_free(&run.acc);
+        eb_session_clear(&run.bcur);
+        if (isatty(STDERR_FILENO)) fprintf(stderr, "\rbudget sweep: %d/10", k + 1);
+    }
+    if (isatty(STDERR_FILENO)) fputs("\r\033[K", stderr);
+    c->budget_frac = keep_frac;
+    c->budget_abs = keep_abs;
+    if (ex == EXIT_OK && eb_report_html(c->html_path, path, name, pts, 10) != 0) {
+        fprintf(stderr, "clarity: %s: %s\n", c->html_path, strerror(errno));
+        ex = EXIT_FAIL;
+    }
+    return ex;
+}
+
 /* --budget: evidence recall, tokens kept and cache breaks per policy. */
 static int budget_report(cli *c, const char *path, eval_run *runs, char **names, size_t ncfg)
 {
@@ -278,6 +316,10 @@ int cli_eval(cli *c, const char *path)
 
     if (ex == EXIT_OK && (c->budget_abs > 0 || c->budget_frac > 0)) {
         ex = budget_report(c, path, runs, names, ncfg);
+        if (ex == EXIT_OK && c->html_path) {
+            ex = budget_sweep(c, path, c->n_configs ? c->configs[0] : NULL, names[0]);
+            if (ex == EXIT_OK && !c->json) printf("\nHTML report: %s\n", c->html_path);
+        }
         if (ex == EXIT_OK) ex = partial;
     } else if (ex == EXIT_OK) {
         eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2};

@@ -2,6 +2,7 @@
 #include "evalbudget.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -232,4 +233,66 @@ json_t *eb_policy_json(const eb_acc *a, int p)
     json_object_set_new(o, "tokens_kept", a->turns ? json_real(a->kept_sum[p] / (double)a->turns) : json_null());
     json_object_set_new(o, "cache_breaks_per_turn", a->turns ? json_real(a->breaks[p] / (double)a->turns) : json_null());
     return o;
+}
+
+/* ---- the sweep's HTML report ------------------------------------------- */
+
+static const char *const colors[EB_NPOL] = {"#3b78c4", "#9a9a9a", "#d08a2c"};
+
+static void polyline(FILE *f, const eb_point *pts, size_t n, int p, int kept, int x0, int y0, int w,
+                     int h)
+{
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colors[p],
+            kept ? " stroke-dasharray=\"5 4\"" : "");
+    for (size_t i = 0; i < n; i++) {
+        double v = kept ? pts[i].kept[p] : pts[i].recall[p];
+        fprintf(f, "%.1f,%.1f ", x0 + w * pts[i].budget, y0 + h - h * v);
+    }
+    fputs("\"/>\n", f);
+}
+
+int eb_report_html(const char *path, const char *corpus, const char *config, const eb_point *pts,
+                   size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    const int W = 640, H = 380, x0 = 56, y0 = 40, w = W - x0 - 24, h = H - y0 - 60;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clarity eval "
+          "--budget</title>\n<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}"
+          "table{border-collapse:collapse;margin:16px 0}th,td{border:1px solid #ccc;padding:4px 10px;"
+          "text-align:right}svg{border:1px solid #ddd}svg text{font-size:12px;fill:#333}</style>"
+          "</head><body>\n<h1>Evidence recall against the token budget</h1>\n<p>corpus <code>", f);
+    fputs(corpus, f);
+    fprintf(f, "</code>, config <code>%s</code>. Evidence recall: the items used in the next "
+               "turns whose newest earlier message was sent verbatim (or, for clarity, is in its "
+               "block). Solid: evidence recall; dashed: tokens kept.</p>\n", config);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">\n", W, H);
+    for (int t = 0; t <= 10; t += 2) {
+        double y = y0 + h - h * t / 10.0, x = x0 + w * t / 10.0;
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d%%</text>\n",
+                x0, y, x0 + w, y, x0 - 6, y + 4, t * 10);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d%%</text>\n", x, y0 + h + 18, t * 10);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">budget (share of the session's transcript)</text>\n",
+            x0 + w / 2, y0 + h + 40);
+    for (int p = 0; p < EB_NPOL; p++) {
+        polyline(f, pts, n, p, 0, x0, y0, w, h);
+        polyline(f, pts, n, p, 1, x0, y0, w, h);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\" style=\"fill:%s\">%s</text>\n", x0 + 10 + 140 * p,
+                y0 - 14, colors[p], colors[p], p == EB_CLARITY ? config : eb_policy_names[p]);
+    }
+    fputs("</svg>\n<table><tr><th>budget</th>", f);
+    for (int p = 0; p < EB_NPOL; p++) fprintf(f, "<th>%s recall</th><th>kept</th>", p == EB_CLARITY ? config : eb_policy_names[p]);
+    fputs("</tr>\n", f);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "<tr><td>%.0f%%</td>", 100 * pts[i].budget);
+        for (int p = 0; p < EB_NPOL; p++)
+            fprintf(f, "<td>%.1f%%</td><td>%.1f%%</td>", 100 * pts[i].recall[p], 100 * pts[i].kept[p]);
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n</body></html>\n", f);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) return -1;
+    return 0;
 }

@@ -70,6 +70,16 @@ int eb_turn_add(eb_session *s, int64_t turn, const clarity_ctx_message *msgs, si
  * the same replay for what was used when. */
 void eb_session_score(eb_acc *a, const eb_session *s, const ev_session *snaps, int horizon);
 void eb_session_clear(eb_session *s);
+/* One budget of a sweep: per policy, evidence recall and tokens kept. */
+typedef struct eb_point {
+    double budget;
+    double recall[EB_NPOL], kept[EB_NPOL];
+} eb_point;
+/* The HTML report of a sweep: a table and an SVG chart of evidence recall
+ * (solid) and tokens kept (dashed) against the budget.  0, or -1 (errno). */
+int eb_report_html(const char *path, const char *corpus, const char *config, const eb_point *pts,
+                   size_t n);
+
 /* {"evidence_recall", "tokens_kept", "cache_breaks_per_turn"} of a policy. */
 json_t *eb_policy_json(const eb_acc *a, int policy);
 
