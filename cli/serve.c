@@ -176,9 +176,11 @@ static json_t *m_agent_end(server *s, json_t *params, json_t **err)
         *err = err_obj(RPC_INVALID_PARAMS, "Invalid params: \"success\" must be a boolean");
         return NULL;
     }
+    const char *key = NULL;
+    if (get_str(params, "turnKey", NULL, &key, NULL, err)) return NULL;
     msgvec mv;
     msgvec_init(&mv);
-    json_t *result = NULL;
+    json_t *result = NULL, *text = NULL;
     if (get_messages(params, &mv, err) == 0) {
         clarity_agent_end p;
         memset(&p, 0, sizeof p);
@@ -187,9 +189,12 @@ static json_t *m_agent_end(server *s, json_t *params, json_t **err)
         p.messages = mv.n ? mv.v : NULL;
         p.n_messages = mv.n;
         p.success = succ && json_is_false(succ) ? 0 : 1;
-        *err = run_event(s, CLARITY_EV_AGENT_END, &p, NULL);
-        if (!*err) result = json_pack("{s:b}", "ok", 1);
+        p.turn_key = key;
+        *err = run_event(s, CLARITY_EV_AGENT_END, &p, &text);
+        int dup = json_is_string(text) && strcmp(json_string_value(text), "duplicate") == 0;
+        if (!*err) result = json_pack("{s:b,s:b}", "ok", 1, "duplicate", dup);
     }
+    json_decref(text);
     msgvec_free(&mv);
     return result;
 }

@@ -217,7 +217,7 @@ static int on_tool_file(void *ud, const char *id, int category)
     return 0;
 }
 
-static int agent_end(engine *e, const clarity_agent_end *p, char **err)
+static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err)
 {
     const clarity_message *msgs = p->messages;
     size_t n = msgs ? p->n_messages : 0;
@@ -231,6 +231,13 @@ static int agent_end(engine *e, const clarity_agent_end *p, char **err)
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
     if (rc != CLARITY_OK) return rc;
+    const char *key = CLARITY_HAS_MEMBER(p, clarity_agent_end, turn_key) ? p->turn_key : NULL;
+    uint64_t kh = key ? tracker_key_hash(key) : 0;
+    if (key && tracker_turn_key_seen(&s->t, kh)) { /* a retry of a counted turn */
+        buf_puts(out, "duplicate");
+        engine_release(e, s);
+        return CLARITY_OK;
+    }
     ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
     for (size_t i = 0; e->cfg.enabled && i < n && !r.oom; i++) {
         const clarity_message *m = &msgs[i];
@@ -262,6 +269,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, char **err)
     if (r.oom) rc = CLARITY_ENOMEM;
     engine_enforce_cap(e, s);
     tracker_advance_turn(&s->t);
+    if (key) tracker_turn_key_add(&s->t, kh); /* persisted with the turn */
     int prc = persist_flush(e, s);
     if (prc != CLARITY_OK) {
         *err = errf("%sturn %llu was not persisted: store error (%llu); it will be retried", "",
@@ -336,7 +344,7 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
     case CLARITY_EV_AGENT_END: {
         const clarity_agent_end *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_agent_end)) goto bad;
-        return agent_end(e, p, err);
+        return agent_end(e, p, out, err);
     }
     case CLARITY_EV_BEFORE_COMPACTION: {
         const clarity_before_compaction *p = ev->data;

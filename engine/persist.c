@@ -246,6 +246,17 @@ int persist_load(engine *e, session *s)
     }
     s->t.current_turn = turn;
     s->t.last_persist_ms = persisted;
+    size_t ki;
+    json_t *kv;
+    json_array_foreach(json_object_get(meta, "turnKeys"), ki, kv) {
+        const char *hex = json_string_value(kv);
+        char *end;
+        unsigned long long h = hex ? strtoull(hex, &end, 16) : 0;
+        if (hex && *hex && !*end && strlen(hex) == 16) {
+            s->t.turn_keys[s->t.n_turn_keys % TRACKER_TURN_KEYS] = (uint64_t)h;
+            s->t.n_turn_keys++;
+        }
+    }
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     free(s->workspace);
     s->workspace = ws ? strdup(ws) : NULL;
@@ -271,6 +282,15 @@ static int put_meta(engine *e, session *s, buf *b)
                PERSIST_VERSION, (long long)s->t.current_turn, (long long)s->t.last_persist_ms);
     if (s->workspace) buf_json_str(b, s->workspace, strlen(s->workspace));
     else buf_puts(b, "null");
+    size_t n = s->t.n_turn_keys < TRACKER_TURN_KEYS ? s->t.n_turn_keys : TRACKER_TURN_KEYS;
+    if (n) { /* oldest first, as hex: JSON numbers would lose bits */
+        buf_puts(b, ",\"turnKeys\":[");
+        for (size_t i = 0; i < n; i++) {
+            size_t k = (s->t.n_turn_keys - n + i) % TRACKER_TURN_KEYS;
+            buf_printf(b, "%s\"%016llx\"", i ? "," : "", (unsigned long long)s->t.turn_keys[k]);
+        }
+        buf_putc(b, ']');
+    }
     buf_putc(b, '}');
     if (buf_failed(b)) return CLARITY_ENOMEM;
     return store_put(e->st, s->ns, "meta", b->p, b->len);

@@ -151,13 +151,18 @@ typedef struct clarity_before_agent_start {
 } clarity_before_agent_start;
 
 /* Payload of CLARITY_EV_AGENT_END, version 1.  Result: empty on success.
- * When it returns CLARITY_OK the turn is durable. */
+ * When it returns CLARITY_OK the turn is durable.
+ * turn_key (since 0.2, may be NULL): the host's id of this turn.  A turn
+ * whose key the session already counted (one of its last 64) changes
+ * nothing and answers "duplicate" as its data, so a host retrying after a
+ * crash never counts a turn twice; the key is stored with the turn. */
 typedef struct clarity_agent_end {
     uint32_t struct_size;
     const char *session_id;
     const clarity_message *messages; /* the turn's messages, incl. tool calls */
     size_t n_messages;
     int success; /* non-zero when the agent run succeeded */
+    const char *turn_key;
 } clarity_agent_end;
 
 /* Payload of CLARITY_EV_BEFORE_COMPACTION, version 1.

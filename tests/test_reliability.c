@@ -355,3 +355,38 @@ Test(reliability, read_only_database_is_refused_without_leftovers)
     cr_assert_neq(stat(shm, &st), 0, "a -shm file was left behind");
     free(db);
 }
+
+/* A host retrying a turn (after a crash, or a commit it could not see
+ * acknowledged) passes the same turn key: the turn counts once, also after
+ * a restart. */
+Test(reliability, a_turn_key_counts_a_turn_once)
+{
+    char *db = runproc_join(tmp, "state.db");
+    const char *extra[] = {"--state", db, NULL};
+    child c;
+    serve_start(&c, extra);
+    const char *end = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"hook.agent_end\",\"params\":{\"session\":\"s\","
+                      "\"turnKey\":\"run-1\",\"messages\":[{\"role\":\"assistant\",\"text\":\"x\","
+                      "\"tool_name\":\"Read\",\"tool_args\":{\"file_path\":\"src/a.py\"}}]}}";
+    char line[512];
+    snprintf(line, sizeof line, end, 1);
+    json_t *r = serve_call(&c, line);
+    cr_assert(json_is_false(json_object_get(json_object_get(r, "result"), "duplicate")));
+    json_decref(r);
+    snprintf(line, sizeof line, end, 2);
+    r = serve_call(&c, line);
+    cr_assert(json_is_true(json_object_get(json_object_get(r, "result"), "duplicate")), "a retried turn was counted again");
+    json_decref(r);
+    serve_kill9(&c);
+    serve_start(&c, extra);
+    snprintf(line, sizeof line, end, 3);
+    r = serve_call(&c, line);
+    cr_assert(json_is_true(json_object_get(json_object_get(r, "result"), "duplicate")), "the key did not survive a restart");
+    json_decref(r);
+    r = serve_call(&c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"clarity.getScores\",\"params\":{\"session\":\"s\"}}");
+    json_t *res = json_object_get(r, "result");
+    cr_assert_eq(json_integer_value(json_object_get(res, "currentTurn")), 1);
+    json_decref(r);
+    serve_kill9(&c);
+    free(db);
+}

@@ -215,7 +215,7 @@ int th_end(th_host *h, const char *session, const char *assistant, const char *t
 {
     clarity_message m = {sizeof m, "assistant", assistant, assistant ? strlen(assistant) : 0,
                          tool_name, tool_args};
-    clarity_agent_end p = {sizeof p, session, &m, 1, 1};
+    clarity_agent_end p = {sizeof p, session, &m, 1, 1, NULL};
     return send_event(h, CLARITY_EV_AGENT_END, &p, NULL);
 }
 

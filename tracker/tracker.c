@@ -281,3 +281,18 @@ void tracker_clear_dirty(tracker *t)
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
     t->n_deleted = 0;
 }
+
+int tracker_turn_key_seen(const tracker *t, uint64_t h)
+{
+    size_t n = t->n_turn_keys < TRACKER_TURN_KEYS ? t->n_turn_keys : TRACKER_TURN_KEYS;
+    for (size_t i = 0; i < n; i++)
+        if (t->turn_keys[i] == h) return 1;
+    return 0;
+}
+
+void tracker_turn_key_add(tracker *t, uint64_t h)
+{
+    t->turn_keys[t->n_turn_keys % TRACKER_TURN_KEYS] = h;
+    t->n_turn_keys++;
+    t->meta_dirty = 1;
+}

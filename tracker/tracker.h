@@ -28,6 +28,7 @@ enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COU
  * anything outside them; counters saturate at them. */
 #define TRACKER_TURN_MAX INT32_MAX
 #define TRACKER_COUNT_MAX (((int64_t)1 << 53) - 1)
+#define TRACKER_TURN_KEYS 64 /* turn keys remembered per session */
 
 /* Laid out for size (issue: bytes per tracked item): pointers and 64-bit
  * counters first, small fields packed, the mention-history ring last and
@@ -68,6 +69,9 @@ typedef struct tracker {
      * removed since the last rebuild still answer "maybe" until then. */
     name_filter names;
     size_t names_removed;
+    /* hashes of the last turn keys counted (agent_end's turn_key), a ring */
+    uint64_t turn_keys[TRACKER_TURN_KEYS];
+    size_t n_turn_keys;
 } tracker;
 
 void tracker_init(tracker *t, int history_length);
@@ -101,6 +105,16 @@ void tracker_remove(tracker *t, item *it);
  * valid there, such as a refused row). */
 void tracker_discard(tracker *t, item *it);
 void tracker_advance_turn(tracker *t);
+/* Whether a turn key (its hash) was counted; remembering one adds it to the
+ * ring (the oldest leaves) and marks the meta dirty. */
+static inline uint64_t tracker_key_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+int tracker_turn_key_seen(const tracker *t, uint64_t h);
+void tracker_turn_key_add(tracker *t, uint64_t h);
 
 /* The name an id is written as in text: the id without its category
  * prefix ("tool:web_search" -> "web_search"); projects are bare already. */
