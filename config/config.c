@@ -497,6 +497,7 @@ static const cfg_entry settings[] = {
     NUM("assemble.lowWater", assemble.low_water, 0.6, 0, 1, CF_LO_EXCL),
     INT("assemble.stubMinTokens", assemble.stub_min_tokens, 64, 0, 1000000, 0),
     INT("assemble.argsMinTokens", assemble.args_min_tokens, 512, 1, 1000000, 0),
+    {"assemble.maxTokens", CT_I64, CO(assemble.max_tokens), 0, 0, 1e12, 0, NULL, NULL},
     LIST("assemble.keep", keep_ops),
     INT("toolOutput.maxChars", tool_output.max_chars, 20000, 1000, 100000000, 0),
     INT("toolOutput.headLines", tool_output.head_lines, 40, 0, 100000, 0),
@@ -534,6 +535,7 @@ int config_defaults(clarity_config *cfg)
         case CT_INT:
         case CT_ENUM: *(int *)at = (int)e->def; break;
         case CT_SIZE: *(size_t *)at = (size_t)e->def; break;
+    case CT_I64: *(int64_t *)at = (int64_t)e->def; break;
         case CT_NUM:
         case CT_NUM_INT: *(double *)at = e->def; break;
         case CT_PATH: *(char **)at = NULL; break;
@@ -600,6 +602,7 @@ static int set_number(pctx *p, const char *path, const cfg_entry *e, const json_
     if (check_range(p, path, e, d)) return p->rc;
     if (e->type == CT_INT) *(int *)at = (int)d;
     else if (e->type == CT_SIZE) *(size_t *)at = json_is_integer(v) ? (size_t)json_integer_value(v) : (size_t)d;
+    else if (e->type == CT_I64) *(int64_t *)at = json_is_integer(v) ? (int64_t)json_integer_value(v) : (int64_t)d;
     else *(double *)at = d;
     return 0;
 }
@@ -756,6 +759,7 @@ static json_t *entry_json(const clarity_config *cfg, const cfg_entry *e)
     case CT_BOOL: return json_boolean(*(const int *)at != 0);
     case CT_INT: return json_integer(*(const int *)at);
     case CT_SIZE: return json_integer((json_int_t) * (const size_t *)at);
+    case CT_I64: return json_integer((json_int_t) * (const int64_t *)at);
     case CT_NUM:
     case CT_NUM_INT: return isfinite(*(const double *)at) ? json_real(*(const double *)at) : NULL;
     case CT_ENUM: {

@@ -10,6 +10,7 @@
 #define CONFIG_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CFG_MAX_TOOLS 128
 #define CFG_MAX_PATTERNS 64
@@ -77,6 +78,7 @@ typedef struct clarity_config {
         double high_water, low_water; /* stub in batches: from above high down to low */
         int stub_min_tokens;       /* a smaller message is not worth a stub */
         int args_min_tokens;       /* tool-call arguments longer than this are candidates */
+        int64_t max_tokens;        /* a budget of the user's (0: the host's alone) */
         char *keep[CFG_MAX_PATTERNS]; /* owned PCRE2 sources: a message matching one is kept */
         size_t n_keep;
     } assemble;
@@ -95,6 +97,7 @@ enum cfg_type {
     CT_BOOL,    /* int 0/1 */
     CT_INT,     /* int within [lo, hi] */
     CT_SIZE,    /* size_t within [lo, hi] */
+    CT_I64,     /* int64_t within [lo, hi] */
     CT_NUM,     /* double within [lo, hi] */
     CT_NUM_INT, /* double holding a whole number within [lo, hi] */
     CT_ENUM,    /* int: the index of one of names[] */

@@ -124,8 +124,10 @@ static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, a
     /* the protected turns come before the turn in progress */
     int64_t current = p->current_turn_start < p->n_messages ? turn[p->current_turn_start] : last_turn + 1;
     int64_t from = current - c->assemble.protect_recent_turns;
-    if (p->token_budget <= 0) return from;
-    int64_t cap = (int64_t)(c->assemble.protect_share * (double)p->token_budget), used = 0;
+    int64_t budget = p->token_budget, mx = c->assemble.max_tokens;
+    if (mx > 0 && (budget <= 0 || mx < budget)) budget = mx;
+    if (budget <= 0) return from;
+    int64_t cap = (int64_t)(c->assemble.protect_share * (double)budget), used = 0;
     size_t i = p->n_messages;
     while (i > 0 && turn[i - 1] >= current) i--; /* the turn in progress: protected anyway */
     for (int64_t t = current - 1; t >= from; t--) {
@@ -443,7 +445,8 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
             before += v[i].a->tokens;
             total += v[i].tokens;
         }
-        int64_t budget = p->token_budget;
+        int64_t budget = p->token_budget, cap = e->cfg.assemble.max_tokens;
+        if (cap > 0 && (budget <= 0 || cap < budget)) budget = cap;
         if (budget > 0 && e->cfg.assemble.enabled && total > budget * e->cfg.assemble.high_water) {
             int stubbed = 0;
             rc = imap_build(&map, &s->t) == 0 ? CLARITY_OK : CLARITY_ENOMEM;

@@ -735,7 +735,7 @@ Test(config, every_setting_names_its_key_when_refused)
         char *json = with_value(t[i].key, wrong);
         parse_bad(json, t[i].key, NULL);
         free(json);
-        if (t[i].type == CT_INT || t[i].type == CT_SIZE || t[i].type == CT_NUM || t[i].type == CT_NUM_INT) {
+        if (t[i].type == CT_INT || t[i].type == CT_SIZE || t[i].type == CT_NUM || t[i].type == CT_NUM_INT || t[i].type == CT_I64) {
             char low[64];
             snprintf(low, sizeof low, "%.17g", (t[i].flags & CF_LO_EXCL) ? t[i].lo : t[i].lo - 1);
             json = with_value(t[i].key, low);
