@@ -116,8 +116,9 @@ static void turns_of(const clarity_assemble *p, int64_t *turn, int64_t *last)
 
 /* The oldest turn still protected as recent: the last protectRecentTurns
  * turns, as far as their tokens stay within protectShare of the budget (a
- * huge tool output must not make the budget unmeetable); the turn in
- * progress is protected anyway. */
+ * few huge tool outputs must not make the budget unmeetable); the newest
+ * turn always, however large (the model must see the output of the call it
+ * just made), and the turn in progress anyway. */
 static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, aview *v,
                            const int64_t *turn, int64_t last_turn)
 {
@@ -132,7 +133,7 @@ static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, a
         int64_t tok = 0;
         size_t j = i;
         while (j > 0 && turn[j - 1] == t) tok += v[--j].a->tokens;
-        if (used + tok > cap) return t + 1;
+        if (used + tok > cap && t < current - 1) return t + 1; /* the newest is kept whole */
         used += tok;
         i = j;
     }
@@ -293,11 +294,28 @@ static int decide(session *s, aview *x, const aview *views, int drop, int64_t *t
     return CLARITY_OK;
 }
 
+/* Whether stubbing the user messages among pk[k..np) brings total within
+ * the budget: otherwise they stay (they carry the intent, and stubbing
+ * them would not meet the budget anyway). */
+static int users_meet_budget(const aview *v, const pick *pk, size_t k, size_t np, int64_t total,
+                             int64_t budget)
+{
+    for (; k < np && total > budget; k++) {
+        const aview *x = &v[pk[k].i];
+        if (x->stub) continue;
+        char *text = stub_text(x, subject_of(x, v));
+        if (!text) return 0;
+        total -= x->tokens - util_estimate_tokens(text, strlen(text));
+        free(text);
+    }
+    return total <= budget;
+}
+
 /* One batch: stubs candidates, coldest first, until total <= target.  With
  * drop, a cold tool result goes with its call when neither is protected:
  * the pair leaves together, never split. */
 static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64_t target,
-                 int *changed)
+                 int64_t budget, int *changed)
 {
     asm_state *st = s->asm_;
     pick *pk = malloc((n ? n : 1) * sizeof *pk);
@@ -310,6 +328,9 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
     for (size_t k = 0; rc == CLARITY_OK && k < np && *total > target; k++) {
         aview *x = &v[pk[k].i];
         if (x->stub) continue; /* dropped with its pair already */
+        if (pk[k].cls == CL_USER && (k == 0 || pk[k - 1].cls != CL_USER) &&
+            !users_meet_budget(v, pk, k, np, *total, budget))
+            break;
         aview *call = x->call != SIZE_MAX ? &v[x->call] : NULL;
         int pair = drop && pk[k].cls == CL_COLD && call && !call->protect;
         if (pair && call->stub) { /* its call was stubbed: drop both now */
@@ -449,7 +470,7 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
             rc = imap_build(&map, &s->t) == 0 ? CLARITY_OK : CLARITY_ENOMEM;
             if (rc == CLARITY_OK) classify(e, s, v, n, &map);
             if (rc == CLARITY_OK) rc = batch(s, v, n, (p->flags & CLARITY_ASSEMBLE_MAY_DROP) != 0, &total,
-                       (int64_t)(budget * e->cfg.assemble.low_water), &stubbed);
+                       (int64_t)(budget * e->cfg.assemble.low_water), budget, &stubbed);
             if (rc == CLARITY_OK && stubbed) st->batch++;
             changed |= stubbed;
         }
