@@ -33,6 +33,7 @@ typedef struct astub {
     int64_t turn;  /* the session's turn when decided */
     int64_t mentions; /* the item's mentionCount then (0: untracked): one more revives */
     int64_t tokens; /* of the original */
+    uint64_t fp;   /* the original's fingerprint (0: unknown, stored before 0.2) */
     double score;
     char *text;    /* the replacement, fixed when decided */
     int drop;      /* dropped rather than stubbed */

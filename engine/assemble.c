@@ -280,6 +280,7 @@ static int decide(session *s, aview *x, const aview *views, int drop, int64_t *t
     item *about = subject ? tracker_find(&s->t, subject) : NULL;
     t->mentions = about ? about->mention_count : 0;
     t->tokens = x->a->tokens;
+    t->fp = x->a->fp;
     t->score = x->score;
     t->drop = drop;
     HASH_ADD_KEYPTR(hh, st->stubs, t->id, strlen(t->id), t);
@@ -350,7 +351,7 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
 }
 
 /* The stubs in force: kept, or revived (the item mentioned again since,
- * anchored, or the message now protected). */
+ * anchored, the message now protected, or its content changed). */
 static void apply_stubs(session *s, aview *v, size_t n, int *changed)
 {
     asm_state *st = s->asm_;
@@ -361,7 +362,8 @@ static void apply_stubs(session *s, aview *v, size_t n, int *changed)
         v[i].stub = NULL;
         if (!t) continue;
         item *it = t->item ? tracker_find(&s->t, t->item) : NULL;
-        int revive = v[i].protect || (it && (it->anchored || it->mention_count > t->mentions));
+        int stale = t->fp && t->fp != v[i].a->fp; /* new content under the id: not what was decided on */
+        int revive = stale || v[i].protect || (it && (it->anchored || it->mention_count > t->mentions));
         if (revive) {
             HASH_DEL(st->stubs, t);
             asm_stub_free(t);

@@ -322,6 +322,30 @@ Test(assemble, decisions_survive_a_restart)
     unlink(db);
 }
 
+/* A decision is about a content: a message whose content changed under its
+ * id comes back verbatim (also after a restart). */
+Test(assemble, new_content_under_an_id_is_not_stubbed)
+{
+    char *db = th_tmp_path(".db"), cfg[600];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+    open_cfg(cfg);
+    conv c = {0};
+    long_session(&c);
+    json_t *r = assemble(&c, 9000, c.n, 0, NULL);
+    cr_assert_not_null(action(r, 3));
+    json_decref(r);
+    th_close(&h);
+    open_cfg(cfg);
+    snprintf(c.texts[3], sizeof c.texts[3], "other contents of src/mod0/file0.py");
+    c.m[3].text_len = strlen(c.texts[3]);
+    r = assemble(&c, 100000, c.n, 0, NULL); /* no new batch */
+    cr_assert_null(action(r, 3), "a stub decided on other content stayed");
+    cr_assert(json_is_true(json_object_get(r, "changed")));
+    cr_assert_not_null(action(r, 5), "the other decisions went with it");
+    json_decref(r);
+    unlink(db);
+}
+
 Test(assemble, bad_payloads)
 {
     open_cfg("{\"storage\":{\"backend\":\"memory\"}}");
