@@ -254,6 +254,58 @@ Test(cli, replay_two_sessions_from_stdin_and_bad_lines)
     runproc_free(&r);
 }
 
+/* A session of one prompt and 6 steps, each a Read of src/modN.py whose
+ * output is 706 tokens; written to <tmpdir>/steps.jsonl. */
+static char *steps_corpus(void)
+{
+    char *path = runproc_join(tmpdir, "steps.jsonl");
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"session\":\"r\",\"turn\":1,\"role\":\"user\",\"text\":\"Fix the login bug\"}\n", f);
+    for (int t = 1; t <= 6; t++) {
+        fprintf(f, "{\"session\":\"r\",\"turn\":%d,\"role\":\"assistant\",\"text\":\"Reading it.\","
+                   "\"tool_name\":\"Read\",\"tool_args\":{\"file_path\":\"src/mod%d.py\"}}\n", t, t);
+        fprintf(f, "{\"session\":\"r\",\"turn\":%d,\"role\":\"tool\",\"tool_name\":\"Read\",\"text\":\"contents of "
+                   "src/mod%d.py:", t, t);
+        for (int k = 0; k < 400; k++) fputs(" x = 1;", f);
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    return path;
+}
+
+/* The reference host through the ABI: replay --budget prints what the
+ * model would see before each turn: old outputs stubbed (saying what was
+ * elided and how to get it back), the prompt and the newest step verbatim,
+ * and the same bytes on a second run. */
+Test(cli, replay_budget_shows_what_the_model_sees)
+{
+    char *corpus = steps_corpus(), *db2 = runproc_join(tmpdir, "state2.db");
+    runproc_result r, again;
+    run_cli(&r, NULL, "replay", corpus, "--budget", "3000", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    const char *last = strstr(r.out, "--- session r turn 6: 11 messages");
+    cr_assert_not_null(last, "no assembly before turn 6:\n%s", r.out);
+    cr_assert_not_null(strstr(last, "(budget 3000)"), "%.300s", last);
+    const char *end = strstr(last, "--- session r turn 6 ---");
+    cr_assert_not_null(end);
+    char *view = strndup(last, (size_t)(end - last));
+    cr_assert(strstr(view, "  #0 user") && strstr(view, "Fix the login bug"), "the prompt:\n%s", view);
+    cr_assert(strstr(view, "#2 tool") && strstr(view, "[clarity: 706 tokens") &&
+              strstr(view, "tokens of Read output about src/mod1.py elided"),
+              "the oldest output is not stubbed:\n%s", view);
+    cr_assert_not_null(strstr(view, "/clarity anchor file:src/mod1.py keeps it"), "%s", view);
+    cr_assert_not_null(strstr(view, "#10 tool") ? strstr(strstr(view, "#10 tool"), "contents of src/mod5.py") : NULL,
+                       "the newest output is not verbatim:\n%s", view);
+    free(view);
+    run_cli(&again, NULL, "replay", corpus, "--budget", "3000", "--state", db2, NULL);
+    cr_assert_str_eq(r.out, again.out, "two runs differ");
+    runproc_free(&r);
+    runproc_free(&again);
+    free(corpus);
+    free(db2);
+}
+
 /* ---- cmd / rpc, persistence across processes -------------------------------------- */
 
 Test(cli, anchor_persists_across_runs)
