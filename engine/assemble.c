@@ -296,8 +296,8 @@ static int decide(session *s, aview *x, const aview *views, int drop, int64_t *t
 }
 
 /* Whether stubbing the user messages among pk[k..np) brings total within
- * the budget: otherwise they stay (they carry the intent, and stubbing
- * them would not meet the budget anyway). */
+ * the budget.  User messages carry the intent: they are stubbed only when
+ * the budget is missed without it and met with it. */
 static int users_meet_budget(const aview *v, const pick *pk, size_t k, size_t np, int64_t total,
                              int64_t budget)
 {
@@ -329,9 +329,8 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
     for (size_t k = 0; rc == CLARITY_OK && k < np && *total > target; k++) {
         aview *x = &v[pk[k].i];
         if (x->stub) continue; /* dropped with its pair already */
-        if (pk[k].cls == CL_USER && (k == 0 || pk[k - 1].cls != CL_USER) &&
-            !users_meet_budget(v, pk, k, np, *total, budget))
-            break;
+        if (pk[k].cls == CL_USER && (*total <= budget || !users_meet_budget(v, pk, k, np, *total, budget)))
+            break; /* the budget is met without them, or cannot be met with them */
         aview *call = x->call != SIZE_MAX ? &v[x->call] : NULL;
         int pair = drop && pk[k].cls == CL_COLD && call && !call->protect;
         if (pair && call->stub) { /* its call was stubbed: drop both now */

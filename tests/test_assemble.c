@@ -186,6 +186,13 @@ Test(assemble, user_messages_only_when_that_meets_the_budget)
     cr_assert_null(action(r, 1), "the user message was stubbed for a budget it cannot meet");
     cr_assert_not_null(action(r, 3));
     json_decref(r);
+    th_close(&h);
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"protectRecentTurns\":1}}");
+    r = assemble(&c, 5000, c.n, 0, NULL); /* the outputs alone meet it, not the low water mark */
+    cr_assert(json_is_true(json_object_get(r, "met")));
+    cr_assert_gt(num(r, "tokensAfter"), 3000);
+    cr_assert_null(action(r, 1), "the user message was stubbed although the budget was met without it");
+    json_decref(r);
 }
 
 /* The newest step before the turn in progress is never touched, even when
