@@ -51,8 +51,9 @@ struct asm_state {
 
 /* ---- asmcache.c ---- */
 uint64_t asm_hash(const char *s, size_t n);
-/* The cached message for m (read when new or changed); NULL out of memory. */
-amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen);
+/* The cached message for m (read when new or changed); NULL out of memory,
+ * or with *dup set when this call (gen) already had a message of that id. */
+amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen, int *dup);
 /* Forgets messages the last call did not hold, and their stubs. */
 void asm_forget_unseen(asm_state *st);
 int asm_has(const amsg *m, uint64_t h);

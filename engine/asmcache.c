@@ -174,11 +174,13 @@ static int read_message(engine *e, session *s, amsg *a, const clarity_ctx_messag
     return 0;
 }
 
-amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen)
+amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen, int *dup)
 {
     asm_state *st = s->asm_;
     amsg *a;
     HASH_FIND_STR(st->msgs, m->id, a);
+    *dup = a && a->seen == gen;
+    if (*dup) return NULL;
     if (a && a->fp == fingerprint(m) && (m->tokens < 0 || a->tokens == m->tokens)) {
         a->seen = gen;
         return a;

@@ -436,7 +436,7 @@ static const char *check(const clarity_assemble *p)
     return NULL;
 }
 
-static int assemble_session(engine *e, session *s, const clarity_assemble *p, buf *out)
+static int assemble_session(engine *e, session *s, const clarity_assemble *p, buf *out, char **err)
 {
     asm_state *st = asm_state_of(e, s);
     if (!st) return CLARITY_ENOMEM;
@@ -450,7 +450,9 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
     st->gen++;
     for (size_t i = 0; rc == CLARITY_OK && i < n; i++) {
         v[i].m = &p->messages[i];
-        if (!(v[i].a = asm_message(e, s, v[i].m, st->gen))) rc = CLARITY_ENOMEM;
+        int dup = 0;
+        if (!(v[i].a = asm_message(e, s, v[i].m, st->gen, &dup))) rc = dup ? CLARITY_EINVAL : CLARITY_ENOMEM;
+        if (dup) *err = util_format("assemble: messages[%zu]: the id \"%s\" is used twice", i, v[i].m->id);
     }
     int changed = 0;
     int64_t before = 0, total = 0, last_turn = 0;
@@ -510,7 +512,7 @@ int assemble_event(engine *e, const void *payload, buf *out, char **err)
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
     if (rc != CLARITY_OK) return rc;
-    rc = assemble_session(e, s, p, out);
+    rc = assemble_session(e, s, p, out, err);
     engine_release(e, s);
     return rc;
 }

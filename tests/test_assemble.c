@@ -368,6 +368,14 @@ Test(assemble, bad_payloads)
     ev.version = 2;
     cr_assert_eq(h.p.on_event(h.p.self, &ev, &r), CLARITY_DECLINED);
     h.p.release(h.p.self, &r);
+    /* one id twice in a call */
+    add(&c, "user", "again", 5);
+    c.m[0].id = c.m[1].id;
+    p.n_messages = 2;
+    ev.version = 1;
+    cr_assert_eq(h.p.on_event(h.p.self, &ev, &r), CLARITY_EINVAL);
+    cr_assert(r.error && strstr(r.error, "\"m1\" is used twice"), "%s", r.error ? r.error : "");
+    h.p.release(h.p.self, &r);
 }
 
 /* clarity.context and /clarity context show the last assembly. */
