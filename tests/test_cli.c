@@ -149,6 +149,11 @@ static void check_scores(json_t *s, const char *session, int expect_ticket)
     }
 }
 
+typedef struct buf_t {
+    char *p;
+    size_t n;
+} buf_t;
+
 static size_t count_lines(const char *s)
 {
     size_t n = 0;
@@ -491,6 +496,58 @@ Test(cli, serve_jsonrpc_sequence)
     cr_assert_eq(json_integer_value(json_object_get(resp[6], "id")), 6);
     cr_assert(json_is_true(json_object_get(json_object_get(resp[6], "result"), "ok")));
     for (int i = 0; i < 7; i++) json_decref(resp[i]);
+    runproc_free(&r);
+}
+
+/* hook.assemble: the decisions as JSON, then /clarity context and
+ * clarity.context report them; a bad message is refused naming it. */
+Test(cli, serve_assemble_and_context)
+{
+    buf_t in = {0};
+    FILE *f = open_memstream(&in.p, &in.n);
+    fputs("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hook.assemble\",\"params\":{\"session\":\"s\","
+          "\"tokenBudget\":3000,\"messages\":[{\"id\":\"u\",\"role\":\"user\",\"text\":\"Fix the login bug\"}", f);
+    for (int i = 0; i < 6; i++) {
+        fprintf(f, ",{\"id\":\"a%d\",\"role\":\"assistant\",\"text\":\"Reading it.\",\"toolName\":\"Read\","
+                   "\"toolArgs\":{\"file_path\":\"src/mod%d.py\"},\"toolCallId\":\"c%d\"}", i, i, i);
+        fprintf(f, ",{\"id\":\"t%d\",\"role\":\"tool\",\"toolName\":\"Read\",\"toolCallId\":\"c%d\","
+                   "\"tokens\":700,\"text\":\"contents of src/mod%d.py\"}", i, i, i);
+    }
+    fputs("]}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"command\",\"params\":{\"session\":\"s\","
+          "\"line\":\"/clarity context\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"clarity.context\",\"params\":{\"session\":\"s\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"hook.assemble\",\"params\":{\"session\":\"s\","
+          "\"messages\":[{\"id\":\"x\",\"role\":\"tool\",\"tokens\":-3}]}}\n", f);
+    fclose(f);
+    runproc_result r;
+    run_cli(&r, in.p, "serve", "--state", state_db, NULL);
+    free(in.p);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert_eq(count_lines(r.out), 4, "%s", r.out);
+    json_t *resp[4];
+    const char *p = r.out;
+    for (int i = 0; i < 4; i++) {
+        const char *nl = strchr(p, '\n');
+        resp[i] = parse(p, (size_t)(nl - p));
+        p = nl + 1;
+    }
+    json_t *res = json_object_get(resp[0], "result");
+    /* the prompt 5, each call 3 + 7 (its arguments, 26 bytes), each output 700 (the host's count) */
+    cr_assert_eq(json_integer_value(json_object_get(res, "tokensBefore")), 5 + 6 * (3 + 7) + 6 * 700, "%s", r.out);
+    cr_assert(json_is_true(json_object_get(res, "met")) && json_is_true(json_object_get(res, "changed")));
+    json_t *a0 = json_array_get(json_object_get(res, "actions"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "id")), "t0");
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "action")), "stub");
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "item")), "file:src/mod0.py");
+    cr_assert(json_is_string(json_object_get(res, "block")));
+    const char *text = json_string_value(json_object_get(json_object_get(resp[1], "result"), "text"));
+    cr_assert(text && strstr(text, "(budget 3000)") && strstr(text, "file:src/mod0.py"), "%s", r.out);
+    json_t *last = json_object_get(json_object_get(resp[2], "result"), "last");
+    cr_assert(json_equal(json_object_get(last, "actions"), json_object_get(res, "actions")), "%s", r.out);
+    json_t *err = json_object_get(resp[3], "error");
+    cr_assert_eq(json_integer_value(json_object_get(err, "code")), -32602);
+    cr_assert_not_null(strstr(json_string_value(json_object_get(err, "message")), "messages[0].tokens"));
+    for (int i = 0; i < 4; i++) json_decref(resp[i]);
     runproc_free(&r);
 }
 
