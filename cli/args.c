@@ -65,7 +65,8 @@ static const cli_option options[CLI_O__COUNT] = {
     [CLI_O_NO_REFRESH] = {"no-refresh", 0, NULL, "answer from a stale graph as it is (and warn)"},
     [CLI_O_BUDGET] = {"budget", 0, "N|F",
                       "token budget of each turn's assembly: N tokens, or a share\n"
-                      "F (0 < F <= 1) of the transcript so far"},
+                      "F (0 < F <= 1) of the session's whole transcript (of the\n"
+                      "transcript so far when reading stdin)"},
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -241,17 +241,26 @@ static int budget_report(cli *c, const char *path, eval_run *runs, char **names,
     } else {
         printf("clarity eval --budget %g %s: %zu sessions, %zu turns assembled, horizon %d\n\n",
                budget, path, runs[0].sessions, runs[0].bacc.turns, c->horizon);
-        printf("%-14s %16s %12s %22s\n", "policy", "evidence recall", "tokens kept", "cache breaks / turn");
+        printf("%-14s %16s %12s %20s %12s\n", "policy", "evidence recall", "tokens kept",
+               "cache breaks / turn", "over budget");
         const char *key;
         json_t *o;
-        for (int pass = 0; pass < 2; pass++)
-            json_object_foreach(json_object_get(j, pass ? "baselines" : "configs"), key, o)
-                printf("%-14s %15.1f%% %11.1f%% %22.3f\n", key,
+        for (int pass = 0; pass < 2; pass++) {
+            size_t k = 0;
+            json_object_foreach(json_object_get(j, pass ? "baselines" : "configs"), key, o) {
+                const eb_acc *a = pass ? &runs[0].bacc : &runs[k].bacc;
+                int p = pass ? EB_RECENCY + (int)k : EB_CLARITY;
+                printf("%-14s %15.1f%% %11.1f%% %20.3f %11.1f%%\n", key,
                        100 * json_number_value(json_object_get(o, "evidence_recall")),
                        100 * json_number_value(json_object_get(o, "tokens_kept")),
-                       json_number_value(json_object_get(o, "cache_breaks_per_turn")));
+                       json_number_value(json_object_get(o, "cache_breaks_per_turn")),
+                       a->turns ? 100 * a->over[p] / (double)a->turns : 0);
+                k++;
+            }
+        }
         printf("\nevidence recall: the items used within %d turns whose newest earlier message was "
-               "sent verbatim\n(or, for clarity, is in its block); %.0f (turn, item) pairs.\n",
+               "sent verbatim\n(or, for clarity, is in its block); %.0f (turn, item) pairs.  Over budget: "
+               "the turns sent\nlarger than the budget (what a policy never removes did not fit).\n",
                c->horizon, runs[0].bacc.pairs);
     }
     json_decref(j);

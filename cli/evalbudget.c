@@ -122,6 +122,7 @@ int eb_turn_add(eb_session *s, int64_t turn, const clarity_ctx_message *msgs, si
     memset(t, 0, sizeof *t);
     t->turn = turn;
     t->n = n;
+    t->budget = budget;
     for (size_t i = 0; i < n; i++) t->full += s->m[i].tokens;
     for (int p = 0; p < EB_NPOL; p++)
         if (!(t->kept[p] = calloc(n ? n : 1, 1))) return -1;
@@ -215,6 +216,7 @@ void eb_session_score(eb_acc *a, const eb_session *s, const ev_session *snaps, i
         a->turns++;
         for (int p = 0; p < EB_NPOL; p++) {
             a->kept_sum[p] += t->full > 0 ? (double)t->after[p] / (double)t->full : 1.0;
+            a->over[p] += t->budget > 0 && t->after[p] > t->budget;
             if (i == 0) continue;
             const eb_turn *prev = &s->t[i - 1];
             for (size_t m = 0; m < prev->n && m < t->n; m++)

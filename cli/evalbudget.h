@@ -14,7 +14,9 @@
  * recall (retained / pairs with evidence, over all (turn, item) pairs),
  * tokens kept (assembled / full transcript, averaged over turns) and cache
  * breaks per turn (turns at which a message sent before is sent
- * differently).  Independent of the plugin but for what it was told.
+ * differently); the table adds the share of turns sent over the budget
+ * (clarity when what it protects does not fit; fresh_tail when its tail
+ * does not).  Independent of the plugin but for what it was told.
  */
 #ifndef CLI_EVALBUDGET_H
 #define CLI_EVALBUDGET_H
@@ -44,6 +46,7 @@ typedef struct eb_turn {
     int64_t full;          /* their tokens */
     uint8_t *kept[EB_NPOL]; /* per message: sent verbatim */
     int64_t after[EB_NPOL]; /* tokens sent */
+    int64_t budget;        /* given (<= 0: none) */
     char **block;          /* item ids in clarity's block */
     size_t n_block;
 } eb_turn;
@@ -58,6 +61,7 @@ typedef struct eb_session {
 typedef struct eb_acc {
     double pairs, retained[EB_NPOL];
     double kept_sum[EB_NPOL], breaks[EB_NPOL];
+    double over[EB_NPOL]; /* turns sent over the budget */
     size_t turns;
 } eb_acc;
 

@@ -220,13 +220,14 @@ static void print_view(replay *r, const clarity_ctx_message *v, size_t n, json_t
     for (size_t i = 0; i < n; i++) {
         json_t *act = json_array_get(acts, a);
         const char *text = v[i].text ? v[i].text : "";
-        size_t len = v[i].text_len;
+        size_t len = v[i].text_len, cut = 100; /* a verbatim message: its start */
         if (act && (size_t)json_integer_value(json_object_get(act, "index")) == i) {
             text = json_string_value(json_object_get(act, "text"));
             len = text ? strlen(text) : 0;
+            cut = len; /* a stub: whole */
             a++;
         }
-        size_t show = len < 100 ? len : 100;
+        size_t show = len < cut ? len : cut;
         while (show && (text[show - 1] & 0xc0) == 0x80) show--;
         printf("  #%zu %-9s %6lld  ", i, v[i].role, (long long)util_estimate_tokens(v[i].text ? v[i].text : "", v[i].text_len));
         for (size_t j = 0; j < show; j++) putchar(text[j] == '\n' || text[j] == '\r' ? ' ' : text[j]);

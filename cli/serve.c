@@ -8,6 +8,11 @@
  *   hook.agent_end            {session, messages?, success? (default true)} -> {"ok": true}
  *   hook.before_compaction    {session, messageCount?, tokenCount?}  -> {"report": "..."}
  *   hook.session_end          {session, reason?}        -> {"ok": true}
+ *   hook.assemble             {session, messages: [{id, role, text?, toolName?,
+ *                             toolArgs?, toolCallId?, tokens?}], tokenBudget?,
+ *                             currentTurnStart?, mayDrop?}
+ *                                                       -> the result of
+ *                             CLARITY_EV_ASSEMBLE (clarity.h), or {} declined
  *   command                   {session, line}           -> {"text": "..."}
  *   clarity.*                 forwarded to plugin->rpc  -> the plugin's JSON
  *   shutdown                  -> {"ok": true}, then exit
@@ -230,6 +235,81 @@ static json_t *m_session_end(server *s, json_t *params, json_t **err)
     return json_pack("{s:b}", "ok", 1);
 }
 
+/* ---- hook.assemble --------------------------------------------------------- */
+
+/* messages[i] of hook.assemble into m; toolArgs (an object) is printed into
+ * *args (malloc()ed).  NULL, or why it was refused. */
+static const char *ctx_message(json_t *o, clarity_ctx_message *m, char **args)
+{
+    json_t *id = json_object_get(o, "id"), *role = json_object_get(o, "role");
+    json_t *text = json_object_get(o, "text"), *ta = json_object_get(o, "toolArgs");
+    json_t *tok = json_object_get(o, "tokens");
+    if (!json_is_object(o)) return "must be an object";
+    if (!json_is_string(id) || !json_string_length(id) || strlen(json_string_value(id)) != json_string_length(id))
+        return "id: must be a non-empty string";
+    if (!json_is_string(role)) return "role: must be a string";
+    if (text && !json_is_string(text)) return "text: must be a string";
+    if (ta && !json_is_object(ta)) return "toolArgs: must be an object";
+    if (tok && (!json_is_integer(tok) || json_integer_value(tok) < 0)) return "tokens: must be a non-negative integer";
+    json_t *name = json_object_get(o, "toolName"), *call = json_object_get(o, "toolCallId");
+    if (name && !json_is_string(name)) return "toolName: must be a string";
+    if (call && !json_is_string(call)) return "toolCallId: must be a string";
+    memset(m, 0, sizeof *m);
+    m->struct_size = sizeof *m;
+    m->id = json_string_value(id);
+    m->role = json_string_value(role);
+    m->text = text ? json_string_value(text) : NULL;
+    m->text_len = text ? json_string_length(text) : 0;
+    m->tool_name = json_string_value(name);
+    m->tool_call_id = json_string_value(call);
+    m->tokens = tok ? json_integer_value(tok) : -1;
+    if (ta && !(m->tool_args_json = *args = json_compact(ta))) return "out of memory";
+    return NULL;
+}
+
+static json_t *m_assemble(server *s, json_t *params, json_t **err)
+{
+    const char *sid;
+    int64_t budget, cur;
+    json_t *arr = json_object_get(params, "messages"), *drop = json_object_get(params, "mayDrop");
+    if (get_session(params, &sid, err) || get_count(params, "tokenBudget", &budget, err) ||
+        get_count(params, "currentTurnStart", &cur, err))
+        return NULL;
+    if (!json_is_array(arr) || (drop && !json_is_boolean(drop))) {
+        *err = err_obj(RPC_INVALID_PARAMS, "Invalid params: \"messages\" must be an array%s",
+                       drop && !json_is_boolean(drop) ? ", \"mayDrop\" a boolean" : "");
+        return NULL;
+    }
+    size_t n = json_array_size(arr);
+    if (cur > (int64_t)n) {
+        *err = err_obj(RPC_INVALID_PARAMS, "Invalid params: \"currentTurnStart\" must be at most %zu", n);
+        return NULL;
+    }
+    clarity_ctx_message *m = calloc(n ? n : 1, sizeof *m);
+    char **args = calloc(n ? n : 1, sizeof *args);
+    json_t *result = NULL, *text = NULL;
+    const char *why = m && args ? NULL : "out of memory";
+    for (size_t i = 0; !why && i < n; i++)
+        if ((why = ctx_message(json_array_get(arr, i), &m[i], &args[i])))
+            *err = err_obj(RPC_INVALID_PARAMS, "Invalid params: messages[%zu].%s", i, why);
+    if (!why) {
+        clarity_assemble p = {sizeof p, sid, m, n, budget < 0 ? 0 : budget, cur < 0 ? n : (size_t)cur,
+                              json_is_true(drop) ? CLARITY_ASSEMBLE_MAY_DROP : 0};
+        *err = run_event(s, CLARITY_EV_ASSEMBLE, &p, &text);
+        if (!*err) {
+            const char *t = json_string_value(text);
+            result = t && *t ? json_loads(t, 0, NULL) : json_object();
+        }
+    } else if (!*err) {
+        *err = err_obj(RPC_SERVER_ERROR, "%s", why);
+    }
+    for (size_t i = 0; args && i < n; i++) free(args[i]);
+    free(args);
+    free(m);
+    json_decref(text);
+    return result;
+}
+
 static json_t *m_command(server *s, json_t *params, json_t **err)
 {
     const char *sid, *line;
@@ -281,7 +361,7 @@ static json_t *m_initialize(server *s)
                      "version", p->version ? p->version : "", "abiVersion", CLARITY_ABI_VERSION,
                      "gateway", "clarity " CLARITY_VERSION, "methods", "initialize",
                      "hook.before_agent_start", "hook.agent_end", "hook.before_compaction",
-                     "hook.session_end", "command", "clarity.*", "shutdown");
+                     "hook.session_end", "hook.assemble", "command", "clarity.*", "shutdown");
 }
 
 /* ---- dispatch ------------------------------------------------------------ */
@@ -330,6 +410,7 @@ static json_t *handle(server *s, json_t *req)
         else if (strcmp(method, "hook.before_compaction") == 0)
             result = m_before_compaction(s, params, &err);
         else if (strcmp(method, "hook.session_end") == 0) result = m_session_end(s, params, &err);
+        else if (strcmp(method, "hook.assemble") == 0) result = m_assemble(s, params, &err);
         else if (strcmp(method, "command") == 0) result = m_command(s, params, &err);
         else if (strncmp(method, "clarity.", 8) == 0) result = m_plugin_rpc(s, method, params, &err);
         else if (strcmp(method, "initialize") == 0) result = m_initialize(s);

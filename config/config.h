@@ -74,7 +74,7 @@ typedef struct clarity_config {
     struct {
         int enabled;
         int protect_recent_turns;  /* the last turns are never touched... */
-        double protect_share;      /* ...as far as they fit in this share of the budget */
+        double protect_share;      /* ...as far as they fit in this share of the budget (the newest always) */
         double high_water, low_water; /* stub in batches: from above high down to low */
         int stub_min_tokens;       /* a smaller message is not worth a stub */
         int args_min_tokens;       /* tool-call arguments longer than this are candidates */

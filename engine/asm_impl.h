@@ -33,6 +33,7 @@ typedef struct astub {
     int64_t turn;  /* the session's turn when decided */
     int64_t mentions; /* the item's mentionCount then (0: untracked): one more revives */
     int64_t tokens; /* of the original */
+    uint64_t fp;   /* the original's fingerprint (0: unknown, stored before 0.2) */
     double score;
     char *text;    /* the replacement, fixed when decided */
     int drop;      /* dropped rather than stubbed */
@@ -50,8 +51,9 @@ struct asm_state {
 
 /* ---- asmcache.c ---- */
 uint64_t asm_hash(const char *s, size_t n);
-/* The cached message for m (read when new or changed); NULL out of memory. */
-amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen);
+/* The cached message for m (read when new or changed); NULL out of memory,
+ * or with *dup set when this call (gen) already had a message of that id. */
+amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen, int *dup);
 /* Forgets messages the last call did not hold, and their stubs. */
 void asm_forget_unseen(asm_state *st);
 int asm_has(const amsg *m, uint64_t h);

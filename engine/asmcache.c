@@ -174,11 +174,13 @@ static int read_message(engine *e, session *s, amsg *a, const clarity_ctx_messag
     return 0;
 }
 
-amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen)
+amsg *asm_message(engine *e, session *s, const clarity_ctx_message *m, uint64_t gen, int *dup)
 {
     asm_state *st = s->asm_;
     amsg *a;
     HASH_FIND_STR(st->msgs, m->id, a);
+    *dup = a && a->seen == gen;
+    if (*dup) return NULL;
     if (a && a->fp == fingerprint(m) && (m->tokens < 0 || a->tokens == m->tokens)) {
         a->seen = gen;
         return a;
@@ -266,6 +268,8 @@ static int load_stub(asm_state *st, json_t *o)
     t->tokens = json_integer_value(tok);
     t->score = json_number_value(json_object_get(o, "score"));
     t->drop = json_is_true(json_object_get(o, "drop"));
+    const char *fp = json_string_value(json_object_get(o, "fp"));
+    t->fp = fp ? strtoull(fp, NULL, 16) : 0;
     int oom = 0;
     if (t->id && t->text && (!about || t->item)) HASH_ADD_KEYPTR(hh, st->stubs, t->id, strlen(t->id), t);
     if (!t->id || !t->text || (about && !t->item) || oom) {
@@ -317,9 +321,10 @@ int asm_save(engine *e, session *s)
             buf_puts(&b, ",\"item\":");
             buf_json_str(&b, t->item, strlen(t->item));
         }
-        buf_printf(&b, ",\"turn\":%lld,\"m\":%lld,\"tokens\":%lld,\"score\":%.3f,\"drop\":%s,\"text\":",
+        buf_printf(&b, ",\"turn\":%lld,\"m\":%lld,\"tokens\":%lld,\"score\":%.3f,\"drop\":%s,"
+                       "\"fp\":\"%016llx\",\"text\":",
                    (long long)t->turn, (long long)t->mentions, (long long)t->tokens, t->score,
-                   t->drop ? "true" : "false");
+                   t->drop ? "true" : "false", (unsigned long long)t->fp);
         buf_json_str(&b, t->text, strlen(t->text));
         buf_putc(&b, '}');
     }

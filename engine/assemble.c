@@ -116,8 +116,9 @@ static void turns_of(const clarity_assemble *p, int64_t *turn, int64_t *last)
 
 /* The oldest turn still protected as recent: the last protectRecentTurns
  * turns, as far as their tokens stay within protectShare of the budget (a
- * huge tool output must not make the budget unmeetable); the turn in
- * progress is protected anyway. */
+ * few huge tool outputs must not make the budget unmeetable); the newest
+ * turn always, however large (the model must see the output of the call it
+ * just made), and the turn in progress anyway. */
 static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, aview *v,
                            const int64_t *turn, int64_t last_turn)
 {
@@ -134,7 +135,7 @@ static int64_t recent_from(const clarity_config *c, const clarity_assemble *p, a
         int64_t tok = 0;
         size_t j = i;
         while (j > 0 && turn[j - 1] == t) tok += v[--j].a->tokens;
-        if (used + tok > cap) return t + 1;
+        if (used + tok > cap && t < current - 1) return t + 1; /* the newest is kept whole */
         used += tok;
         i = j;
     }
@@ -281,6 +282,7 @@ static int decide(session *s, aview *x, const aview *views, int drop, int64_t *t
     item *about = subject ? tracker_find(&s->t, subject) : NULL;
     t->mentions = about ? about->mention_count : 0;
     t->tokens = x->a->tokens;
+    t->fp = x->a->fp;
     t->score = x->score;
     t->drop = drop;
     HASH_ADD_KEYPTR(hh, st->stubs, t->id, strlen(t->id), t);
@@ -295,11 +297,28 @@ static int decide(session *s, aview *x, const aview *views, int drop, int64_t *t
     return CLARITY_OK;
 }
 
+/* Whether stubbing the user messages among pk[k..np) brings total within
+ * the budget.  User messages carry the intent: they are stubbed only when
+ * the budget is missed without it and met with it. */
+static int users_meet_budget(const aview *v, const pick *pk, size_t k, size_t np, int64_t total,
+                             int64_t budget)
+{
+    for (; k < np && total > budget; k++) {
+        const aview *x = &v[pk[k].i];
+        if (x->stub) continue;
+        char *text = stub_text(x, subject_of(x, v));
+        if (!text) return 0;
+        total -= x->tokens - util_estimate_tokens(text, strlen(text));
+        free(text);
+    }
+    return total <= budget;
+}
+
 /* One batch: stubs candidates, coldest first, until total <= target.  With
  * drop, a cold tool result goes with its call when neither is protected:
  * the pair leaves together, never split. */
 static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64_t target,
-                 int *changed)
+                 int64_t budget, int *changed)
 {
     asm_state *st = s->asm_;
     pick *pk = malloc((n ? n : 1) * sizeof *pk);
@@ -312,6 +331,8 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
     for (size_t k = 0; rc == CLARITY_OK && k < np && *total > target; k++) {
         aview *x = &v[pk[k].i];
         if (x->stub) continue; /* dropped with its pair already */
+        if (pk[k].cls == CL_USER && (*total <= budget || !users_meet_budget(v, pk, k, np, *total, budget)))
+            break; /* the budget is met without them, or cannot be met with them */
         aview *call = x->call != SIZE_MAX ? &v[x->call] : NULL;
         int pair = drop && pk[k].cls == CL_COLD && call && !call->protect;
         if (pair && call->stub) { /* its call was stubbed: drop both now */
@@ -331,7 +352,7 @@ static int batch(session *s, aview *v, size_t n, int drop, int64_t *total, int64
 }
 
 /* The stubs in force: kept, or revived (the item mentioned again since,
- * anchored, or the message now protected). */
+ * anchored, the message now protected, or its content changed). */
 static void apply_stubs(session *s, aview *v, size_t n, int *changed)
 {
     asm_state *st = s->asm_;
@@ -342,7 +363,8 @@ static void apply_stubs(session *s, aview *v, size_t n, int *changed)
         v[i].stub = NULL;
         if (!t) continue;
         item *it = t->item ? tracker_find(&s->t, t->item) : NULL;
-        int revive = v[i].protect || (it && (it->anchored || it->mention_count > t->mentions));
+        int stale = t->fp && t->fp != v[i].a->fp; /* new content under the id: not what was decided on */
+        int revive = stale || v[i].protect || (it && (it->anchored || it->mention_count > t->mentions));
         if (revive) {
             HASH_DEL(st->stubs, t);
             asm_stub_free(t);
@@ -416,7 +438,7 @@ static const char *check(const clarity_assemble *p)
     return NULL;
 }
 
-static int assemble_session(engine *e, session *s, const clarity_assemble *p, buf *out)
+static int assemble_session(engine *e, session *s, const clarity_assemble *p, buf *out, char **err)
 {
     asm_state *st = asm_state_of(e, s);
     if (!st) return CLARITY_ENOMEM;
@@ -430,7 +452,9 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
     st->gen++;
     for (size_t i = 0; rc == CLARITY_OK && i < n; i++) {
         v[i].m = &p->messages[i];
-        if (!(v[i].a = asm_message(e, s, v[i].m, st->gen))) rc = CLARITY_ENOMEM;
+        int dup = 0;
+        if (!(v[i].a = asm_message(e, s, v[i].m, st->gen, &dup))) rc = dup ? CLARITY_EINVAL : CLARITY_ENOMEM;
+        if (dup) *err = util_format("assemble: messages[%zu]: the id \"%s\" is used twice", i, v[i].m->id);
     }
     int changed = 0;
     int64_t before = 0, total = 0, last_turn = 0;
@@ -452,7 +476,7 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
             rc = imap_build(&map, &s->t) == 0 ? CLARITY_OK : CLARITY_ENOMEM;
             if (rc == CLARITY_OK) classify(e, s, v, n, &map);
             if (rc == CLARITY_OK) rc = batch(s, v, n, (p->flags & CLARITY_ASSEMBLE_MAY_DROP) != 0, &total,
-                       (int64_t)(budget * e->cfg.assemble.low_water), &stubbed);
+                       (int64_t)(budget * e->cfg.assemble.low_water), budget, &stubbed);
             if (rc == CLARITY_OK && stubbed) st->batch++;
             changed |= stubbed;
         }
@@ -491,7 +515,7 @@ int assemble_event(engine *e, const void *payload, buf *out, char **err)
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
     if (rc != CLARITY_OK) return rc;
-    rc = assemble_session(e, s, p, out);
+    rc = assemble_session(e, s, p, out, err);
     engine_release(e, s);
     return rc;
 }

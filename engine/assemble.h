@@ -6,10 +6,13 @@
  * when decided, so that between two batches the output is byte-identical
  * and a prompt cache holds).  assemble.c makes the decisions:
  *
- *   never touched   system messages, the turn in progress, the last
- *                   assemble.protectRecentTurns turns, messages carrying an
- *                   anchored item or matching assemble.keep; user messages
- *                   unless nothing else meets the budget;
+ *   never touched   system messages, the turn in progress, the newest
+ *                   turn before it, the older of the last
+ *                   assemble.protectRecentTurns turns as far as they fit in
+ *                   assemble.protectShare of the budget, messages carrying
+ *                   an anchored item or matching assemble.keep; user
+ *                   messages unless nothing else meets the budget and
+ *                   stubbing them does;
  *   water marks     nothing changes until the assembled size passes
  *                   highWater x budget; then one batch stubs down to
  *                   lowWater x budget, coldest first: tool results (and

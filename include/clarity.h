@@ -182,7 +182,8 @@ typedef struct clarity_session_end {
 } clarity_session_end;
 
 /* One message of CLARITY_EV_ASSEMBLE.  id is the host's id of the message,
- * stable across calls (clarity caches per id what it found in the text).
+ * stable across calls (clarity caches per id what it found in the text)
+ * and unique within a call (a repeated id is refused: CLARITY_EINVAL).
  * role is "system", "user", "assistant" or "tool".  tool_call_id pairs a
  * tool call (an assistant message) with its result (a tool message): the
  * two are never split.  tokens: the host's count, or -1 (clarity

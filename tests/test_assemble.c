@@ -152,7 +152,7 @@ Test(assemble, protected_messages)
 }
 
 /* The budget cannot be met without touching what is protected: said so,
- * and user messages go before anything protected. */
+ * and the user message stays (stubbing it would not meet the budget). */
 Test(assemble, unmeetable_budget_is_reported)
 {
     open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"protectShare\":1,\"stubMinTokens\":1}}");
@@ -160,8 +160,55 @@ Test(assemble, unmeetable_budget_is_reported)
     long_session(&c);
     json_t *r = assemble(&c, 500, c.n - 2, 0, NULL);
     cr_assert(json_is_false(json_object_get(r, "met")), "a 500-token budget was 'met'");
-    cr_assert_not_null(action(r, 1), "the user message was kept although the budget is not met");
+    cr_assert_gt(num(r, "tokensAfter"), 500);
+    cr_assert_null(action(r, 1), "the user message was stubbed although that cannot meet the budget");
     cr_assert_null(action(r, 0), "the system message was touched");
+    cr_assert_not_null(action(r, 3), "best effort: the old tool outputs stay in");
+    json_decref(r);
+}
+
+/* A user message is stubbed only when nothing else meets the budget and
+ * stubbing it does. */
+Test(assemble, user_messages_only_when_that_meets_the_budget)
+{
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"protectRecentTurns\":1}}");
+    conv c = {0};
+    long_session(&c);
+    c.m[1].tokens = 3000; /* a long task statement */
+    json_t *r = assemble(&c, 2000, c.n, 0, NULL);
+    cr_assert(json_is_true(json_object_get(r, "met")), "after %lld", (long long)num(r, "tokensAfter"));
+    cr_assert_not_null(action(r, 1), "the user message was kept although only stubbing it meets the budget");
+    json_decref(r);
+    th_close(&h);
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"protectRecentTurns\":1}}");
+    r = assemble(&c, 1000, c.n, 0, NULL);
+    cr_assert(json_is_false(json_object_get(r, "met")));
+    cr_assert_null(action(r, 1), "the user message was stubbed for a budget it cannot meet");
+    cr_assert_not_null(action(r, 3));
+    json_decref(r);
+    th_close(&h);
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"protectRecentTurns\":1}}");
+    r = assemble(&c, 5000, c.n, 0, NULL); /* the outputs alone meet it, not the low water mark */
+    cr_assert(json_is_true(json_object_get(r, "met")));
+    cr_assert_gt(num(r, "tokensAfter"), 3000);
+    cr_assert_null(action(r, 1), "the user message was stubbed although the budget was met without it");
+    json_decref(r);
+}
+
+/* The newest step before the turn in progress is never touched, even when
+ * it alone is larger than protectShare of the budget: the model must see
+ * the output of the call it just made. */
+Test(assemble, the_newest_step_is_never_touched)
+{
+    open_cfg("{\"storage\":{\"backend\":\"memory\"}}");
+    conv c = {0};
+    long_session(&c);
+    c.m[c.n - 1].tokens = 5000;
+    json_t *r = assemble(&c, 6000, c.n, 0, NULL); /* protectShare 0.5: 3,000 tokens */
+    cr_assert(json_is_true(json_object_get(r, "changed")));
+    cr_assert_null(action(r, c.n - 1), "the newest tool output was stubbed");
+    cr_assert_null(action(r, c.n - 2), "the newest tool call was stubbed");
+    cr_assert_not_null(action(r, c.n - 3), "the step before it stayed although it is past protectShare");
     json_decref(r);
 }
 
@@ -282,6 +329,30 @@ Test(assemble, decisions_survive_a_restart)
     unlink(db);
 }
 
+/* A decision is about a content: a message whose content changed under its
+ * id comes back verbatim (also after a restart). */
+Test(assemble, new_content_under_an_id_is_not_stubbed)
+{
+    char *db = th_tmp_path(".db"), cfg[600];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+    open_cfg(cfg);
+    conv c = {0};
+    long_session(&c);
+    json_t *r = assemble(&c, 9000, c.n, 0, NULL);
+    cr_assert_not_null(action(r, 3));
+    json_decref(r);
+    th_close(&h);
+    open_cfg(cfg);
+    snprintf(c.texts[3], sizeof c.texts[3], "other contents of src/mod0/file0.py");
+    c.m[3].text_len = strlen(c.texts[3]);
+    r = assemble(&c, 100000, c.n, 0, NULL); /* no new batch */
+    cr_assert_null(action(r, 3), "a stub decided on other content stayed");
+    cr_assert(json_is_true(json_object_get(r, "changed")));
+    cr_assert_not_null(action(r, 5), "the other decisions went with it");
+    json_decref(r);
+    unlink(db);
+}
+
 Test(assemble, bad_payloads)
 {
     open_cfg("{\"storage\":{\"backend\":\"memory\"}}");
@@ -296,6 +367,14 @@ Test(assemble, bad_payloads)
     h.p.release(h.p.self, &r);
     ev.version = 2;
     cr_assert_eq(h.p.on_event(h.p.self, &ev, &r), CLARITY_DECLINED);
+    h.p.release(h.p.self, &r);
+    /* one id twice in a call */
+    add(&c, "user", "again", 5);
+    c.m[0].id = c.m[1].id;
+    p.n_messages = 2;
+    ev.version = 1;
+    cr_assert_eq(h.p.on_event(h.p.self, &ev, &r), CLARITY_EINVAL);
+    cr_assert(r.error && strstr(r.error, "\"m1\" is used twice"), "%s", r.error ? r.error : "");
     h.p.release(h.p.self, &r);
 }
 

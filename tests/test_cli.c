@@ -149,6 +149,11 @@ static void check_scores(json_t *s, const char *session, int expect_ticket)
     }
 }
 
+typedef struct buf_t {
+    char *p;
+    size_t n;
+} buf_t;
+
 static size_t count_lines(const char *s)
 {
     size_t n = 0;
@@ -252,6 +257,58 @@ Test(cli, replay_two_sessions_from_stdin_and_bad_lines)
     json_decref(a);
     json_decref(b);
     runproc_free(&r);
+}
+
+/* A session of one prompt and 6 steps, each a Read of src/modN.py whose
+ * output is 706 tokens; written to <tmpdir>/steps.jsonl. */
+static char *steps_corpus(void)
+{
+    char *path = runproc_join(tmpdir, "steps.jsonl");
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"session\":\"r\",\"turn\":1,\"role\":\"user\",\"text\":\"Fix the login bug\"}\n", f);
+    for (int t = 1; t <= 6; t++) {
+        fprintf(f, "{\"session\":\"r\",\"turn\":%d,\"role\":\"assistant\",\"text\":\"Reading it.\","
+                   "\"tool_name\":\"Read\",\"tool_args\":{\"file_path\":\"src/mod%d.py\"}}\n", t, t);
+        fprintf(f, "{\"session\":\"r\",\"turn\":%d,\"role\":\"tool\",\"tool_name\":\"Read\",\"text\":\"contents of "
+                   "src/mod%d.py:", t, t);
+        for (int k = 0; k < 400; k++) fputs(" x = 1;", f);
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    return path;
+}
+
+/* The reference host through the ABI: replay --budget prints what the
+ * model would see before each turn: old outputs stubbed (saying what was
+ * elided and how to get it back), the prompt and the newest step verbatim,
+ * and the same bytes on a second run. */
+Test(cli, replay_budget_shows_what_the_model_sees)
+{
+    char *corpus = steps_corpus(), *db2 = runproc_join(tmpdir, "state2.db");
+    runproc_result r, again;
+    run_cli(&r, NULL, "replay", corpus, "--budget", "3000", "--state", state_db, NULL);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    const char *last = strstr(r.out, "--- session r turn 6: 11 messages");
+    cr_assert_not_null(last, "no assembly before turn 6:\n%s", r.out);
+    cr_assert_not_null(strstr(last, "(budget 3000)"), "%.300s", last);
+    const char *end = strstr(last, "--- session r turn 6 ---");
+    cr_assert_not_null(end);
+    char *view = strndup(last, (size_t)(end - last));
+    cr_assert(strstr(view, "  #0 user") && strstr(view, "Fix the login bug"), "the prompt:\n%s", view);
+    cr_assert(strstr(view, "#2 tool") && strstr(view, "[clarity: 706 tokens") &&
+              strstr(view, "tokens of Read output about src/mod1.py elided"),
+              "the oldest output is not stubbed:\n%s", view);
+    cr_assert_not_null(strstr(view, "/clarity anchor file:src/mod1.py keeps it"), "%s", view);
+    cr_assert_not_null(strstr(view, "#10 tool") ? strstr(strstr(view, "#10 tool"), "contents of src/mod5.py") : NULL,
+                       "the newest output is not verbatim:\n%s", view);
+    free(view);
+    run_cli(&again, NULL, "replay", corpus, "--budget", "3000", "--state", db2, NULL);
+    cr_assert_str_eq(r.out, again.out, "two runs differ");
+    runproc_free(&r);
+    runproc_free(&again);
+    free(corpus);
+    free(db2);
 }
 
 /* ---- cmd / rpc, persistence across processes -------------------------------------- */
@@ -439,6 +496,58 @@ Test(cli, serve_jsonrpc_sequence)
     cr_assert_eq(json_integer_value(json_object_get(resp[6], "id")), 6);
     cr_assert(json_is_true(json_object_get(json_object_get(resp[6], "result"), "ok")));
     for (int i = 0; i < 7; i++) json_decref(resp[i]);
+    runproc_free(&r);
+}
+
+/* hook.assemble: the decisions as JSON, then /clarity context and
+ * clarity.context report them; a bad message is refused naming it. */
+Test(cli, serve_assemble_and_context)
+{
+    buf_t in = {0};
+    FILE *f = open_memstream(&in.p, &in.n);
+    fputs("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"hook.assemble\",\"params\":{\"session\":\"s\","
+          "\"tokenBudget\":3000,\"messages\":[{\"id\":\"u\",\"role\":\"user\",\"text\":\"Fix the login bug\"}", f);
+    for (int i = 0; i < 6; i++) {
+        fprintf(f, ",{\"id\":\"a%d\",\"role\":\"assistant\",\"text\":\"Reading it.\",\"toolName\":\"Read\","
+                   "\"toolArgs\":{\"file_path\":\"src/mod%d.py\"},\"toolCallId\":\"c%d\"}", i, i, i);
+        fprintf(f, ",{\"id\":\"t%d\",\"role\":\"tool\",\"toolName\":\"Read\",\"toolCallId\":\"c%d\","
+                   "\"tokens\":700,\"text\":\"contents of src/mod%d.py\"}", i, i, i);
+    }
+    fputs("]}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"command\",\"params\":{\"session\":\"s\","
+          "\"line\":\"/clarity context\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"clarity.context\",\"params\":{\"session\":\"s\"}}\n"
+          "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"hook.assemble\",\"params\":{\"session\":\"s\","
+          "\"messages\":[{\"id\":\"x\",\"role\":\"tool\",\"tokens\":-3}]}}\n", f);
+    fclose(f);
+    runproc_result r;
+    run_cli(&r, in.p, "serve", "--state", state_db, NULL);
+    free(in.p);
+    cr_assert_eq(r.status, 0, "exit %d; stderr:\n%s", r.status, r.err);
+    cr_assert_eq(count_lines(r.out), 4, "%s", r.out);
+    json_t *resp[4];
+    const char *p = r.out;
+    for (int i = 0; i < 4; i++) {
+        const char *nl = strchr(p, '\n');
+        resp[i] = parse(p, (size_t)(nl - p));
+        p = nl + 1;
+    }
+    json_t *res = json_object_get(resp[0], "result");
+    /* the prompt 5, each call 3 + 7 (its arguments, 26 bytes), each output 700 (the host's count) */
+    cr_assert_eq(json_integer_value(json_object_get(res, "tokensBefore")), 5 + 6 * (3 + 7) + 6 * 700, "%s", r.out);
+    cr_assert(json_is_true(json_object_get(res, "met")) && json_is_true(json_object_get(res, "changed")));
+    json_t *a0 = json_array_get(json_object_get(res, "actions"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "id")), "t0");
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "action")), "stub");
+    cr_assert_str_eq(json_string_value(json_object_get(a0, "item")), "file:src/mod0.py");
+    cr_assert(json_is_string(json_object_get(res, "block")));
+    const char *text = json_string_value(json_object_get(json_object_get(resp[1], "result"), "text"));
+    cr_assert(text && strstr(text, "(budget 3000)") && strstr(text, "file:src/mod0.py"), "%s", r.out);
+    json_t *last = json_object_get(json_object_get(resp[2], "result"), "last");
+    cr_assert(json_equal(json_object_get(last, "actions"), json_object_get(res, "actions")), "%s", r.out);
+    json_t *err = json_object_get(resp[3], "error");
+    cr_assert_eq(json_integer_value(json_object_get(err, "code")), -32602);
+    cr_assert_not_null(strstr(json_string_value(json_object_get(err, "message")), "messages[0].tokens"));
+    for (int i = 0; i < 4; i++) json_decref(resp[i]);
     runproc_free(&r);
 }
 

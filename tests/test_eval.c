@@ -1,7 +1,8 @@
 /* test_eval.c: `clarity eval`.  The metric code (cli/evalmetrics.c) on
  * hand-made sessions under tests/fixtures/eval/ whose expected values were
- * computed by hand (see each fixture's "_comment"), then the CLI end to end
- * on a tiny turns corpus.  Run from the repository root; CLARITY_BUILD
+ * computed by hand (see each fixture's "_comment"), the budget metrics
+ * (cli/evalbudget.c) on a hand-made session, then the CLI end to end on a
+ * tiny turns corpus.  Run from the repository root; CLARITY_BUILD
  * names the build directory (default "build"). */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -12,7 +13,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../cli/evalbudget.h"
 #include "../cli/evalmetrics.h"
+#include "clihelp.h"
 #include "runproc.h"
 
 #define FIX "tests/fixtures/eval/"
@@ -150,6 +153,104 @@ Test(evalmetrics, median)
     cr_expect_eq(ev_median(even, 4), 2.5);
     cr_expect_eq(ev_median(one, 1), 7);
     cr_expect_eq(ev_median(NULL, 0), 0);
+}
+
+/* ---- eval --budget: evidence recall, tokens kept, cache breaks ------------ */
+
+/* A message of `tokens` tokens (ASCII: 4 bytes each) starting with words. */
+static clarity_ctx_message eb_msg_of(const char *role, const char *words, int tokens, char *store)
+{
+    size_t n = (size_t)tokens * 4;
+    memset(store, ' ', n);
+    memcpy(store, words, strlen(words));
+    store[n] = '\0';
+    clarity_ctx_message m = {.struct_size = sizeof m, .id = "x", .role = role, .text = store,
+                             .text_len = n, .tokens = -1};
+    return m;
+}
+
+static void eb_snap(ev_session *s, int64_t turn, const char *items_json)
+{
+    json_t *items = json_loads(items_json, 0, NULL);
+    ev_snap sn;
+    cr_assert_eq(ev_snap_from_json(&sn, turn, items), 0);
+    cr_assert_eq(ev_session_push(s, &sn), 0);
+    json_decref(items);
+}
+
+/* Messages (tokens): m0 user "fix app" (10), m1 call "read util" (40), m2
+ * output "util code helper" (400), m3 call "read db" (40), m4 output "db
+ * code" (400); at turn 4 also m5 "done" (40).  Budget 500.
+ *   turn 3 (m0..m4, 890 tokens): recency keeps m0 and the newest that fit,
+ *   m4 m3 (450); fresh_tail keeps the last 3 steps (all, 890); clarity's
+ *   answer stubs m2 (530 sent) with util in its block (anchored).
+ *   turn 4 (m0..m5, 930): recency m0 m5 m4 m3 (490), no break; fresh_tail
+ *   all; clarity stubs m2 and m4 (130 sent): a break.
+ * Items used at turn 3 (H = 1): util (newest evidence m2: clarity by its
+ * block, fresh_tail), db (m4: all), app (m0: all), helper (m2: fresh_tail
+ * only); nothing used at turn 4.  Recall: clarity 3/4, recency 2/4,
+ * fresh_tail 4/4.  Tokens kept: clarity (530/890 + 130/930) / 2, recency
+ * (450/890 + 490/930) / 2, fresh_tail 1.  Breaks per turn: 1/2, 0, 0.
+ * Over budget: clarity 1 turn (530), fresh_tail 2, recency 0. */
+Test(evalbudget, recall_tokens_and_breaks_by_hand)
+{
+    static char txt[6][2048];
+    clarity_ctx_message m[6] = {
+        eb_msg_of("user", "fix app", 10, txt[0]),        eb_msg_of("assistant", "read util", 40, txt[1]),
+        eb_msg_of("tool", "util code helper", 400, txt[2]), eb_msg_of("assistant", "read db", 40, txt[3]),
+        eb_msg_of("tool", "db code", 400, txt[4]),       eb_msg_of("assistant", "done", 40, txt[5]),
+    };
+    eb_session bs = {0};
+    json_t *r3 = json_loads("{\"tokensAfter\":530,\"actions\":[{\"index\":2}],\"block\":"
+                            "\"[CLARITY CONTEXT]\\n\\u25cf \\u2693 keyword:util (40)\\n"
+                            "\\u25cf keyword:app (30)\\n[/CLARITY CONTEXT]\"}", 0, NULL);
+    json_t *r4 = json_loads("{\"tokensAfter\":130,\"actions\":[{\"index\":2},{\"index\":4}],\"block\":\"\"}",
+                            0, NULL);
+    cr_assert(r3 && r4);
+    cr_assert_eq(eb_turn_add(&bs, 3, m, 5, r3, 500), 0);
+    cr_assert_eq(eb_turn_add(&bs, 4, m, 6, r4, 500), 0);
+    cr_assert_eq(bs.t[0].full, 890);
+    cr_assert_eq(bs.t[0].after[EB_RECENCY], 450);
+    cr_assert_eq(bs.t[1].after[EB_RECENCY], 490);
+    ev_session snaps;
+    ev_session_init(&snaps);
+    const char *before = "[{\"id\":\"keyword:util\",\"score\":1,\"mentionCount\":1,\"referenceCount\":0,\"lastMentionTurn\":1},"
+                         "{\"id\":\"keyword:db\",\"score\":1,\"mentionCount\":1,\"referenceCount\":0,\"lastMentionTurn\":1},"
+                         "{\"id\":\"keyword:app\",\"score\":1,\"mentionCount\":1,\"referenceCount\":0,\"lastMentionTurn\":1},"
+                         "{\"id\":\"keyword:helper\",\"score\":1,\"mentionCount\":1,\"referenceCount\":0,\"lastMentionTurn\":1},"
+                         "{\"id\":\"keyword:zzz\",\"score\":1,\"mentionCount\":1,\"referenceCount\":0,\"lastMentionTurn\":1}]";
+    const char *after = "[{\"id\":\"keyword:util\",\"score\":1,\"mentionCount\":1,\"referenceCount\":1,\"lastMentionTurn\":1},"
+                        "{\"id\":\"keyword:db\",\"score\":1,\"mentionCount\":1,\"referenceCount\":1,\"lastMentionTurn\":1},"
+                        "{\"id\":\"keyword:app\",\"score\":1,\"mentionCount\":2,\"referenceCount\":0,\"lastMentionTurn\":3},"
+                        "{\"id\":\"keyword:helper\",\"score\":1,\"mentionCount\":1,\"referenceCount\":1,\"lastMentionTurn\":1},"
+                        "{\"id\":\"keyword:zzz\",\"score\":1,\"mentionCount\":1,\"referenceCount\":1,\"lastMentionTurn\":1}]";
+    eb_snap(&snaps, 2, before);
+    eb_snap(&snaps, 3, after);
+    eb_snap(&snaps, 4, after);
+    eb_acc a = {0};
+    eb_session_score(&a, &bs, &snaps, 1);
+    cr_assert_eq(a.pairs, 4, "zzz has no evidence; got %g pairs", a.pairs);
+    cr_expect_float_eq(a.retained[EB_CLARITY] / a.pairs, 0.75, EPS);
+    cr_expect_float_eq(a.retained[EB_RECENCY] / a.pairs, 0.5, EPS);
+    cr_expect_float_eq(a.retained[EB_FRESH] / a.pairs, 1.0, EPS);
+    cr_expect_float_eq(a.kept_sum[EB_CLARITY] / 2, (530.0 / 890 + 130.0 / 930) / 2, EPS);
+    cr_expect_float_eq(a.kept_sum[EB_RECENCY] / 2, (450.0 / 890 + 490.0 / 930) / 2, EPS);
+    cr_expect_float_eq(a.kept_sum[EB_FRESH] / 2, 1.0, EPS);
+    cr_expect_float_eq(a.breaks[EB_CLARITY], 1, EPS);
+    cr_expect_float_eq(a.breaks[EB_RECENCY], 0, EPS);
+    cr_expect_float_eq(a.breaks[EB_FRESH], 0, EPS);
+    cr_expect_float_eq(a.over[EB_CLARITY], 1, EPS);
+    cr_expect_float_eq(a.over[EB_RECENCY], 0, EPS);
+    cr_expect_float_eq(a.over[EB_FRESH], 2, EPS);
+    json_t *pj = eb_policy_json(&a, EB_RECENCY);
+    cr_expect_eq(json_object_size(pj), 3);
+    cr_expect_float_eq(json_real_value(json_object_get(pj, "evidence_recall")), 0.5, EPS);
+    cr_expect_float_eq(json_real_value(json_object_get(pj, "cache_breaks_per_turn")), 0, EPS);
+    json_decref(pj);
+    json_decref(r3);
+    json_decref(r4);
+    eb_session_clear(&bs);
+    ev_session_free(&snaps);
 }
 
 Test(evalmetrics, snapshot_rejects_malformed_items)
@@ -329,6 +430,54 @@ Test(eval_cli, table_and_html_report)
     for (const char *p = buf; (p = strstr(p, "<svg")) != NULL; p++) charts++;
     cr_expect_eq(charts, 5, "one chart per metric");
     cr_expect_null(strstr(buf, "<script"), "self-contained, no scripts");
+    runproc_free(&r);
+    free(html);
+}
+
+/* --budget --json: exactly the documented object.  A budget larger than
+ * any transcript removes nothing: every policy keeps all, breaks nothing. */
+Test(eval_cli, budget_json_shape)
+{
+    runproc_result r;
+    run_cli(&r, "eval", FIX "corpus.jsonl", "--budget", "1000000", "--json", NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    json_t *j = json_loadb(r.out, r.out_len, 0, NULL);
+    cr_assert_not_null(j, "not JSON: %s", r.out);
+    cr_expect_eq(json_object_size(j), 4);
+    cr_expect_eq(json_integer_value(json_object_get(j, "sessions")), 2);
+    cr_expect_float_eq(json_number_value(json_object_get(j, "budget")), 1000000, EPS);
+    json_t *configs = json_object_get(j, "configs"), *base = json_object_get(j, "baselines");
+    cr_assert_eq(json_object_size(configs), 1);
+    cr_assert_eq(json_object_size(base), 2);
+    json_t *all[3] = {json_object_get(configs, "default"), json_object_get(base, "recency"),
+                      json_object_get(base, "fresh_tail")};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(json_is_object(all[i]) && json_object_size(all[i]) == 3, "policy %d", i);
+        cr_expect_float_eq(json_number_value(json_object_get(all[i], "evidence_recall")), 1, EPS);
+        cr_expect_float_eq(json_number_value(json_object_get(all[i], "tokens_kept")), 1, EPS);
+        cr_expect_float_eq(json_number_value(json_object_get(all[i], "cache_breaks_per_turn")), 0, EPS);
+    }
+    json_decref(j);
+    runproc_free(&r);
+}
+
+/* --budget F --html: the table, and recall against budget 10..100 %. */
+Test(eval_cli, budget_table_and_sweep)
+{
+    char *html = runproc_join(tmpdir, "budget.html");
+    runproc_result r;
+    run_cli(&r, "eval", FIX "corpus.jsonl", "--budget", "0.3", "--html", html, NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    const char *rows[] = {"evidence recall", "tokens kept", "cache breaks / turn", "default", "recency",
+                          "fresh_tail"};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        cr_expect_not_null(strstr(r.out, rows[i]), "no \"%s\" in:\n%s", rows[i], r.out);
+    char *page = clihelp_read(html);
+    cr_assert_not_null(page, "no HTML report");
+    cr_expect_not_null(strstr(page, "<svg"));
+    cr_expect_not_null(strstr(page, "<td>10%</td>"), "the sweep starts at 10 %%");
+    cr_expect_not_null(strstr(page, "<td>100%</td>"), "the sweep ends at 100 %%");
+    free(page);
     runproc_free(&r);
     free(html);
 }
