@@ -111,6 +111,29 @@ Test(assemble, no_budget_changes_nothing)
     json_decref(r);
 }
 
+/* assemble.maxTokens caps the budget: with no budget from the host it is
+ * the budget, and a larger host budget is lowered to it. */
+Test(assemble, max_tokens_caps_the_budget)
+{
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"maxTokens\":9000}}");
+    conv c = {0};
+    long_session(&c); /* 8,230 tokens > 0.85 x 9,000 */
+    json_t *r = assemble(&c, 0, c.n, 0, NULL);
+    cr_assert(json_is_true(json_object_get(r, "changed")), "no budget from the host: maxTokens ignored");
+    cr_assert_leq(num(r, "tokensAfter"), (int64_t)(0.6 * 9000));
+    json_decref(r);
+    th_close(&h);
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"maxTokens\":9000}}");
+    r = assemble(&c, 1000000, c.n, 0, NULL);
+    cr_assert(json_is_true(json_object_get(r, "changed")), "a larger host budget was not lowered");
+    json_decref(r);
+    th_close(&h);
+    open_cfg("{\"storage\":{\"backend\":\"memory\"},\"assemble\":{\"maxTokens\":1000000}}");
+    r = assemble(&c, 0, c.n, 0, NULL);
+    cr_assert_eq(json_array_size(json_object_get(r, "actions")), 0, "a cap above the transcript stubbed");
+    json_decref(r);
+}
+
 /* Under the high water mark nothing changes; above it one batch stubs the
  * oldest, coldest tool outputs down to the low water mark. */
 Test(assemble, water_marks)
