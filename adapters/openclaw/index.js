@@ -9,6 +9,12 @@
 //   session_end         -> CLARITY_EV_SESSION_END
 //   /clarity <args>     -> plugin->command("/clarity <args>")
 //   clarity.<method>    -> plugin->rpc
+// and, on OpenClaw >= 2026.9 with plugins.slots.contextEngine = "clarity",
+// a context engine:
+//   assemble            -> CLARITY_EV_ASSEMBLE (stale tool output stubbed)
+//   commitTurn          -> CLARITY_EV_AGENT_END with the advancement key
+//                          (counted once, also across restarts)
+//   compact             -> the runtime's summarizer, with clarity's keep list
 //
 // The clarity session is OpenClaw's session key (for example agent:main:main).
 
@@ -17,10 +23,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { openClarity } from "./src/ffi.js";
-import { acquireEngine, currentEngine, newGeneration, releaseEngine, shutdownEngine } from "./src/shared.js";
+import { acquireEngine, currentEngine, engineTurns, newGeneration, releaseEngine, shutdownEngine } from "./src/shared.js";
 import {
+  applyActions,
   buildClarityConfig,
   currentTurn,
+  keepList,
+  toContextMessages,
   hostHasBeforeAgentStart,
   openclawStateDir,
   resolveLibrary,
@@ -43,7 +52,15 @@ export const RPC_METHODS = Object.freeze({
   "clarity.setTier": "operator.write",
   "clarity.prune": "operator.write",
   "clarity.importState": "operator.write",
+  "clarity.context": "operator.read",
 });
+
+// Static guidance for the system prompt (static: it is part of the cached
+// prefix).  The per-turn block stays in before_prompt_build.
+export const SYSTEM_PROMPT_ADDITION =
+  "Context note (clarity): some older tool outputs in this conversation may be replaced by a " +
+  "short \"[clarity: ...]\" line that says what was elided and why. If you need one again, run " +
+  "the tool again or ask; \"/clarity anchor <item>\" keeps an item's messages verbatim.";
 
 function loadKoffi() {
   try {
@@ -176,9 +193,16 @@ const plugin = {
       api.on("before_agent_start", (event, ctx) => contextFor("before_agent_start", event, ctx));
 
     // --- turn end, compaction, session end ----------------------------------
+    // Sessions whose current turn runs through the context engine: its
+    // commitTurn counts the turn (once per advancement key), not agent_end.
+    // The mark is taken by assemble and dropped by agent_end, whichever of
+    // agent_end and commitTurn comes first (src/shared.js: process-wide).
+    const engineTurn = engineTurns();
+
     api.on("agent_end", (event, ctx) => {
       const session = sessionOf(ctx, event);
       if (!session) return;
+      if (engineTurn.delete(session)) return; // commitTurn counts it
       const messages = toClarityMessages(currentTurn(event?.messages));
       guarded("agent_end", (c) => c.agentEnd({ session, messages, success: event?.success !== false }));
     });
@@ -220,6 +244,70 @@ const plugin = {
         if (reason === "disable" || reason === "restart") report(reason, () => releaseEngine(gen));
       },
     });
+
+    // --- the context engine ----------------------------------------------------
+    const engineSession = (p) => p?.sessionKey || p?.sessionId || null;
+    if (typeof api.registerContextEngine === "function")
+      api.registerContextEngine("clarity", () => ({
+        info: {
+          id: "clarity",
+          name: "Clarity",
+          version: "0.2.0",
+          ownsCompaction: false,
+          acceptedHostParams: ["sessionKey", "runtimeContext"],
+          transcriptSemantics: {
+            currentTurnFence: "before-current-turn-entry-v1",
+            turnAdvancementIdempotency: "atomic-idempotent-v1",
+          },
+        },
+        async ingest() {
+          return { ingested: true }; // clarity learns from committed turns
+        },
+        async assemble(params) {
+          const messages = Array.isArray(params?.messages) ? params.messages : [];
+          const session = engineSession(params);
+          if (!session) return { messages, estimatedTokens: 0 };
+          const ctxMessages = toContextMessages(messages);
+          const r = guarded("assemble", (c) =>
+            c.assemble({ session, messages: ctxMessages, tokenBudget: params?.tokenBudget ?? 0 }),
+          );
+          engineTurn.add(session);
+          if (!r) return { messages, estimatedTokens: 0, systemPromptAddition: SYSTEM_PROMPT_ADDITION };
+          if (r.changed)
+            logger.info(`clarity: assemble ${session}: ${r.tokensBefore} -> ${r.tokensAfter} tokens (budget ${r.budget}), ${r.actions.length} stubbed`);
+          return {
+            messages: applyActions(messages, r.actions),
+            estimatedTokens: r.tokensAfter,
+            systemPromptAddition: SYSTEM_PROMPT_ADDITION,
+          };
+        },
+        async commitTurn(params) {
+          const session = engineSession(params);
+          const key = params?.advancementKey;
+          if (!session || !key) return { status: "committed" };
+          const messages = toClarityMessages(currentTurn(params?.messages));
+          const dup = guarded("commitTurn", (c) => c.agentEnd({ session, messages, success: true, turnKey: key }));
+          return { status: dup === "duplicate" ? "duplicate" : "committed" };
+        },
+        async compact(params) {
+          const session = engineSession(params);
+          let keep = "";
+          if (session) {
+            const r = guarded("compact", (c) => c.rpc("clarity.getScores", { session, limit: 30 }));
+            keep = r?.result ? keepList(r.result) : "";
+          }
+          const customInstructions = [params?.customInstructions, keep].filter((s) => s).join("\n\n");
+          logger.info(`clarity: compact ${session}: keep list of ${keep ? keep.split("\n").length - 1 : 0} items`);
+          let sdk;
+          try {
+            sdk = await import("openclaw/plugin-sdk/core");
+          } catch (e) {
+            logger.error(`clarity: compact: the runtime's compaction is unavailable (${e.message})`);
+            return { ok: false, compacted: false, reason: "clarity: openclaw/plugin-sdk/core unavailable" };
+          }
+          return sdk.delegateCompactionToRuntime({ ...params, customInstructions });
+        },
+      }));
 
     // --- /clarity -------------------------------------------------------------
     api.registerCommand({

@@ -27,7 +27,10 @@ export const EVENT = Object.freeze({
   AGENT_END: 2,
   BEFORE_COMPACTION: 3,
   SESSION_END: 4,
+  ASSEMBLE: 5,
 });
+
+export const ASSEMBLE_MAY_DROP = 1;
 
 export const LOG_LEVELS = ["debug", "info", "warn", "error"];
 
@@ -49,8 +52,18 @@ export const LP64_LAYOUT = Object.freeze({
       messages: 40, n_messages: 48 },
   },
   clarity_agent_end: {
-    size: 40,
-    offsets: { struct_size: 0, session_id: 8, messages: 16, n_messages: 24, success: 32 },
+    size: 48,
+    offsets: { struct_size: 0, session_id: 8, messages: 16, n_messages: 24, success: 32, turn_key: 40 },
+  },
+  clarity_ctx_message: {
+    size: 72,
+    offsets: { struct_size: 0, id: 8, role: 16, text: 24, text_len: 32, tool_name: 40,
+      tool_args_json: 48, tool_call_id: 56, tokens: 64 },
+  },
+  clarity_assemble: {
+    size: 56,
+    offsets: { struct_size: 0, session_id: 8, messages: 16, n_messages: 24, token_budget: 32,
+      current_turn_start: 40, flags: 48 },
   },
   clarity_before_compaction: {
     size: 32,
@@ -130,6 +143,29 @@ export function defineTypes(koffi) {
     messages: koffi.pointer(clarity_message),
     n_messages: "size_t",
     success: "int",
+    turn_key: "const char *",
+  });
+
+  const clarity_ctx_message = koffi.struct(`${P}ctx_message`, {
+    struct_size: "uint32_t",
+    id: "const char *",
+    role: "const char *",
+    text: "const char *",
+    text_len: "size_t",
+    tool_name: "const char *",
+    tool_args_json: "const char *",
+    tool_call_id: "const char *",
+    tokens: "int64_t",
+  });
+
+  const clarity_assemble = koffi.struct(`${P}assemble`, {
+    struct_size: "uint32_t",
+    session_id: "const char *",
+    messages: koffi.pointer(clarity_ctx_message),
+    n_messages: "size_t",
+    token_budget: "int64_t",
+    current_turn_start: "size_t",
+    flags: "uint32_t",
   });
 
   const clarity_before_compaction = koffi.struct(`${P}before_compaction`, {
@@ -166,6 +202,7 @@ export function defineTypes(koffi) {
     agent_end: eventOf("agent_end", clarity_agent_end),
     before_compaction: eventOf("before_compaction", clarity_before_compaction),
     session_end: eventOf("session_end", clarity_session_end),
+    assemble: eventOf("assemble", clarity_assemble),
   };
 
   // data and error stay raw pointers: the plugin owns them until release(),
@@ -212,6 +249,8 @@ export function defineTypes(koffi) {
     clarity_message,
     clarity_before_agent_start,
     clarity_agent_end,
+    clarity_ctx_message,
+    clarity_assemble,
     clarity_before_compaction,
     clarity_session_end,
     clarity_event,
@@ -339,8 +378,11 @@ export function openClarity({ koffi, libraryPath, config, log }) {
   T.sizes ??= Object.freeze(
     Object.fromEntries(
       ["clarity_host", "clarity_message", "clarity_before_agent_start", "clarity_agent_end",
-        "clarity_before_compaction", "clarity_session_end", "clarity_event", "clarity_result",
-        "clarity_plugin"].map((n) => [n, koffi.sizeof(T[n])]),
+        "clarity_ctx_message", "clarity_assemble", "clarity_before_compaction",
+        "clarity_session_end", "clarity_event", "clarity_result", "clarity_plugin"].map((n) => [
+        n,
+        koffi.sizeof(T[n]),
+      ]),
     ),
   );
 
@@ -485,15 +527,57 @@ export function openClarity({ koffi, libraryPath, config, log }) {
       }).text;
     },
 
-    agentEnd({ session, messages, success = true }) {
+    // -> "duplicate" when turnKey was counted before (a retried turn), else ""
+    agentEnd({ session, messages, success = true, turnKey = null }) {
       const m = toMessages(T, messages);
-      event("agent_end", EVENT.AGENT_END, {
+      return event("agent_end", EVENT.AGENT_END, {
         struct_size: T.sizes.clarity_agent_end,
         session_id: String(session),
         messages: m.array,
         n_messages: m.n,
         success: success ? 1 : 0,
+        turn_key: turnKey == null ? null : String(turnKey),
+      }).text;
+    },
+
+    // -> the parsed result (include/clarity.h, CLARITY_EV_ASSEMBLE), or null
+    // when the plugin declines.  messages: [{id, role, text, toolName,
+    // toolArgs, toolCallId, tokens}].
+    assemble({ session, messages, tokenBudget = 0, currentTurnStart = null, mayDrop = false }) {
+      const list = Array.isArray(messages) ? messages : [];
+      const array = list.map((m) => {
+        const text = bytes(m.text ?? "");
+        let args = m.toolArgs ?? null;
+        if (args != null && typeof args !== "string") {
+          try {
+            args = JSON.stringify(args);
+          } catch {
+            args = null;
+          }
+        }
+        return {
+          struct_size: T.sizes.clarity_ctx_message,
+          id: String(m.id),
+          role: utf8(m.role ?? "user"),
+          text,
+          text_len: text.length,
+          tool_name: utf8(m.toolName ?? null),
+          tool_args_json: args,
+          tool_call_id: utf8(m.toolCallId ?? null),
+          tokens: Number.isFinite(m.tokens) && m.tokens >= 0 ? Math.trunc(m.tokens) : -1,
+        };
       });
+      const budget = Number.isFinite(tokenBudget) && tokenBudget > 0 ? Math.trunc(tokenBudget) : 0;
+      const r = event("assemble", EVENT.ASSEMBLE, {
+        struct_size: T.sizes.clarity_assemble,
+        session_id: String(session),
+        messages: array.length ? array : null,
+        n_messages: array.length,
+        token_budget: budget,
+        current_turn_start: currentTurnStart == null ? array.length : Math.max(0, Math.trunc(currentTurnStart)),
+        flags: mayDrop ? ASSEMBLE_MAY_DROP : 0,
+      });
+      return r.rc === RC.DECLINED || !r.text ? null : JSON.parse(r.text);
     },
 
     // -> the prune report

@@ -163,3 +163,87 @@ export function hostHasBeforeAgentStart(version) {
   for (let i = 0; i < 3; i++) if (v[i] !== cut[i]) return v[i] < cut[i];
   return false;
 }
+
+// ---- the context engine (CLARITY_EV_ASSEMBLE) ------------------------------
+
+// A short stable hash of a string (FNV-1a over UTF-16 units), base 36.
+function hash36(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(36);
+}
+
+function toolCallsOf(m) {
+  const calls = [];
+  if (Array.isArray(m?.content))
+    for (const b of m.content)
+      if (b && typeof b === "object" && (b.type === "toolCall" || b.type === "tool_use" || b.type === "tool_call"))
+        calls.push({ id: b.id ?? null, name: String(b.name ?? ""), args: toolArgs(b.arguments ?? b.input ?? b.args) });
+  if (Array.isArray(m?.tool_calls))
+    for (const c of m.tool_calls) {
+      const f = c?.function ?? c;
+      if (f?.name) calls.push({ id: c.id ?? null, name: String(f.name), args: toolArgs(f.arguments) });
+    }
+  return calls;
+}
+
+// OpenClaw's messages -> clarity_ctx_message objects, one per message (so
+// the actions map back by index).  The id is the message's place and a hash
+// of its content: stable while the transcript only grows, new when the host
+// rewrites history (a compaction).
+export function toContextMessages(messages) {
+  const out = [];
+  if (!Array.isArray(messages)) return out;
+  messages.forEach((m, i) => {
+    const role0 = m?.role;
+    const role = role0 === "toolResult" || role0 === "tool" ? "tool" : role0 === "assistant" ? "assistant" : role0 === "system" ? "system" : "user";
+    const text = contentText(m?.content);
+    const calls = role === "assistant" ? toolCallsOf(m) : [];
+    const args = calls.length === 1 ? calls[0].args : calls.length ? { calls: calls.map((c) => ({ name: c.name, args: c.args })) } : null;
+    const callId = role === "tool" ? (m?.toolCallId ?? m?.tool_call_id ?? null) : calls[0]?.id ?? null;
+    const toolName = role === "tool" ? (m?.toolName ?? m?.name ?? null) : calls[0]?.name ?? null;
+    const sig = `${role}\u0000${text}\u0000${args ? JSON.stringify(args) : ""}\u0000${callId ?? ""}`;
+    out.push({ id: `${i}:${hash36(sig)}`, role, text, toolName, toolArgs: args, toolCallId: callId, tokens: -1 });
+  });
+  return out;
+}
+
+// The messages with clarity's actions applied: a stubbed message keeps its
+// role, tool call id and tool name, its content becomes the stub (a tool
+// call keeps its calls, their arguments elided).  Messages without an action
+// are returned as they are (the same objects).
+export function applyActions(messages, actions) {
+  if (!Array.isArray(actions) || actions.length === 0) return messages;
+  const out = messages.slice();
+  for (const a of actions) {
+    const i = a?.index;
+    if (!Number.isInteger(i) || i < 0 || i >= out.length || a.action !== "stub") continue;
+    const m = out[i];
+    const stub = String(a.text ?? "");
+    if (m.role === "assistant" && Array.isArray(m.content)) {
+      const content = [{ type: "text", text: stub }];
+      for (const b of m.content)
+        if (b && typeof b === "object" && (b.type === "toolCall" || b.type === "tool_use" || b.type === "tool_call"))
+          content.push({ ...b, arguments: { elided: "clarity" } });
+      out[i] = { ...m, content };
+    } else if (typeof m.content === "string") {
+      out[i] = { ...m, content: stub };
+    } else {
+      out[i] = { ...m, content: [{ type: "text", text: stub }] };
+    }
+  }
+  return out;
+}
+
+// Instructions for the compaction's summarizer: what clarity would keep,
+// anchored items first, one line each.
+export function keepList(scores, max = 15) {
+  const items = Array.isArray(scores?.items) ? scores.items.filter((i) => !i.pruned) : [];
+  items.sort((a, b) => (b.anchored === true) - (a.anchored === true) || b.score - a.score);
+  const lines = items.slice(0, max).map((i) => `- ${i.id}${i.anchored ? " (anchored)" : ""}`);
+  if (!lines.length) return "";
+  return `Keep these (clarity, by relevance to the session; keep their facts, names and decisions in the summary):\n${lines.join("\n")}`;
+}

@@ -93,3 +93,12 @@ export function currentEngine() {
   const e = state().engine;
   return e?.alive ? e : null;
 }
+
+// Sessions whose current turn runs through the context engine (marked by
+// assemble, cleared by agent_end).  Process-wide for the same reason as the
+// engine: assemble and agent_end may reach different registrations.
+const TURNS = Symbol.for("clarity.openclaw.engineTurns.v1");
+export function engineTurns() {
+  globalThis[TURNS] ??= new Set();
+  return globalThis[TURNS];
+}

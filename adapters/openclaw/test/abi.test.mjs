@@ -21,7 +21,10 @@ import {
   hostHasBeforeAgentStart,
   resolveLibrary,
   sessionOf,
+  applyActions,
+  keepList,
   toClarityMessages,
+  toContextMessages,
 } from "../src/map.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -282,6 +285,10 @@ function fakeApi({ version = "2026.9.6", pluginConfig } = {}) {
     registerGatewayMethod(name, handler, opts) {
       this.methods[name] = { handler, opts };
     },
+    engines: {},
+    registerContextEngine(id, factory) {
+      this.engines[id] = factory;
+    },
     lifecycle: {
       registerRuntimeLifecycle(l) {
         api.lifecycles.push(l);
@@ -350,6 +357,96 @@ test("the plugin registers hooks, /clarity and clarity.* and drives the engine",
   } finally {
     api.hooks.gateway_stop[0]({ reason: "test" });
   }
+});
+
+// An OpenClaw transcript: a prompt, then `n` reads of big files.
+function bigHistory(n) {
+  const msgs = [{ role: "user", content: "Fix ClaraCore's cache" }];
+  for (let i = 0; i < n; i++) {
+    msgs.push({ role: "assistant", content: [{ type: "toolCall", id: `c${i}`, name: "read", arguments: { path: `docs/f${i}.md` } }] });
+    msgs.push({ role: "toolResult", toolCallId: `c${i}`, toolName: "read", content: [{ type: "text", text: `F${i} `.repeat(4000) }] });
+    msgs.push({ role: "user", content: `next ${i}` });
+  }
+  return msgs;
+}
+
+test("the context engine: assemble stubs old outputs, commitTurn counts a turn once, compact passes the keep list", async () => {
+  const { default: plugin, SYSTEM_PROMPT_ADDITION } = await import("../index.js");
+  const api = fakeApi();
+  plugin.register(api);
+  try {
+    const engine = api.engines.clarity();
+    assert.equal(engine.info.id, "clarity");
+    assert.equal(engine.info.ownsCompaction, false);
+    assert.deepEqual(engine.info.transcriptSemantics, {
+      currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" });
+    const session = "agent:main:ce";
+    api.hooks.before_prompt_build[0]({ prompt: "Fix ClaraCore's cache", messages: [] }, { sessionKey: session, runId: "r1" });
+    const history = bigHistory(6);
+    const big = await engine.assemble({ sessionKey: session, messages: history, tokenBudget: 1000000 });
+    assert.equal(big.messages, history, "a budget that fits changes nothing (the same array)");
+    assert.equal(big.systemPromptAddition, SYSTEM_PROMPT_ADDITION);
+    const small = await engine.assemble({ sessionKey: session, messages: history, tokenBudget: 12000 });
+    assert.ok(small.estimatedTokens <= 12000, `over budget: ${small.estimatedTokens}`);
+    const stubbed = small.messages.filter((m, i) => m !== history[i]);
+    assert.ok(stubbed.length >= 1, "nothing stubbed");
+    for (const m of stubbed) {
+      assert.equal(m.role, "toolResult", "only tool outputs go under this budget");
+      assert.match(m.content[0].text, /^\[clarity: [\d,]+ tokens of read output about docs\/f\d\.md elided/);
+      assert.ok(m.toolCallId, "the stub keeps its tool call id");
+    }
+    assert.equal(small.messages.at(-1), history.at(-1), "the newest messages are untouched");
+    assert.equal(history[2].content[0].text.startsWith("F0 "), true, "the host's messages are not modified");
+
+    // commitTurn: once per advancement key; agent_end of that turn is not counted again
+    const turn = [{ role: "user", content: "Fix ClaraCore's cache" }, { role: "assistant", content: [{ type: "text", text: "ClaraCore ok" }] }];
+    assert.deepEqual(await engine.commitTurn({ sessionKey: session, advancementKey: "k1", messages: turn }), { status: "committed" });
+    api.hooks.agent_end[0]({ messages: turn, success: true }, { sessionKey: session });
+    assert.deepEqual(await engine.commitTurn({ sessionKey: session, advancementKey: "k1", messages: turn }), { status: "duplicate" });
+    assert.equal(call(api, "clarity.getScores", { session }).payload.currentTurn, 1);
+    // a turn the engine did not assemble (the legacy path) is counted by agent_end
+    api.hooks.agent_end[0]({ messages: turn, success: true }, { sessionKey: session });
+    assert.equal(call(api, "clarity.getScores", { session }).payload.currentTurn, 2);
+
+    const ctx = call(api, "clarity.context", { session });
+    assert.equal(ctx.ok, true, JSON.stringify(ctx));
+
+    // compact: the runtime's compaction, with the keep list in its instructions
+    const c = await engine.compact({ sessionKey: session, sessionId: "x", sessionFile: path.join(tmp, "none.jsonl"), tokenBudget: 1000 });
+    assert.ok(api.logger.lines.some(([, m]) => /clarity: compact agent:main:ce: keep list of [1-9]\d* items/.test(m)), JSON.stringify(api.logger.lines));
+    // outside OpenClaw the runtime's compaction cannot be imported: a clear
+    // refusal, not a throw (the e2e test runs the real one)
+    assert.deepEqual(c, { ok: false, compacted: false, reason: "clarity: openclaw/plugin-sdk/core unavailable" });
+  } finally {
+    api.hooks.gateway_stop[0]({ reason: "test" });
+  }
+});
+
+test("context messages: stable ids while the transcript grows, stubs keep the message's shape", () => {
+  const h = bigHistory(2);
+  const a = toContextMessages(h);
+  const b = toContextMessages([...h, { role: "user", content: "more" }]);
+  assert.deepEqual(b.slice(0, a.length).map((m) => m.id), a.map((m) => m.id));
+  assert.equal(a[1].role, "assistant");
+  assert.equal(a[1].toolName, "read");
+  assert.deepEqual(a[1].toolArgs, { path: "docs/f0.md" });
+  assert.equal(a[2].role, "tool");
+  assert.equal(a[2].toolCallId, "c0");
+  const edited = toContextMessages([h[0], h[1], { ...h[2], content: [{ type: "text", text: "other" }] }]);
+  assert.notEqual(edited[2].id, a[2].id, "new content under the same place gets a new id");
+
+  const out = applyActions(h, [{ index: 1, action: "stub", text: "[clarity: call]" }, { index: 2, action: "stub", text: "[clarity: out]" },
+    { index: 99, action: "stub", text: "x" }, { index: 3, action: "drop" }]);
+  assert.equal(out.length, h.length);
+  assert.deepEqual(out[1].content[0], { type: "text", text: "[clarity: call]" });
+  assert.equal(out[1].content[1].id, "c0", "the tool call stays (its result refers to it)");
+  assert.deepEqual(out[2], { ...h[2], content: [{ type: "text", text: "[clarity: out]" }] });
+  assert.equal(out[3], h[3]);
+
+  assert.equal(keepList({ items: [] }), "");
+  const k = keepList({ items: [{ id: "a", score: 1 }, { id: "b", score: 5, pruned: true }, { id: "c", score: 0.5, anchored: true }] });
+  assert.match(k, /^Keep these \(clarity/);
+  assert.deepEqual(k.split("\n").slice(1), ["- c (anchored)", "- a"]);
 });
 
 test("hosts before 2026.8.1: before_agent_start too, and the block is prepended once", async () => {

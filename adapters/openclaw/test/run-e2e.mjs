@@ -8,6 +8,11 @@
 //   4. `openclaw gateway call clarity.getScores` returns the scores (and errors are errors)
 //   5. `openclaw sessions compact` fires before_compaction (the configured pruner runs)
 //   6. the state survives a gateway restart and feeds the next prompt
+//   7. as the context engine (plugins.slots.contextEngine = "clarity", set by
+//      the install): a big tool output of an older turn reaches a later model
+//      request as a "[clarity: ...]" stub, an anchored file's output stays
+//      verbatim, the compaction's summarizer gets clarity's keep list, and
+//      OpenClaw never degrades or quarantines the engine
 //
 //   node run-e2e.mjs --lib /abs/path/libclarity.so --deps DIR [--keep] [--timeout S]
 // Needs Node 24 (the `node` npm package in this folder provides it) and the
@@ -69,6 +74,11 @@ const WORKSPACE = path.join(STATE, "workspace");
 const TMP = path.join(ROOT, "tmp");
 for (const d of [HOME, STATE, TMP, path.join(WORKSPACE, "src", "auth")]) fs.mkdirSync(d, { recursive: true });
 fs.writeFileSync(path.join(WORKSPACE, "src", "auth", "token.ts"), "export function refreshToken() { return 'e2e'; }\n");
+// two big documents (about 6,000 tokens each) for the context-engine turns
+fs.mkdirSync(path.join(WORKSPACE, "docs"), { recursive: true });
+const bigDoc = (tag) => Array.from({ length: 300 }, (_, i) => `${tag} line ${i}: the session cache notes, kept in full here.`).join("\n") + "\n";
+fs.writeFileSync(path.join(WORKSPACE, "docs", "big-a.md"), bigDoc("BIG-A"));
+fs.writeFileSync(path.join(WORKSPACE, "docs", "big-b.md"), bigDoc("BIG-B"));
 
 const TOKEN = `e2e-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
 const env = {
@@ -179,6 +189,9 @@ function script(body) {
   const toolDone = after.some((m) => m.role === "tool");
   if (t.turn === 1 && !toolDone) return { toolCall: { name: "read", arguments: { path: "src/auth/token.ts" } } };
   if (t.turn === 1) return { text: "I read the token code: ClaraCore refreshes the session too late. E2E-DONE-1" };
+  // turns 4..6 read one file each (the context-engine step)
+  const reads = { 4: "docs/big-a.md", 5: "docs/big-b.md", 6: "src/auth/token.ts" };
+  if (reads[t.turn] && !toolDone) return { toolCall: { name: "read", arguments: { path: reads[t.turn] } } };
   return { text: `Noted for ClaraCore. E2E-DONE-${t.turn}` };
 }
 
@@ -345,6 +358,8 @@ async function main() {
     need(r.code === 0, `plugins install exited ${r.code}:\n${r.stdout}${r.stderr}`);
     const cfg = JSON.parse(fs.readFileSync(path.join(STATE, "openclaw.json"), "utf8"));
     need(cfg.plugins?.entries?.clarity, `plugins.entries.clarity missing after install:\n${JSON.stringify(cfg.plugins)}`);
+    need(cfg.plugins?.slots?.contextEngine === "clarity",
+      `the install did not select clarity as the context engine: ${JSON.stringify(cfg.plugins?.slots)}`);
     cfg.plugins.entries.clarity.hooks = { allowConversationAccess: true };
     // the plugin config is clarity's config; libraryPath is the adapter's.
     // The pruning settings make compaction prune every unanchored item, so
@@ -353,6 +368,8 @@ async function main() {
       libraryPath: LIB,
       pruning: { pruneThreshold: 1000, targetContextItems: 0, minMentionsPreserve: 1000 },
       context: { maxItems: 8 },
+      // a small window, so that the two big documents overflow it
+      assemble: { maxTokens: 8000 },
     };
     fs.writeFileSync(path.join(STATE, "openclaw.json"), JSON.stringify(cfg, null, 2));
   });
@@ -436,6 +453,11 @@ async function main() {
     const it = itemsById(await scores({ includePruned: true }));
     need(it.claracore?.pruned === true, `claracore should be pruned by the compaction: ${JSON.stringify(it.claracore)}`);
     need(it.focusengine?.anchored && !it.focusengine.pruned, `the anchored item must be kept: ${JSON.stringify(it.focusengine)}`);
+    const summ = mock.requests.find((b) => /context summarization assistant/i.test(messageText(b.messages?.find((m) => m.role === "system"))));
+    need(summ, "the compaction never asked the model for a summary");
+    const all = JSON.stringify(summ.messages);
+    need(/Keep these \(clarity/.test(all) && /focusengine \(anchored\)/.test(all),
+      `the summarizer's request lacks clarity's keep list:\n${all.slice(0, 3000)}`);
   });
 
   // -- 6: restart --
@@ -457,6 +479,35 @@ async function main() {
     need(/claracore/.test(c.block), `a new mention should revive claracore:\n${c.block}`);
     say(`turn 3 block (after the restart):\n${c.block}`);
     need(itemsById(s3).claracore?.pruned === false, "claracore was not revived by its new mention");
+  });
+
+  // -- 7: the context engine decides what the model sees --
+  await step("context engine: an old big output is stubbed, an anchored one stays verbatim", async () => {
+    for (const n of [4, 5]) {
+      await sendChat(`E2E-TURN-${n}: read the cache notes`, `e2e-turn-${n}`);
+      await waitTurn(mock, n);
+    }
+    await sendChat("/clarity anchor file:docs/big-b.md", "e2e-anchor-b");
+    await waitFor("the anchor of docs/big-b.md", async () =>
+      itemsById(await scores({ limit: 50 }))["file:docs/big-b.md"]?.anchored === true, { timeoutMs: 120000 });
+    for (const n of [6, 7]) {
+      await sendChat(`E2E-TURN-${n}: what next for ClaraCore?`, `e2e-turn-${n}`);
+      await waitTurn(mock, n);
+    }
+    const req = mock.requests.find((b) => turnOf(b)?.turn === 7);
+    need(req, "no model request carried turn 7");
+    const texts = req.messages.map(messageText);
+    const stub = texts.find((t) => /\[clarity:/.test(t) && /docs\/big-a\.md/.test(t));
+    need(stub, `turn 7's request has no stub for docs/big-a.md:\n${texts.map((t) => t.slice(0, 160)).join("\n")}`);
+    need(!texts.some((t) => /BIG-A line 299/.test(t)), "docs/big-a.md reached turn 7's request verbatim");
+    need(texts.some((t) => /BIG-B line 0:/.test(t) && /BIG-B line 299:/.test(t)), "the anchored docs/big-b.md was not kept verbatim");
+    say(`turn 7 saw docs/big-a.md as: ${stub.slice(0, 300)}`);
+    need(/clarity: assemble agent:main:main: \d+ -> \d+ tokens/.test(gatewayLog()), "no assemble line in the gateway log");
+    const logs = ["1", "2"].map((l) => stripAnsi(fs.readFileSync(path.join(ROOT, `gateway-${l}.log`), "utf8"))).join("\n");
+    need(!/\[context-engine\][^\n]*(degraded to|quarantin|falling back)/.test(logs),
+      `OpenClaw degraded or quarantined the engine:\n${logs.split("\n").filter((l) => /context-engine/.test(l)).join("\n")}`);
+    const s7 = await scores({ limit: 5 });
+    need(s7.currentTurn === 7, `each turn is counted once through commitTurn: currentTurn ${s7.currentTurn}`);
   });
 }
 
