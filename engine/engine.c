@@ -1,6 +1,7 @@
 #include "engine.h"
 #include "../util/errors.h"
 #include "assemble.h"
+#include "compact.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -95,6 +96,7 @@ static void session_free(session *s)
 {
     predict_clear(s);
     asm_state_free(s->asm_);
+    compact_reinject_clear(s);
     tracker_free(&s->t);
     pthread_mutex_destroy(&s->mu);
     free(s->id);

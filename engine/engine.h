@@ -41,6 +41,11 @@ typedef struct session {
     char **pred_targets;
     size_t n_pred_targets;
     struct asm_state *asm_; /* what the model sees (assemble.c); NULL until used */
+    /* Kept items the last compaction's summary lost (compact.c): shown in
+     * the blocks until a turn that showed them ends; stored in the meta. */
+    char **reinject;
+    size_t n_reinject;
+    int reinject_shown;
     UT_hash_handle hh;
 } session;
 

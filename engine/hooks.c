@@ -6,6 +6,7 @@
 #include "../pruner/pruner.h"
 #include "assemble.h"
 #include "engine.h"
+#include "compact.h"
 
 #define BLOCK_OPEN "[CLARITY CONTEXT]"
 #define BLOCK_CLOSE "[/CLARITY CONTEXT]"
@@ -34,7 +35,7 @@ void hooks_context_block(engine *e, session *s, buf *out)
 {
     const clarity_config *c = &e->cfg;
     size_t k = (size_t)c->context.max_items;
-    if (k == 0 && s->n_pred_targets == 0) return;
+    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) return;
     top_entry stack_top[32];
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
@@ -56,7 +57,7 @@ void hooks_context_block(engine *e, session *s, buf *out)
         }
         top[pos] = cand;
     }
-    if (n == 0 && s->n_pred_targets == 0) goto done;
+    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
     buf_puts(out, BLOCK_OPEN "\n");
@@ -83,6 +84,12 @@ void hooks_context_block(engine *e, session *s, buf *out)
         if (i == 0) buf_puts(out, head);
         buf_append(out, s->pred_targets[i], l);
         buf_putc(out, '\n');
+    }
+    size_t used = out->len - start + closing;
+    if (used < budget) compact_block_lines(e, s, budget - used, out);
+    if (out->len - start == sizeof(BLOCK_OPEN "\n") - 1) { /* nothing fit */
+        out->len = start;
+        goto done;
     }
     buf_puts(out, BLOCK_CLOSE "\n");
 done:
@@ -180,7 +187,15 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
         }
         buf_free(&clean);
     }
-    if (rc == CLARITY_OK && e->cfg.enabled) hooks_context_block(e, s, out);
+    if (rc == CLARITY_OK && e->cfg.enabled) {
+        hooks_context_block(e, s, out);
+        /* a prompt's block carried the re-injected items: the turn that
+         * ends next drops them (compact.c) */
+        if (len > 0 && s->n_reinject && !s->reinject_shown) {
+            s->reinject_shown = 1;
+            s->t.meta_dirty = 1;
+        }
+    }
     engine_release(e, s);
     return rc;
 }
@@ -268,6 +283,10 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
     }
     if (r.oom) rc = CLARITY_ENOMEM;
     engine_enforce_cap(e, s);
+    if (s->reinject_shown) {
+        compact_reinject_clear(s);
+        s->t.meta_dirty = 1;
+    }
     tracker_advance_turn(&s->t);
     if (key) tracker_turn_key_add(&s->t, kh); /* persisted with the turn */
     int prc = persist_flush(e, s);

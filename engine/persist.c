@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "compact.h"
 
 #define PERSIST_VERSION 1
 
@@ -257,6 +258,11 @@ int persist_load(engine *e, session *s)
             s->t.n_turn_keys++;
         }
     }
+    compact_reinject_clear(s);
+    json_t *re = json_object_get(meta, "reinject");
+    json_array_foreach(json_object_get(re, "ids"), ki, kv)
+        if (json_is_string(kv) && compact_reinject_add(s, json_string_value(kv)) != CLARITY_OK) break;
+    s->reinject_shown = s->n_reinject && json_is_true(json_object_get(re, "shown"));
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     free(s->workspace);
     s->workspace = ws ? strdup(ws) : NULL;
@@ -290,6 +296,14 @@ static int put_meta(engine *e, session *s, buf *b)
             buf_printf(b, "%s\"%016llx\"", i ? "," : "", (unsigned long long)s->t.turn_keys[k]);
         }
         buf_putc(b, ']');
+    }
+    if (s->n_reinject) {
+        buf_puts(b, ",\"reinject\":{\"ids\":[");
+        for (size_t i = 0; i < s->n_reinject; i++) {
+            if (i) buf_putc(b, ',');
+            buf_json_str(b, s->reinject[i], strlen(s->reinject[i]));
+        }
+        buf_printf(b, "],\"shown\":%s}", s->reinject_shown ? "true" : "false");
     }
     buf_putc(b, '}');
     if (buf_failed(b)) return CLARITY_ENOMEM;

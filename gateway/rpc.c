@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../engine/assemble.h"
+#include "../engine/compact.h"
+#include "../engine/trim.h"
 #include "gateway.h"
 
 typedef struct rpc_call {
@@ -118,6 +120,108 @@ static int m_context(rpc_call *c)
     buf_putc(c->out, '}');
     engine_release(c->e, s);
     return CLARITY_OK;
+}
+
+/* An optional integer param in [lo, hi]; *out keeps its default when absent. */
+static int int_param(rpc_call *c, const char *key, long long lo, long long hi, long long *out)
+{
+    json_t *v = json_object_get(c->params, key);
+    if (!v || json_is_null(v)) return CLARITY_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        char what[160];
+        snprintf(what, sizeof what, "param \"%s\" must be an integer in %lld..%lld", key, lo, hi);
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "%s", what);
+    }
+    *out = json_integer_value(v);
+    return CLARITY_OK;
+}
+
+/* clarity.keepList: what a compaction's summary must keep. */
+static int m_keep_list(rpc_call *c)
+{
+    long long limit = COMPACT_KEEP_DEFAULT;
+    int rc = int_param(c, "limit", 0, COMPACT_KEEP_MAX, &limit);
+    session *s;
+    if (rc == CLARITY_OK) rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    rc = compact_keep_json(c->e, s, (size_t)limit, c->out);
+    engine_release(c->e, s);
+    return rc == CLARITY_OK ? rc : fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
+}
+
+static int persist_or_fail(rpc_call *c, session *s);
+
+/* clarity.compacted: the host's summary; the kept items it lost come back
+ * in the next block. */
+static int m_compacted(rpc_call *c)
+{
+    const char *summary;
+    long long limit = COMPACT_KEEP_DEFAULT;
+    int rc = str_param(c, "summary", 1, &summary);
+    if (rc == CLARITY_OK) rc = int_param(c, "limit", 0, COMPACT_KEEP_MAX, &limit);
+    session *s;
+    if (rc == CLARITY_OK) rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    size_t len = json_string_length(json_object_get(c->params, "summary"));
+    rc = compact_after(c->e, s, summary, len, (size_t)limit, c->out);
+    if (rc != CLARITY_OK) rc = fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
+    else rc = persist_or_fail(c, s);
+    engine_release(c->e, s);
+    return rc;
+}
+
+/* clarity.trimOutput {session?, fields: {name: text}, maxChars?}: the
+ * fields cut to share maxChars (toolOutput.maxChars by default). */
+static int m_trim_output(rpc_call *c)
+{
+    long long max = c->e->cfg.tool_output.max_chars;
+    const char *sid;
+    json_t *fields = json_object_get(c->params, "fields");
+    int rc = str_param(c, "session", 0, &sid);
+    if (rc == CLARITY_OK) rc = int_param(c, "maxChars", 1000, 100000000, &max);
+    if (rc != CLARITY_OK) return rc;
+    if (!json_is_object(fields) || json_object_size(fields) == 0 ||
+        json_object_size(fields) > TRIM_MAX_FIELDS)
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS,
+                    "param \"fields\" must be an object of 1..8 strings%s", NULL);
+    const char *names[TRIM_MAX_FIELDS], *key;
+    size_t sizes[TRIM_MAX_FIELDS], budget[TRIM_MAX_FIELDS], n = 0, total = 0;
+    json_t *v;
+    json_object_foreach(fields, key, v) {
+        if (!json_is_string(v))
+            return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "fields.%s must be a string", key);
+        names[n] = key;
+        total += sizes[n++] = json_string_length(v);
+    }
+    session *s = NULL;
+    c->session_id = sid;
+    if (sid && engine_acquire(c->e, sid, 0, &s) != CLARITY_OK) s = NULL; /* no items: head, tail */
+    trim_budgets(sizes, n, (size_t)max, budget);
+    buf_printf(c->out, "{\"trimmed\":%s,\"charsBefore\":%zu,\"fields\":{",
+               total > (size_t)max ? "true" : "false", total);
+    buf text;
+    buf_init(&text);
+    for (size_t i = 0; i < n && rc == CLARITY_OK; i++) {
+        json_t *f = json_object_get(fields, names[i]);
+        trim_stats st;
+        buf_reset(&text);
+        int t = total > (size_t)max ? trim_text(c->e, s, json_string_value(f), sizes[i],
+                                                budget[i] < 1000 ? 1000 : budget[i], &text, &st)
+                                    : 0;
+        if (t < 0) {
+            rc = fail(c, t, RPC_INTERNAL, "out of memory%s", NULL);
+            break;
+        }
+        buf_puts(c->out, i ? "," : "");
+        buf_json_str(c->out, names[i], strlen(names[i]));
+        buf_putc(c->out, ':');
+        if (t == 1) buf_json_str(c->out, text.p, text.len);
+        else buf_json_str(c->out, json_string_value(f), sizes[i]);
+    }
+    buf_free(&text);
+    if (s) engine_release(c->e, s);
+    if (rc == CLARITY_OK) buf_puts(c->out, "}}");
+    return rc;
 }
 
 static int persist_or_fail(rpc_call *c, session *s)
@@ -371,6 +475,8 @@ static const method methods[] = {
     {"clarity.exportState", 1, m_export},     {"clarity.importState", 1, m_import},
     {"clarity.predict", 0, m_predict},        {"clarity.graphBuild", 0, m_graph_build},
     {"clarity.graphStatus", 0, m_graph_status}, {"clarity.context", 1, m_context},
+    {"clarity.keepList", 1, m_keep_list},     {"clarity.compacted", 1, m_compacted},
+    {"clarity.trimOutput", 0, m_trim_output},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

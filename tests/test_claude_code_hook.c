@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../util/buf.h"
 #include "clihelp.h"
 
 #define SESSION "cc-fixture-1"
@@ -313,7 +314,12 @@ Test(hook, pre_compact_and_session_start_compact)
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
     hook_quiet("stop.json");
-    hook_quiet("pre_compact.json");
+    /* the keep list on stdout: Claude Code adds it to the summarizer's
+     * instructions */
+    hook("pre_compact.json", &r);
+    cr_assert(strncmp(r.out, "Keep these (clarity", 19) == 0, "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "\n- file:src/auth/session.ts\n"), "%s", r.out);
+    runproc_free(&r);
     json_t *s = scores();
     cr_assert_eq(num(s, "currentTurn"), 1, "PreCompact is not a turn");
     json_decref(s);
@@ -325,6 +331,126 @@ Test(hook, pre_compact_and_session_start_compact)
     json_decref(out);
     runproc_free(&r);
     hook_quiet("session_start_startup.json");
+}
+
+/* PostCompact: the kept items the summary does not name come back in the
+ * next prompt's block, until the turn that showed them ends. */
+Test(hook, post_compact_reinjects_what_the_summary_lost)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    hook_quiet("post_compact.json");
+    hook("user_prompt_submit.json", &r);
+    json_t *out = clihelp_json(r.out);
+    const char *ctx = context_of(out, "UserPromptSubmit");
+    const char *lost = strstr(ctx, "Kept through the compaction (its summary left them out):\n");
+    cr_assert_not_null(lost, "%s", ctx);
+    cr_assert_not_null(strstr(lost, "- file:src/auth/session.ts ("), "%s", ctx);
+    cr_assert_null(strstr(lost, "- claracore"), "the summary names ClaraCore: %s", ctx);
+    cr_assert_null(strstr(lost, "token.ts"), "the summary names the token code: %s", ctx);
+    json_decref(out);
+    runproc_free(&r);
+    hook_quiet("stop.json"); /* the turn that showed them ends */
+    hook("user_prompt_submit.json", &r);
+    cr_assert_null(strstr(r.out, "Kept through the compaction"), "shown again: %s", r.out);
+    runproc_free(&r);
+}
+
+/* A PostToolUse payload for Bash with the given stdout. */
+static char *bash_payload(const char *stdout_text, int is_image)
+{
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s},s:{s:s,s:s,s:b,s:b,s:s},s:s}", "session_id",
+                          SESSION, "transcript_path", transcript, "cwd", "/home/dev/proj",
+                          "hook_event_name", "PostToolUse", "tool_name", "Bash", "tool_input",
+                          "command", "make test", "tool_response", "stdout", stdout_text, "stderr",
+                          "warning: slow\n", "interrupted", 0, "isImage", is_image,
+                          "returnCodeInterpretation", "exit 2", "tool_use_id", "toolu_big");
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+/* An oversized Bash output comes back trimmed in its own shape: head,
+ * tail, the lines naming tracked items, markers; small ones are left. */
+Test(hook, bash_output_over_max_chars_is_trimmed)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r); /* tracks file:src/auth/session.ts */
+    runproc_free(&r);
+    buf big;
+    buf_init(&big);
+    for (int i = 0; i < 6000; i++) {
+        if (i == 3000) buf_puts(&big, "FAIL src/auth/session.ts:42 expected a token\n");
+        else buf_printf(&big, "ok %d - test case number %d passed quietly\n", i, i);
+    }
+    char *in = bash_payload(big.p, 0);
+    const char *argv[] = {"hook", "--state", db, NULL};
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *out = clihelp_json(r.out);
+    json_t *h = json_object_get(out, "hookSpecificOutput");
+    cr_assert_str_eq(json_string_value(json_object_get(h, "hookEventName")), "PostToolUse");
+    json_t *upd = json_object_get(h, "updatedToolOutput");
+    const char *so = json_string_value(json_object_get(upd, "stdout"));
+    cr_assert_not_null(so, "%s", r.out);
+    cr_assert_leq(strlen(so) + strlen(json_string_value(json_object_get(upd, "stderr"))), 20000);
+    cr_assert(strncmp(so, "ok 0 - ", 7) == 0, "the head is gone: %.200s", so);
+    cr_assert_not_null(strstr(so, "\nFAIL src/auth/session.ts:42 expected a token\n"), "the hot line is gone");
+    cr_assert_not_null(strstr(so, "ok 5999 - "), "the tail is gone");
+    cr_assert_not_null(strstr(so, " lines elided ("), "no marker");
+    cr_assert_not_null(strstr(so, "[clarity: "), "no summary line");
+    cr_assert_str_eq(json_string_value(json_object_get(upd, "stderr")), "warning: slow\n");
+    cr_assert(json_is_false(json_object_get(upd, "interrupted")));
+    cr_assert_str_eq(json_string_value(json_object_get(upd, "returnCodeInterpretation")), "exit 2",
+                     "the output's other fields must stay");
+    json_decref(out);
+    runproc_free(&r);
+
+    /* Claude Code saved the whole output to a file (stdout holds its first
+     * part): the whole output is trimmed, the file is named, and the saved
+     * output fields go (Claude Code would show its own preview instead) */
+    char *saved = runproc_join(tmp, "saved-output.txt");
+    cr_assert_eq(runproc_write_file(saved, big.p), 0);
+    char *first = bash_payload("ok 0 - test case number 0 passed quietly\n", 0);
+    json_t *o = json_loads(first, 0, NULL);
+    free(first);
+    json_t *resp = json_object_get(o, "tool_response");
+    json_object_set_new(resp, "persistedOutputPath", json_string(saved));
+    json_object_set_new(resp, "persistedOutputSize", json_integer((json_int_t)big.len));
+    in = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    out = clihelp_json(r.out);
+    upd = json_object_get(json_object_get(out, "hookSpecificOutput"), "updatedToolOutput");
+    so = json_string_value(json_object_get(upd, "stdout"));
+    cr_assert_not_null(so, "%s", r.out);
+    cr_assert_not_null(strstr(so, "\nFAIL src/auth/session.ts:42 expected a token\n"), "not the whole output");
+    cr_assert_not_null(strstr(so, "ok 5999 - "), "not the whole output");
+    char note[600];
+    snprintf(note, sizeof note, "[clarity: the whole output (%zu characters) is in %s]\n", big.len, saved);
+    cr_assert_not_null(strstr(so, note), "%s", so + strlen(so) - 300);
+    cr_assert_null(json_object_get(upd, "persistedOutputPath"));
+    cr_assert_null(json_object_get(upd, "persistedOutputSize"));
+    json_decref(out);
+    runproc_free(&r);
+    free(saved);
+
+    /* an image, or an output under the limit: nothing printed */
+    in = bash_payload(big.p, 1);
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    cr_assert_str_empty(r.out, "an image output was rewritten: %.200s", r.out);
+    runproc_free(&r);
+    in = bash_payload("short output\n", 0);
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    cr_assert_str_empty(r.out, "a small output was rewritten: %.200s", r.out);
+    runproc_free(&r);
+    buf_free(&big);
 }
 
 Test(hook, session_end_and_other_events_are_quiet)

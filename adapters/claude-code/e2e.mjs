@@ -15,7 +15,13 @@
 //      re-injected after it: the next request holds "SessionStart hook
 //      additional context: [CLARITY CONTEXT]" after the compaction summary;
 //   5. the /clarity slash command runs `clarity cmd` and its output reaches
-//      the model.
+//      the model;
+//   6. a Bash output over toolOutput.maxChars reaches the model trimmed
+//      (PostToolUse updatedToolOutput): head, tail, the line naming the
+//      tracked file, markers;
+//   7. /compact's summarization request carries clarity's keep list
+//      (PreCompact stdout), and the kept items the summary lost come back in
+//      the next prompt's block (PostCompact).
 // Every failure prints what was expected, what was seen and where the logs
 // are, and exits 1.  Nothing leaves loopback.
 import { spawn, spawnSync } from 'node:child_process';
@@ -141,7 +147,7 @@ step = 'clarity install claude-code --project';
   const r = run(clarity, ['install', 'claude-code', '--project', proj, '--state', stateDb]);
   if (r.status !== 0) fail(`exit status ${r.status}`, r.stderr + r.stdout);
   const settings = JSON.parse(fs.readFileSync(path.join(proj, '.claude', 'settings.json'), 'utf8'));
-  for (const ev of ['UserPromptSubmit', 'PostToolUse', 'Stop', 'PreCompact', 'SessionStart', 'SessionEnd'])
+  for (const ev of ['UserPromptSubmit', 'PostToolUse', 'Stop', 'PreCompact', 'PostCompact', 'SessionStart', 'SessionEnd'])
     if (!settings.hooks?.[ev]?.some((g) => g.hooks?.some((h) => h.command.startsWith(clarity))))
       fail(`settings.json has no clarity hook for ${ev}`, JSON.stringify(settings, null, 2));
   if (!fs.existsSync(path.join(proj, '.claude', 'commands', 'clarity.md'))) fail('no .claude/commands/clarity.md');
@@ -180,6 +186,24 @@ step = 'the file the agent read is tracked';
   ok(`hook state: transcript offset ${hs.offset}, no pending tool calls`);
 }
 
+// ---- 2b. a huge Bash output is trimmed -------------------------------------
+step = 'a Bash output over toolOutput.maxChars';
+{
+  const n = messageRequests().length;
+  claudeP('RUN-BIG-BASH: run the ClaraCore tests', ['--resume', sid]);
+  const reqs = messageRequests().slice(n);
+  const withResult = reqs.find((r) => (r.body.messages ?? []).some((m) => Array.isArray(m.content) &&
+    m.content.some((b) => b?.type === 'tool_result' && JSON.stringify(b).includes('a test case passed'))));
+  if (!withResult) fail('the Bash tool_result never reached the mock', reqs.map(bodyText).join('\n').slice(-3000));
+  const last = withResult.body.messages.at(-1);
+  const result = last.content.find((b) => b?.type === 'tool_result');
+  const text = typeof result.content === 'string' ? result.content : (result.content ?? []).map((b) => b.text ?? '').join('\n');
+  if (text.length > 21000) fail(`the Bash output reached the model untrimmed (${text.length} characters)`, text.slice(0, 2000));
+  for (const want of ['ok 1 - a test case passed', 'ok 20000 - a test case passed', 'FAIL src/auth/session.ts: the token expired', ' lines elided (', '[clarity: '])
+    if (!text.includes(want)) fail(`the trimmed Bash output lacks ${JSON.stringify(want)}`, text.slice(0, 3000) + '\n...\n' + text.slice(-1500));
+  ok(`Bash: 20,001 lines reached the model as ${text.length} characters (head, tail, the line naming src/auth/session.ts)`);
+}
+
 // ---- 3. /compact -------------------------------------------------------------
 step = '/compact (PreCompact, SessionStart compact)';
 const before = messageRequests().length;
@@ -188,6 +212,8 @@ const t2 = claudeP('/compact', ['--resume', sid]);
   const reqs = messageRequests().slice(before);
   const compaction = reqs.find((r) => /CRITICAL: Respond with TEXT ONLY/.test(bodyText(r)));
   if (!compaction) fail('no compaction request reached the mock', reqs.map(bodyText).join('\n').slice(0, 3000));
+  if (!/Keep these \(clarity[^]*- file:src\/auth\/session\.ts/.test(bodyText(compaction)))
+    fail('the compaction request lacks the keep list (PreCompact stdout)', bodyText(compaction).slice(-3000));
   const dbg = fs.readFileSync(t2.debugLog, 'utf8');
   // Claude Code's debug log: "PreCompact:manual [<command>] completed with status 0".
   const esc = clarity.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -202,7 +228,7 @@ const t2 = claudeP('/compact', ['--resume', sid]);
   if (!reinjected) fail('no SessionStart (compact) additional context with the block after the compact boundary', transcript.slice(boundary).map((l) => JSON.stringify(l).slice(0, 300)).join('\n'));
   if (!reinjected.attachment.content.join('').includes('file:src/auth/session.ts'))
     fail('the re-injected block does not hold file:src/auth/session.ts', JSON.stringify(reinjected.attachment));
-  ok('/compact: the compaction request reached the mock, PreCompact ran clarity, SessionStart(compact) re-injected the block');
+  ok('/compact: the compaction request carries the keep list, PreCompact ran clarity, SessionStart(compact) re-injected the block');
 }
 step = 'the turn after /compact';
 {
@@ -217,7 +243,11 @@ step = 'the turn after /compact';
   if (summaryAt < 0) fail('the request after /compact does not carry the compaction summary', text.slice(0, 3000));
   if (reinjectAt < 0) fail('the request after /compact does not carry the re-injected block ("SessionStart hook additional context: [CLARITY CONTEXT]")', text.slice(0, 4000));
   if (!/UserPromptSubmit hook additional context: \[CLARITY CONTEXT\]/.test(text)) fail('the new prompt has no context block', text.slice(0, 3000));
-  ok('after /compact the model sees the summary, the re-injected block and the new turn\'s block');
+  // the mock's summary names src/auth/session.ts only: claracore comes back
+  const lost = /Kept through the compaction \(its summary left them out\):((?:\\n- [^\\]*)+)/.exec(text);
+  if (!lost || !/- claracore \(/.test(lost[1]) || /session\.ts/.test(lost[1]))
+    fail('the block after /compact does not re-inject exactly what the summary lost (PostCompact)', text.slice(0, 4000));
+  ok('after /compact the model sees the summary, the re-injected block and the new turn\'s block, with the items the summary lost');
 }
 
 // ---- 4. the /clarity slash command ------------------------------------------

@@ -22,13 +22,22 @@
  *                      (agent_transcript_path) and last_assistant_message;
  *                      skipped for Claude Code's internal subagents (an empty
  *                      agent_type, e.g. the compaction summarizer)
- *   PreCompact         before_compaction (the prune report is logged at info)
+ *                      Bash: an output over toolOutput.maxChars comes back as
+ *                      hookSpecificOutput.updatedToolOutput, the same object
+ *                      with stdout and stderr trimmed (clarity.trimOutput:
+ *                      head, tail and the lines naming hot items)
+ *   PreCompact         before_compaction (the prune report is logged at info);
+ *                      the keep list on stdout, which Claude Code 2.1 adds to
+ *                      the summarizer's instructions
+ *   PostCompact        clarity.compacted with compact_summary: the kept items
+ *                      the summary lost come back in the next prompt's block
  *   SessionStart       source "compact": the block again, as additionalContext
  *   SessionEnd         session_end(reason)
  * Anything else is ignored.  A hook never blocks the user: every internal
  * error is a message on stderr and exit status 0 with nothing on stdout.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +87,20 @@ static int event(hook *h, uint32_t id, const void *payload, buf *out)
         buf_append(out, res.data, res.len);
     loader_release(&h->c->L, &res);
     return rc;
+}
+
+/* Calls an RPC method; returns its parsed result, or NULL (warned). */
+static json_t *rpc(hook *h, const char *method, json_t *params)
+{
+    char *p = json_dumps(params, JSON_COMPACT);
+    clarity_result res;
+    int rc = p ? loader_rpc(&h->c->L, method, p, &res) : CLARITY_ENOMEM;
+    free(p);
+    json_t *out = NULL;
+    if (rc == CLARITY_OK) out = json_loadb(res.data ? res.data : "", res.len, 0, NULL);
+    if (!out) warn("%s: %s: %s", h->event, method, loader_errtext(&h->c->L, rc, &res));
+    loader_release(&h->c->L, &res);
+    return out;
 }
 
 static int before_agent_start(hook *h, const char *prompt, size_t len, buf *out)
@@ -165,10 +188,75 @@ static int open_state(hook *h, hookstate *st)
     return rc;
 }
 
+/* The whole output Claude Code saved to a file when it was too large for
+ * the result (persistedOutputPath; stdout then holds its first part), or
+ * NULL. */
+static json_t *persisted_output(json_t *resp, const char **path)
+{
+    *path = str(resp, "persistedOutputPath");
+    struct stat sb;
+    if (!*path || stat(*path, &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > MAX_INPUT)
+        return NULL;
+    size_t len;
+    char *text = cli_read_all(*path, &len);
+    json_t *s = text ? json_string_lossy(text, len) : NULL;
+    free(text);
+    return s;
+}
+
+/* Bash's output {stdout, stderr, interrupted, isImage, ...} over
+ * toolOutput.maxChars: the same object with its text fields trimmed, as
+ * updatedToolOutput.  When Claude Code saved the whole output to a file,
+ * the whole output is trimmed instead of its first part, and the file's
+ * path is named in stdout (the saved-output fields go: with them Claude
+ * Code would show its own 2 KB preview).  Other tools' shapes are not
+ * known: left alone. */
+static void trim_bash(hook *h)
+{
+    json_t *resp = json_object_get(h->in, "tool_response");
+    json_t *out = json_object_get(resp, "stdout"), *err = json_object_get(resp, "stderr");
+    if (!json_is_object(resp) || !json_is_string(out) || json_is_true(json_object_get(resp, "isImage")))
+        return;
+    const char *saved;
+    json_t *whole = persisted_output(resp, &saved);
+    json_t *fields = json_pack("{s:O}", "stdout", whole ? whole : out);
+    if (fields && json_is_string(err)) json_object_set(fields, "stderr", err);
+    json_t *params = fields ? json_pack("{s:s,s:o}", "session", h->session, "fields", fields) : NULL;
+    json_t *r = params ? rpc(h, "clarity.trimOutput", params) : NULL;
+    json_decref(params);
+    if (r && json_is_true(json_object_get(r, "trimmed"))) {
+        json_t *upd = json_deep_copy(resp);
+        json_object_update_existing(upd, json_object_get(r, "fields"));
+        if (whole) {
+            buf note;
+            buf_init(&note);
+            json_t *cut = json_object_get(upd, "stdout");
+            buf_append(&note, json_string_value(cut), json_string_length(cut));
+            buf_printf(&note, "[clarity: the whole output (%zu characters) is in %s]\n",
+                       json_string_length(whole), saved);
+            json_object_set_new(upd, "stdout", json_string_lossy(note.p, note.len));
+            buf_free(&note);
+            json_object_del(upd, "persistedOutputPath");
+            json_object_del(upd, "persistedOutputSize");
+        }
+        json_t *o = upd ? json_pack("{s:{s:s,s:o}}", "hookSpecificOutput", "hookEventName",
+                                    "PostToolUse", "updatedToolOutput", upd)
+                        : NULL;
+        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (s) printf("%s\n", s);
+        else warn("out of memory");
+        free(s);
+        json_decref(o);
+    }
+    json_decref(r);
+    json_decref(whole);
+}
+
 static void on_tool(hook *h)
 {
     const char *tool = str(h->in, "tool_name");
     json_t *input = json_object_get(h->in, "tool_input");
+    if (tool && strcmp(tool, "Bash") == 0) trim_bash(h);
     if (!is_file_tool(tool) || !json_is_object(input)) return;
     hookstate st;
     if (open_state(h, &st) == 0) {
@@ -389,6 +477,28 @@ static void on_pre_compact(hook *h)
         hostsvc_log(h->c->hs, CLARITY_LOG_INFO, "compaction (%s): %.*s",
                     str(h->in, "trigger") ? str(h->in, "trigger") : "?", (int)report.len, report.p);
     buf_free(&report);
+    /* Claude Code 2.1 adds a PreCompact hook's stdout to the compaction's
+     * custom instructions (undocumented: the e2e test pins the version) */
+    json_t *params = json_pack("{s:s}", "session", h->session);
+    json_t *r = params ? rpc(h, "clarity.keepList", params) : NULL;
+    const char *text = json_string_value(json_object_get(r, "text"));
+    if (text && *text) fputs(text, stdout);
+    json_decref(params);
+    json_decref(r);
+}
+
+static void on_post_compact(hook *h)
+{
+    const char *summary = str(h->in, "compact_summary");
+    if (!summary || !*summary) return;
+    json_t *params = json_pack("{s:s,s:s}", "session", h->session, "summary", summary);
+    json_t *r = params ? rpc(h, "clarity.compacted", params) : NULL;
+    size_t lost = json_array_size(json_object_get(r, "lost"));
+    if (r)
+        hostsvc_log(h->c->hs, CLARITY_LOG_INFO, "compaction: the summary lost %zu kept item(s); "
+                    "the next block re-injects them", lost);
+    json_decref(params);
+    json_decref(r);
 }
 
 static void on_session_end(hook *h)
@@ -453,6 +563,8 @@ int cli_hook(cli *c)
         on_subagent_stop(&h);
     } else if (strcmp(h.event, "PreCompact") == 0) {
         on_pre_compact(&h);
+    } else if (strcmp(h.event, "PostCompact") == 0) {
+        on_post_compact(&h);
     } else if (strcmp(h.event, "SessionStart") == 0) {
         on_session_start(&h);
     } else if (strcmp(h.event, "SessionEnd") == 0) {

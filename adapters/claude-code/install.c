@@ -30,10 +30,11 @@ static const struct {
     int timeout;
 } ours[] = {
     {"UserPromptSubmit", NULL, 10},
-    {"PostToolUse", "Read|Edit|Write|MultiEdit|NotebookEdit", 10},
+    {"PostToolUse", "Read|Edit|Write|MultiEdit|NotebookEdit|Bash", 10},
     {"Stop", NULL, 30},
     {"SubagentStop", NULL, 30},
     {"PreCompact", NULL, 30},
+    {"PostCompact", NULL, 10},
     {"SessionStart", "compact", 10},
     {"SessionEnd", NULL, 10},
 };
@@ -301,7 +302,7 @@ static int update_settings(const char *path, const char *command, int uninstall)
         printf("clarity: removed %zu clarity hook%s from %s\n", removed, removed == 1 ? "" : "s", path);
     } else {
         printf("clarity: hooks UserPromptSubmit, PostToolUse, Stop, SubagentStop, PreCompact, "
-               "SessionStart, SessionEnd -> %s\n  command: %s\n", path, command);
+               "PostCompact, SessionStart, SessionEnd -> %s\n  command: %s\n", path, command);
     }
     buf_free(&out);
     return rc;

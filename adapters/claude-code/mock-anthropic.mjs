@@ -12,6 +12,8 @@
 //   - a turn whose last user message carries a tool_result: a final text;
 //   - a turn whose prompt contains "READ-THE-FILE" and offers the Read tool:
 //     a tool_use of Read on --read FILE;
+//   - a turn whose prompt contains "RUN-BIG-BASH" and offers Bash: a tool_use
+//     of Bash printing 20,001 lines, one of them naming src/auth/session.ts;
 //   - anything else: a short text.
 // Other paths answer 404 (logged), so unexpected traffic shows in the log.
 import http from 'node:http';
@@ -31,6 +33,10 @@ if (!logFile) {
 }
 
 let seq = 0;
+
+export const BIG_BASH =
+  "seq -f 'ok %g - a test case passed' 1 10000; echo 'FAIL src/auth/session.ts: the token expired'; " +
+  "seq -f 'ok %g - a test case passed' 10001 20000";
 
 function textOf(content) {
   if (typeof content === 'string') return content;
@@ -65,6 +71,16 @@ function script(body) {
   }
   if (hasToolResult(last)) {
     return { blocks: [{ type: 'text', text: 'I read src/auth/session.ts: it exports the session store.' }], stop: 'end_turn' };
+  }
+  if (lastText.includes('RUN-BIG-BASH') && tools.includes('Bash')) {
+    // about 470 KB of output with one line naming a tracked file in the middle
+    return {
+      blocks: [
+        { type: 'text', text: 'Running the tests.' },
+        { type: 'tool_use', name: 'Bash', input: { command: BIG_BASH, description: 'Run the tests' } },
+      ],
+      stop: 'tool_use',
+    };
   }
   if (readFile && lastText.includes('READ-THE-FILE') && tools.includes('Read')) {
     return {

@@ -28,7 +28,6 @@ import {
   applyActions,
   buildClarityConfig,
   currentTurn,
-  keepList,
   toContextMessages,
   hostHasBeforeAgentStart,
   openclawStateDir,
@@ -53,6 +52,9 @@ export const RPC_METHODS = Object.freeze({
   "clarity.prune": "operator.write",
   "clarity.importState": "operator.write",
   "clarity.context": "operator.read",
+  "clarity.keepList": "operator.read",
+  "clarity.compacted": "operator.write",
+  "clarity.trimOutput": "operator.read",
 });
 
 // Static guidance for the system prompt (static: it is part of the cached
@@ -291,13 +293,11 @@ const plugin = {
         },
         async compact(params) {
           const session = engineSession(params);
-          let keep = "";
-          if (session) {
-            const r = guarded("compact", (c) => c.rpc("clarity.getScores", { session, limit: 30 }));
-            keep = r?.result ? keepList(r.result) : "";
-          }
+          // the keep list (anchored items first, then by score) for the summarizer
+          const kl = session ? guarded("compact", (c) => c.rpc("clarity.keepList", { session }))?.result : null;
+          const keep = kl?.text ?? "";
           const customInstructions = [params?.customInstructions, keep].filter((s) => s).join("\n\n");
-          logger.info(`clarity: compact ${session}: keep list of ${keep ? keep.split("\n").length - 1 : 0} items`);
+          logger.info(`clarity: compact ${session}: keep list of ${kl?.items?.length ?? 0} items`);
           let sdk;
           try {
             sdk = await import("openclaw/plugin-sdk/core");
@@ -305,7 +305,15 @@ const plugin = {
             logger.error(`clarity: compact: the runtime's compaction is unavailable (${e.message})`);
             return { ok: false, compacted: false, reason: "clarity: openclaw/plugin-sdk/core unavailable" };
           }
-          return sdk.delegateCompactionToRuntime({ ...params, customInstructions });
+          const result = await sdk.delegateCompactionToRuntime({ ...params, customInstructions });
+          // the kept items the summary lost come back in the next prompt's block
+          const summary = result?.result?.summary;
+          if (session && typeof summary === "string" && summary) {
+            const r = guarded("compacted", (c) => c.rpc("clarity.compacted", { session, summary }));
+            const lost = r?.result?.lost ?? [];
+            if (lost.length) logger.info(`clarity: compact ${session}: the summary lost ${lost.join(", ")}; the next block re-injects them`);
+          }
+          return result;
         },
       }));
 

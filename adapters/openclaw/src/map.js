@@ -237,13 +237,3 @@ export function applyActions(messages, actions) {
   }
   return out;
 }
-
-// Instructions for the compaction's summarizer: what clarity would keep,
-// anchored items first, one line each.
-export function keepList(scores, max = 15) {
-  const items = Array.isArray(scores?.items) ? scores.items.filter((i) => !i.pruned) : [];
-  items.sort((a, b) => (b.anchored === true) - (a.anchored === true) || b.score - a.score);
-  const lines = items.slice(0, max).map((i) => `- ${i.id}${i.anchored ? " (anchored)" : ""}`);
-  if (!lines.length) return "";
-  return `Keep these (clarity, by relevance to the session; keep their facts, names and decisions in the summary):\n${lines.join("\n")}`;
-}

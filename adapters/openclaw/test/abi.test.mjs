@@ -22,7 +22,6 @@ import {
   resolveLibrary,
   sessionOf,
   applyActions,
-  keepList,
   toClarityMessages,
   toContextMessages,
 } from "../src/map.js";
@@ -442,11 +441,6 @@ test("context messages: stable ids while the transcript grows, stubs keep the me
   assert.equal(out[1].content[1].id, "c0", "the tool call stays (its result refers to it)");
   assert.deepEqual(out[2], { ...h[2], content: [{ type: "text", text: "[clarity: out]" }] });
   assert.equal(out[3], h[3]);
-
-  assert.equal(keepList({ items: [] }), "");
-  const k = keepList({ items: [{ id: "a", score: 1 }, { id: "b", score: 5, pruned: true }, { id: "c", score: 0.5, anchored: true }] });
-  assert.match(k, /^Keep these \(clarity/);
-  assert.deepEqual(k.split("\n").slice(1), ["- c (anchored)", "- a"]);
 });
 
 test("hosts before 2026.8.1: before_agent_start too, and the block is prepended once", async () => {

@@ -446,6 +446,8 @@ async function main() {
 
   // -- 5: compaction --
   await step("openclaw sessions compact fires before_compaction", async () => {
+    // anchored outside the chat, so the summary cannot name it
+    await gatewayCall("clarity.anchor", { session: SESSION, itemId: "file:docs/release-plan.md" }, "clarity.anchor");
     const r = await openclawJson(["sessions", "compact", SESSION, "--json"], "sessions compact");
     need(r.ok === true, `sessions compact failed: ${JSON.stringify(r)}`);
     await waitFor("the before_compaction line in the gateway log", async () =>
@@ -458,6 +460,9 @@ async function main() {
     const all = JSON.stringify(summ.messages);
     need(/Keep these \(clarity/.test(all) && /focusengine \(anchored\)/.test(all),
       `the summarizer's request lacks clarity's keep list:\n${all.slice(0, 3000)}`);
+    // the summary does not name the release plan: the next block re-injects it
+    need(/clarity: compact agent:main:main: the summary lost file:docs\/release-plan\.md/.test(gatewayLog()),
+      `no re-injection after the compaction:\n${gatewayLog().split("\n").filter((l) => /clarity/.test(l)).join("\n")}`);
   });
 
   // -- 6: restart --
@@ -477,6 +482,8 @@ async function main() {
     const c = contextBlockOf(mock.requests, 3);
     need(c?.block && /⚓ focusengine/.test(c.block), `turn 3's block lacks the anchored item from before the restart:\n${c?.block ?? c?.text}`);
     need(/claracore/.test(c.block), `a new mention should revive claracore:\n${c.block}`);
+    need(/Kept through the compaction \(its summary left them out\):\n- file:docs\/release-plan\.md \(/.test(c.block),
+      `turn 3's block does not re-inject what the summary lost:\n${c.block}`);
     say(`turn 3 block (after the restart):\n${c.block}`);
     need(itemsById(s3).claracore?.pruned === false, "claracore was not revived by its new mention");
   });
