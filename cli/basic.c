@@ -8,27 +8,9 @@
 
 #include "../util/buf.h"
 #include "cli.h"
+#include "../util/fs.h"
 #include "jsonconv.h"
 
-char *cli_read_all(const char *path, size_t *len)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    buf b;
-    buf_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_append(&b, chunk, n);
-    int err = ferror(f) || buf_failed(&b);
-    int saved = errno;
-    if (f != stdin) fclose(f);
-    if (err) {
-        buf_free(&b);
-        errno = saved ? saved : EIO;
-        return NULL;
-    }
-    return buf_steal(&b, len);
-}
 
 
 static void print_data(const clarity_result *r)
@@ -94,7 +76,7 @@ static char *session_params(const char *session, json_t *state)
 static int do_import(cli *c, const char *path)
 {
     size_t len;
-    char *text = cli_read_all(path, &len);
+    char *text = util_read_file(path, CLI_MAX_FILE, &len);
     if (!text) {
         fprintf(stderr, "clarity: %s: %s\n", path, strerror(errno));
         return EXIT_FAIL;
@@ -142,7 +124,7 @@ int cli_run_rpc(cli *c, char **args, int n)
     const char *params = n > 1 ? args[1] : "{}";
     char *owned = NULL;
     if (strcmp(params, "-") == 0) {
-        owned = cli_read_all("-", NULL);
+        owned = util_read_file("-", CLI_MAX_FILE, NULL);
         if (!owned) {
             fprintf(stderr, "clarity: <stdin>: %s\n", strerror(errno));
             return EXIT_FAIL;

@@ -6,6 +6,9 @@
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
+/* The largest config, import or params file the CLI reads. */
+#define CLI_MAX_FILE ((size_t)1 << 30)
+
 #include <signal.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -91,8 +94,6 @@ int cli_run_cmd(cli *c, char **args, int n);
 int cli_run_rpc(cli *c, char **args, int n);
 int cli_run_export(cli *c, char **args, int n);
 int cli_run_import(cli *c, char **args, int n);
-/* Reads a whole file ("-" = stdin); NULL with errno set on failure. */
-char *cli_read_all(const char *path, size_t *len);
 
 /* Set by SIGINT/SIGTERM; the loops stop at the next line. */
 extern volatile sig_atomic_t cli_stop;

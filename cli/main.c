@@ -23,6 +23,7 @@
 #include "../util/buf.h"
 #include "../util/errors.h"
 #include "cli.h"
+#include "../util/fs.h"
 #include "eval.h"
 #include "graphcmd.h"
 #include "hostsvc.h"
@@ -124,7 +125,7 @@ static char *build_config(const cli *c)
     json_t *root = NULL;
     if (c->config_path) {
         size_t len;
-        char *text = cli_read_all(c->config_path, &len);
+        char *text = util_read_file(c->config_path, CLI_MAX_FILE, &len);
         if (!text) {
             fprintf(stderr, "clarity: %s: %s\n", c->config_path, strerror(errno));
             return NULL;

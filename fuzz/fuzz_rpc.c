@@ -13,9 +13,11 @@ static clarity_plugin p;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const methods[] = {"clarity.getScores", "clarity.anchor",  "clarity.unanchor",
-                                          "clarity.prune",     "clarity.stats",   "clarity.setTier",
-                                          "clarity.getState",  "clarity.importState"};
+    static const char *const methods[] = {
+        "clarity.getScores", "clarity.anchor",     "clarity.unanchor",  "clarity.prune",
+        "clarity.stats",     "clarity.setTier",    "clarity.getState",  "clarity.importState",
+        "clarity.context",   "clarity.keepList",   "clarity.compacted", "clarity.trimOutput"};
+    enum { N_METHODS = sizeof methods / sizeof *methods };
     if (!p.self) {
         clarity_host h = {.struct_size = sizeof h, .abi_version = CLARITY_ABI_VERSION};
         p.struct_size = sizeof p;
@@ -30,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clarity_result r = {.struct_size = sizeof r};
     unsigned sel = data[0];
     if (sel < 128) {
-        p.rpc(p.self, methods[sel % 8], s, &r);
+        p.rpc(p.self, methods[sel % N_METHODS], s, &r);
     } else if (sel < 192) {
         p.command(p.self, "fz", s, &r);
     } else {

@@ -28,3 +28,48 @@ static int mkdirs(const char *p, mode_t mode, int whole)
 int util_mkdirs(const char *dir, mode_t mode) { return mkdirs(dir, mode, 1); }
 
 int util_mkdir_parents(const char *path, mode_t mode) { return mkdirs(path, mode, 0); }
+
+char *util_read_stream(FILE *f, size_t max, size_t *len)
+{
+    size_t cap = 65536, n = 0, got;
+    char *p = malloc(cap + 1);
+    if (!p) return NULL;
+    while ((got = fread(p + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n > max) {
+            free(p);
+            errno = EFBIG;
+            return NULL;
+        }
+        if (n == cap) {
+            char *q = realloc(p, (cap *= 2) + 1);
+            if (!q) {
+                free(p);
+                errno = ENOMEM;
+                return NULL;
+            }
+            p = q;
+        }
+    }
+    if (ferror(f)) {
+        int saved = errno;
+        free(p);
+        errno = saved ? saved : EIO;
+        return NULL;
+    }
+    p[n] = 0;
+    if (len) *len = n;
+    return p;
+}
+
+char *util_read_file(const char *path, size_t max, size_t *len)
+{
+    if (strcmp(path, "-") == 0) return util_read_stream(stdin, max, len);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *p = util_read_stream(f, max, len);
+    int saved = errno;
+    fclose(f);
+    errno = saved;
+    return p;
+}

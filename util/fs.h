@@ -2,11 +2,18 @@
 #ifndef UTIL_FS_H
 #define UTIL_FS_H
 
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Creates dir and any missing parents with mode.  0, or -1 with errno. */
 int util_mkdirs(const char *dir, mode_t mode);
 /* Creates the directories above path (not path itself).  0, or -1 with errno. */
 int util_mkdir_parents(const char *path, mode_t mode);
+/* Reads a stream to its end into a malloc()ed, NUL-terminated buffer
+ * (*len excludes the NUL).  NULL with errno set on a read error, on OOM,
+ * or (EFBIG) when it holds more than max bytes. */
+char *util_read_stream(FILE *f, size_t max, size_t *len);
+/* The same for a file by path ("-" is stdin). */
+char *util_read_file(const char *path, size_t max, size_t *len);
 
 #endif

@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "../../util/buf.h"
+#include "../../util/fs.h"
 #include "claude_code.h"
 #include "hookstate.h"
 #include "../../cli/jsonconv.h"
@@ -198,7 +199,7 @@ static json_t *persisted_output(json_t *resp, const char **path)
     if (!*path || stat(*path, &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > MAX_INPUT)
         return NULL;
     size_t len;
-    char *text = cli_read_all(*path, &len);
+    char *text = util_read_file(*path, MAX_INPUT, &len);
     json_t *s = text ? json_string_lossy(text, len) : NULL;
     free(text);
     return s;
@@ -514,25 +515,11 @@ static void on_session_end(hook *h)
 
 /* ---- entry ---------------------------------------------------------------- */
 
-static char *read_stdin(size_t *len)
-{
-    buf b;
-    buf_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0 && b.len <= MAX_INPUT)
-        buf_append(&b, chunk, n);
-    if (ferror(stdin) || buf_failed(&b) || b.len > MAX_INPUT) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_steal(&b, len);
-}
 
 int cli_hook(cli *c)
 {
     size_t len = 0;
-    char *text = read_stdin(&len);
+    char *text = util_read_stream(stdin, MAX_INPUT, &len);
     if (!text) {
         warn("cannot read the event from stdin (or it exceeds %zu bytes)", MAX_INPUT);
         return EXIT_OK;
