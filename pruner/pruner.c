@@ -44,7 +44,7 @@ int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_res
         scorer_score(cfg, it, t->current_turn, &d->score);
     }
     out->n = n;
-    qsort(out->d, n, sizeof *out->d, cmp_decision);
+    if (n > 1) qsort(out->d, n, sizeof *out->d, cmp_decision); /* d is NULL without items */
 
     double sum = 0;
     for (size_t i = 0; i < n; i++) {
