@@ -99,7 +99,9 @@ static json_t *rpc(hook *h, const char *method, json_t *params)
     free(p);
     json_t *out = NULL;
     if (rc == CLARITY_OK) out = json_loadb(res.data ? res.data : "", res.len, 0, NULL);
-    if (!out) warn("%s: %s: %s", h->event, method, loader_errtext(&h->c->L, rc, &res));
+    /* a session clarity never saw (no prompt yet) has nothing to say */
+    if (!out && rc != CLARITY_ENOTFOUND)
+        warn("%s: %s: %s", h->event, method, loader_errtext(&h->c->L, rc, &res));
     loader_release(&h->c->L, &res);
     return out;
 }
