@@ -45,7 +45,10 @@ int mode_conformance(int argc, char **argv)
     size_t total = 0;
     for (size_t c = 0; c < N_OF(configs); c++) {
         char cfg[512];
-        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"memory\"},\"scoring\":%s}", configs[c].scoring);
+        /* the original formula (scoring.model "original"): recency from the last mention */
+        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"memory\"},\"scoring\":%.*s%s\"model\":\"original\"}}",
+                 (int)strlen(configs[c].scoring) - 1, configs[c].scoring,
+                 strlen(configs[c].scoring) > 2 ? "," : "");
         bp_init(&b, cfg);
         size_t cap = 1 << 20, off = 0;
         char *items = malloc(cap);

@@ -67,6 +67,13 @@ static const cli_option options[CLI_O__COUNT] = {
                       "token budget of each turn's assembly: N tokens, or a share\n"
                       "F (0 < F <= 1) of the session's whole transcript (of the\n"
                       "transcript so far when reading stdin)"},
+    [CLI_O_REPOS] = {"repos", 0, "DIR",
+                     "a session whose meta names repo and base_commit runs in a clone of\n"
+                     "DIR/<owner>/<name> (or DIR/<owner>+<name>/repo) at that commit,\n"
+                     "with its code graph built, as in a user's workspace"},
+    [CLI_O_REPO_CACHE] = {"repo-cache", 0, "DIR",
+                          "where --repos keeps those clones (default\n"
+                          "$XDG_CACHE_HOME/clarity/eval-repos, else ~/.cache/...)"},
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -138,6 +145,8 @@ static int apply(cli *c, int id, const char *v)
     case CLI_O_REPEAT: return number("repeat", v, 0, 100000, &c->repeat) ? EXIT_USAGE : 0;
     case CLI_O_NO_REFRESH: c->no_refresh = 1; return 0;
     case CLI_O_BUDGET: return budget(c, v);
+    case CLI_O_REPOS: c->repos = v; return 0;
+    case CLI_O_REPO_CACHE: c->repo_cache = v; return 0;
     }
     return 0;
 }

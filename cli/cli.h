@@ -44,6 +44,7 @@ typedef struct cli {
     long max_commits, k, repeat;     /* -1: not given */
     int64_t budget_abs;  /* --budget N: tokens; 0: not given */
     double budget_frac;  /* --budget F (0 < F <= 1): a share of the transcript */
+    const char *repos, *repo_cache; /* eval --repos DIR [--repo-cache DIR] */
     /* runtime */
     hostsvc *hs;
     loader L;
@@ -74,7 +75,7 @@ typedef struct cli_command {
 enum {
     CLI_O_JSON = 8, CLI_O_SESSION, CLI_O_WORKSPACE, CLI_O_HTML, CLI_O_HORIZON, CLI_O_PROJECT,
     CLI_O_USER, CLI_O_UNINSTALL, CLI_O_REGEX, CLI_O_MAX_COMMITS, CLI_O_NO_LEARN, CLI_O_K,
-    CLI_O_REPEAT, CLI_O_NO_REFRESH, CLI_O_BUDGET, CLI_O__COUNT
+    CLI_O_REPEAT, CLI_O_NO_REFRESH, CLI_O_BUDGET, CLI_O_REPOS, CLI_O_REPO_CACHE, CLI_O__COUNT
 };
 #define CLI_OPT(o) (1u << (o))
 

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../util/buf.h"
 #include "eval.h"
 #include "evalbudget.h"
+#include "evalrepos.h"
 #include "jsonconv.h"
 #include "replay.h"
 
@@ -26,6 +28,7 @@ typedef struct eval_run {
     eb_session bcur; /* --budget: the session's assemblies */
     eb_acc bacc;
     size_t sessions, turns;
+    evr *repos; /* --repos: the sessions' workspaces (shared by the runs) */
     int failed, oom;
 } eval_run;
 
@@ -40,10 +43,10 @@ static void run_error(eval_run *run, const char *session, const char *fmt, const
     fputc('\n', stderr);
 }
 
-static void on_turn(void *ud, const char *session, int64_t turn)
+/* The session's items now (clarity.getScores).  Returns 0, or -1
+ * (reported). */
+static int snapshot(eval_run *run, const char *session, int64_t turn, ev_snap *snap)
 {
-    eval_run *run = ud;
-    run->turns++;
     json_t *params = json_pack("{s:s}", "session", session);
     char *p = params ? json_compact(params) : NULL;
     json_decref(params);
@@ -53,18 +56,42 @@ static void on_turn(void *ud, const char *session, int64_t turn)
     if (rc != CLARITY_OK) {
         run_error(run, session, "clarity.getScores: %s", loader_errtext(&run->c->L, rc, &res));
         loader_release(&run->c->L, &res);
-        return;
+        return -1;
     }
     json_t *j = result_json(&res);
     loader_release(&run->c->L, &res);
+    int bad = ev_snap_from_json(snap, turn, json_object_get(j, "items")) != 0;
+    if (bad) run_error(run, session, "%s", "clarity.getScores: unexpected answer");
+    json_decref(j);
+    return bad ? -1 : 0;
+}
+
+static void on_turn(void *ud, const char *session, int64_t turn)
+{
+    eval_run *run = ud;
+    run->turns++;
     ev_snap snap;
-    if (ev_snap_from_json(&snap, turn, json_object_get(j, "items")) != 0) {
-        run_error(run, session, "%s", "clarity.getScores: unexpected answer");
-    } else if (ev_session_push(&run->cur, &snap) != 0) {
+    if (snapshot(run, session, turn, &snap) == 0 && ev_session_push(&run->cur, &snap) != 0) {
         ev_snap_free(&snap);
         run->oom = 1;
     }
-    json_decref(j);
+}
+
+static const char *workspace_of(void *ud, const char *session)
+{
+    eval_run *run = ud;
+    return evr_workspace(run->repos, run->c, session);
+}
+
+/* The first turn's block, and what was tracked when it was made (the
+ * baselines' block). */
+static void on_block(void *ud, const char *session, int64_t turn, const char *block, size_t len)
+{
+    eval_run *run = ud;
+    if (run->cur.n || run->cur.block1) return;
+    ev_snap pre;
+    if (snapshot(run, session, turn, &pre) != 0) return;
+    if (ev_session_block1(&run->cur, block, len, &pre) != 0) run->oom = 1;
 }
 
 static void on_meta(void *ud, const char *session, json_t *meta)
@@ -267,6 +294,16 @@ static int budget_report(cli *c, const char *path, eval_run *runs, char **names,
     return EXIT_OK;
 }
 
+/* $XDG_CACHE_HOME/clarity/eval-repos, else ~/.cache/clarity/eval-repos. */
+static char *default_cache(void)
+{
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (x && *x == '/') return util_format("%s/clarity/eval-repos", x);
+    if (home && *home == '/') return util_format("%s/.cache/clarity/eval-repos", home);
+    fprintf(stderr, "clarity: eval --repos: no cache directory (set --repo-cache, XDG_CACHE_HOME or HOME)\n");
+    return NULL;
+}
+
 int cli_eval(cli *c, const char *path)
 {
     if (strcmp(path, "-") == 0) {
@@ -301,6 +338,17 @@ int cli_eval(cli *c, const char *path)
         }
     }
 
+    evr *repos = NULL;
+    char *cache = NULL;
+    if (ex == EXIT_OK && c->repos) {
+        cache = c->repo_cache ? strdup(c->repo_cache) : default_cache();
+        repos = cache ? evr_new(c->repos, cache) : NULL;
+        if (!repos || evr_scan(repos, path) != 0) {
+            fprintf(stderr, "clarity: eval --repos: cannot read the sessions' repositories from %s\n", path);
+            ex = EXIT_FAIL;
+        }
+    }
+
     size_t per = 0;
     int partial = EXIT_OK;
     int progress = isatty(STDERR_FILENO);
@@ -310,8 +358,10 @@ int cli_eval(cli *c, const char *path)
         ev_acc_init(&runs[i].acc);
         char label[200];
         snprintf(label, sizeof label, "sessions [%s]", names[i]);
+        runs[i].repos = repos;
         replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta,
-                              .on_session_end = on_session_end,
+                              .on_session_end = on_session_end, .on_block = on_block,
+                              .workspace = repos ? workspace_of : NULL,
                               .on_assembled = c->budget_abs > 0 || c->budget_frac > 0 ? on_assembled : NULL,
                               .progress = progress,
                               .done_before = per * i, .total = per * ncfg, .label = label};
@@ -331,7 +381,8 @@ int cli_eval(cli *c, const char *path)
         }
         if (ex == EXIT_OK) ex = partial;
     } else if (ex == EXIT_OK) {
-        eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2};
+        eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2,
+                           repos ? (long)evr_prepared(repos) : -1};
         for (size_t i = 0; i < ncfg; i++) {
             cols[i].name = names[i];
             ev_acc_metrics(&runs[i].acc, EV_CLARITY, &cols[i].m);
@@ -376,6 +427,8 @@ int cli_eval(cli *c, const char *path)
         eb_session_clear(&runs[i].bcur);
     }
     for (size_t i = 0; names && i < ncfg; i++) free(names[i]);
+    evr_free(repos);
+    free(cache);
     free(names);
     free(runs);
     free(cols);
@@ -395,6 +448,12 @@ static json_t *metrics_json(const ev_metrics *m)
     json_object_set_new(o, "gold_rank_median",
                         num_or_null(m->gold_tracked_pairs > 0, m->gold_rank_median));
     json_object_set_new(o, "gold_tracked", num_or_null(m->gold_pairs > 0, m->gold_tracked));
+    json_object_set_new(o, "gold_mrr", num_or_null(m->gold_pairs > 0, m->gold_mrr));
+    json_object_set_new(o, "gold_top5_turn_median",
+                        num_or_null(m->gold_top5_reached_pairs > 0, m->gold_top5_turn_median));
+    json_object_set_new(o, "gold_top5_reached", num_or_null(m->gold_top5_pairs > 0, m->gold_top5_reached));
+    json_object_set_new(o, "gold_in_block_turn1",
+                        num_or_null(m->block_sessions > 0, m->gold_in_block_turn1));
     return o;
 }
 
@@ -404,8 +463,10 @@ json_t *eval_report_json(const eval_report *r)
     for (size_t i = 0; i < r->ncols; i++)
         json_object_set_new(r->cols[i].baseline ? baselines : configs, r->cols[i].name,
                             metrics_json(&r->cols[i].m));
-    return json_pack("{s:I,s:I,s:o,s:o}", "sessions", (json_int_t)r->sessions, "turns",
-                     (json_int_t)r->turns, "configs", configs, "baselines", baselines);
+    json_t *o = json_pack("{s:I,s:I,s:o,s:o}", "sessions", (json_int_t)r->sessions, "turns",
+                          (json_int_t)r->turns, "configs", configs, "baselines", baselines);
+    if (o && r->with_repo >= 0) json_object_set_new(o, "with_repo", json_integer(r->with_repo));
+    return o;
 }
 
 void eval_report_print(FILE *f, const eval_report *r)
@@ -423,9 +484,10 @@ void eval_report_print(FILE *f, const eval_report *r)
     fprintf(f, "%-18s", "metric");
     for (size_t i = 0; i < r->ncols; i++) fprintf(f, "%*s", w, r->cols[i].name);
     fputc('\n', f);
-    static const char *const rows[] = {"recall@5", "recall@10", "recall@20", "gold rank median",
-                                       "gold tracked"};
-    for (int row = 0; row < 5; row++) {
+    static const char *const rows[] = {"recall@5",       "recall@10",         "recall@20",
+                                       "gold rank median", "gold tracked",      "gold MRR",
+                                       "gold top-5 turn",  "gold reaches top 5", "gold in block t1"};
+    for (int row = 0; row < 9; row++) {
         fprintf(f, "%-18s", rows[row]);
         for (size_t i = 0; i < r->ncols; i++) {
             const ev_metrics *m = &r->cols[i].m;
@@ -436,6 +498,14 @@ void eval_report_print(FILE *f, const eval_report *r)
                 snprintf(cell, sizeof cell, "%.1f", m->gold_rank_median);
             else if (row == 4 && m->gold_pairs)
                 snprintf(cell, sizeof cell, "%.1f%%", 100 * m->gold_tracked);
+            else if (row == 5 && m->gold_pairs)
+                snprintf(cell, sizeof cell, "%.3f", m->gold_mrr);
+            else if (row == 6 && m->gold_top5_reached_pairs)
+                snprintf(cell, sizeof cell, "%.1f", m->gold_top5_turn_median);
+            else if (row == 7 && m->gold_top5_pairs)
+                snprintf(cell, sizeof cell, "%.1f%%", 100 * m->gold_top5_reached);
+            else if (row == 8 && m->block_sessions)
+                snprintf(cell, sizeof cell, "%.1f%%", 100 * m->gold_in_block_turn1);
             else
                 snprintf(cell, sizeof cell, "-");
             fprintf(f, "%*s", w, cell);
@@ -444,5 +514,11 @@ void eval_report_print(FILE *f, const eval_report *r)
     }
     fprintf(f, "\nrecall@K: share of the items used again within %d turns that the ranking "
             "puts in its top K\n(macro over turns); gold rank: median 1-based rank of the "
-            "gold files (lower is better).\n", r->horizon);
+            "gold files before the first edit\n(lower is better), MRR the mean of 1/rank "
+            "(0 when untracked); top-5 turn: the median turn a\ngold file first enters the "
+            "top 5 (of those that do); in block t1: the sessions whose gold\nfiles are all "
+            "among the first 5 files of the turn-1 block.\n", r->horizon);
+    if (r->with_repo >= 0)
+        fprintf(f, "%ld of %zu sessions ran in their repository at its base commit (--repos).\n",
+                r->with_repo, r->sessions);
 }

@@ -31,6 +31,7 @@ typedef struct eval_report {
     size_t sessions, turns;
     eval_column *cols; /* the configs, then "lru" and "frequency" */
     size_t ncols;
+    long with_repo; /* sessions run in their repository (--repos), -1 without it */
 } eval_report;
 
 /* The --json object. */

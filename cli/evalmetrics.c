@@ -171,8 +171,26 @@ int ev_session_meta(ev_session *s, const json_t *meta)
     return 0;
 }
 
+int ev_session_block1(ev_session *s, const char *block, size_t len, ev_snap *pre)
+{
+    free(s->block1);
+    if (s->has_pre1) ev_snap_free(&s->pre1);
+    s->block1 = malloc(len + 1);
+    s->has_pre1 = 1;
+    s->pre1 = *pre;
+    memset(pre, 0, sizeof *pre);
+    if (!s->block1) return -1;
+    memcpy(s->block1, block, len);
+    s->block1[len] = '\0';
+    return 0;
+}
+
 void ev_session_clear(ev_session *s)
 {
+    free(s->block1);
+    s->block1 = NULL;
+    if (s->has_pre1) ev_snap_free(&s->pre1);
+    s->has_pre1 = 0;
     for (size_t i = 0; i < s->n; i++) ev_snap_free(&s->snaps[i]);
     s->n = 0;
     free_gold(s);
@@ -192,7 +210,10 @@ void ev_acc_init(ev_acc *a) { memset(a, 0, sizeof *a); }
 
 void ev_acc_free(ev_acc *a)
 {
-    for (int r = 0; r < EV_NRANK; r++) free(a->ranks[r]);
+    for (int r = 0; r < EV_NRANK; r++) {
+        free(a->ranks[r]);
+        free(a->top5_turn[r]);
+    }
     memset(a, 0, sizeof *a);
 }
 
@@ -235,9 +256,114 @@ static size_t future_use(const ev_session *s, size_t i, int horizon, unsigned ch
     return nf;
 }
 
+static int push_top5(ev_acc *a, int r, double turn)
+{
+    if (a->n_top5[r] == a->cap_top5[r]) {
+        size_t cap = a->cap_top5[r] ? a->cap_top5[r] * 2 : 32;
+        double *v = realloc(a->top5_turn[r], cap * sizeof *v);
+        if (!v) return -1;
+        a->top5_turn[r] = v;
+        a->cap_top5[r] = cap;
+    }
+    a->top5_turn[r][a->n_top5[r]++] = turn;
+    return 0;
+}
+
+/* The rank (1-based) of id in snapshot s under ranking r, 0 when absent;
+ * order is scratch of s->n. */
+static size_t rank_in(const ev_snap *s, int r, const char *id, size_t *order)
+{
+    const ev_item *it = ev_snap_find(s, id);
+    if (!it) return 0;
+    ev_snap_rank(s, r, order);
+    for (size_t p = 0; p < s->n; p++)
+        if (&s->items[order[p]] == it) return p + 1;
+    return 0;
+}
+
+/* Per gold file, the first snapshot turn with it in the top 5. */
+static int add_top5_turns(ev_acc *a, const ev_session *s, size_t *order)
+{
+    for (size_t g = 0; g < s->n_gold; g++) {
+        a->top5_pairs++;
+        for (int r = 0; r < EV_NRANK; r++) {
+            for (size_t i = 0; i < s->n; i++) {
+                size_t k = rank_in(&s->snaps[i], r, s->gold[g], order);
+                if (k == 0 || k > 5) continue;
+                if (push_top5(a, r, (double)s->snaps[i].turn) != 0) return -1;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether every gold file is among the first 5 "file:" ids of ids[0..n). */
+static int gold_in_first5(const ev_session *s, const char *const *ids, size_t n)
+{
+    for (size_t g = 0; g < s->n_gold; g++) {
+        int found = 0;
+        for (size_t i = 0, files = 0; i < n && files < 5 && !found; i++) {
+            if (strncmp(ids[i], "file:", 5) != 0) continue;
+            files++;
+            found = strcmp(ids[i], s->gold[g]) == 0;
+        }
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* The file ids of a block in order: "file:..." tokens of its item lines,
+ * then its likely edit targets (paths, one a line).  At most max. */
+static size_t block_files(const char *block, char ids[][512], size_t max)
+{
+    size_t n = 0;
+    int targets = 0;
+    for (const char *p = block; *p && n < max;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= 20 && strncmp(p, "Likely edit targets:", 20) == 0) {
+            targets = 1;
+        } else if (len >= 13 && strncmp(p, "Kept through ", 13) == 0) {
+            break; /* re-injected after a compaction: not ranked */
+        } else if (targets && len && p[0] != '[' && len < 500) {
+            snprintf(ids[n++], 512, "file:%.*s", (int)len, p);
+        } else if (!targets) {
+            const char *f = memmem(p, len, "file:", 5);
+            if (f) {
+                size_t k = 0;
+                while (f + k < p + len && f[k] != ' ' && k < 511) k++;
+                snprintf(ids[n++], 512, "%.*s", (int)k, f);
+            }
+        }
+        p = e ? e + 1 : p + len;
+    }
+    return n;
+}
+
+static void add_block1(ev_acc *a, const ev_session *s, size_t *order)
+{
+    if (s->n_gold == 0 || !s->block1 || !s->has_pre1) return;
+    a->block_sessions++;
+    char ids[32][512];
+    const char *ptr[32];
+    size_t n = block_files(s->block1, ids, 32);
+    for (size_t i = 0; i < n; i++) ptr[i] = ids[i];
+    a->block_hits[EV_CLARITY] += gold_in_first5(s, ptr, n);
+    for (int r = EV_CLARITY + 1; r < EV_NRANK; r++) {
+        const ev_snap *pre = &s->pre1;
+        ev_snap_rank(pre, r, order);
+        const char **v = malloc((pre->n ? pre->n : 1) * sizeof *v);
+        if (!v) continue;
+        for (size_t p = 0; p < pre->n; p++) v[p] = pre->items[order[p]].id;
+        a->block_hits[r] += gold_in_first5(s, v, pre->n);
+        free(v);
+    }
+}
+
 int ev_acc_add(ev_acc *a, const ev_session *s, int horizon)
 {
-    size_t maxn = 1;
+    size_t maxn = s->has_pre1 && s->pre1.n > 1 ? s->pre1.n : 1;
     for (size_t i = 0; i < s->n; i++)
         if (s->snaps[i].n > maxn) maxn = s->snaps[i].n;
     unsigned char *used = malloc(maxn);
@@ -270,10 +396,15 @@ int ev_acc_add(ev_acc *a, const ev_session *s, int horizon)
             const ev_item *it = ev_snap_find(cur, s->gold[g]);
             if (!it) continue;
             size_t x = (size_t)(it - cur->items), rank[EV_NRANK];
-            for (int r = 0; r < EV_NRANK; r++) rank[r] = rank_of[r][x] + 1;
+            for (int r = 0; r < EV_NRANK; r++) {
+                rank[r] = rank_of[r][x] + 1;
+                a->rr_sum[r] += 1.0 / (double)rank[r];
+            }
             rc = push_ranks(a, rank);
         }
     }
+    if (rc == 0) rc = add_top5_turns(a, s, order);
+    if (rc == 0) add_block1(a, s, order);
     if (rc == 0) {
         a->sessions++;
         a->turns += s->n;
@@ -309,4 +440,12 @@ void ev_acc_metrics(ev_acc *a, int ranking, ev_metrics *out)
     /* Sorting one ranking's array in place is harmless: the per-pair
      * correspondence between rankings is not used after accumulation. */
     out->gold_rank_median = ev_median(a->ranks[ranking], a->n_ranks);
+    out->gold_mrr = a->gold_pairs ? a->rr_sum[ranking] / (double)a->gold_pairs : 0;
+    out->gold_top5_pairs = a->top5_pairs;
+    out->gold_top5_reached_pairs = a->n_top5[ranking];
+    out->gold_top5_reached = a->top5_pairs ? (double)a->n_top5[ranking] / (double)a->top5_pairs : 0;
+    out->gold_top5_turn_median = ev_median(a->top5_turn[ranking], a->n_top5[ranking]);
+    out->block_sessions = a->block_sessions;
+    out->gold_in_block_turn1 =
+        a->block_sessions ? (double)a->block_hits[ranking] / (double)a->block_sessions : 0;
 }

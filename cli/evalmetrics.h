@@ -12,7 +12,15 @@
  *               first_edit_turn (every turn when the agent never edits), the
  *               1-based rank of each gold file's item "file:<path>"; the
  *               median over the pairs where it is tracked, and the fraction
- *               of pairs where it is tracked.
+ *               of pairs where it is tracked; MRR: the mean of 1/rank over
+ *               the pairs (0 when untracked);
+ *   top-5 turn  per (session, gold file): the first snapshot turn that has
+ *               it in the top 5; the median over the pairs that get there,
+ *               and the share that do;
+ *   block t1    per session with gold files: all of them among the first 5
+ *               files of the turn-1 block (clarity: the block's text, its
+ *               items and likely edit targets in order; a baseline: its
+ *               ranking of the items tracked after the first prompt).
  * Rankings: clarity = the snapshot's order (getScores: score desc, id asc);
  * lru = lastMentionTurn desc, id asc; frequency = mentionCount desc,
  * lastMentionTurn desc, id asc.
@@ -48,6 +56,9 @@ typedef struct ev_session {
     char **gold; /* item ids "file:<path>", or NULL */
     size_t n_gold;
     int64_t first_edit; /* -1: the agent never edits */
+    char *block1;       /* the first turn's block (malloc()ed), or NULL */
+    ev_snap pre1;       /* the items tracked when it was made */
+    int has_pre1;
 } ev_session;
 
 typedef struct ev_acc {
@@ -57,6 +68,12 @@ typedef struct ev_acc {
     size_t gold_pairs;     /* (turn, gold file) pairs */
     double *ranks[EV_NRANK]; /* ranks of the tracked pairs */
     size_t n_ranks, cap_ranks;
+    double rr_sum[EV_NRANK]; /* sum of 1/rank over the gold pairs */
+    size_t top5_pairs;       /* (session, gold file) pairs */
+    double *top5_turn[EV_NRANK]; /* first turn in the top 5, per pair that gets there */
+    size_t n_top5[EV_NRANK], cap_top5[EV_NRANK];
+    size_t block_sessions;   /* sessions with gold files and a turn-1 block */
+    size_t block_hits[EV_NRANK];
 } ev_acc;
 
 typedef struct ev_metrics {
@@ -65,6 +82,12 @@ typedef struct ev_metrics {
     double gold_rank_median; /* meaningful when gold_tracked_pairs > 0 */
     double gold_tracked;     /* fraction; meaningful when gold_pairs > 0 */
     size_t gold_pairs, gold_tracked_pairs;
+    double gold_mrr;              /* meaningful when gold_pairs > 0 */
+    double gold_top5_turn_median; /* meaningful when gold_top5_reached_pairs > 0 */
+    double gold_top5_reached;     /* fraction of top5_pairs */
+    size_t gold_top5_pairs, gold_top5_reached_pairs;
+    double gold_in_block_turn1;   /* fraction of block_sessions */
+    size_t block_sessions;
 } ev_metrics;
 
 /* A snapshot from getScores' "items" array (objects with id, score,
@@ -83,6 +106,9 @@ int ev_session_push(ev_session *s, ev_snap *snap);
 /* Reads gold_files (array of paths, or null) and first_edit_turn (integer
  * or null) from a meta object.  Returns 0, or -1 on out of memory. */
 int ev_session_meta(ev_session *s, const json_t *meta);
+/* The first turn's block and the items tracked when it was made (the
+ * text is copied; *pre is taken over and zeroed).  Returns 0 or -1. */
+int ev_session_block1(ev_session *s, const char *block, size_t len, ev_snap *pre);
 /* Empties the session for reuse. */
 void ev_session_clear(ev_session *s);
 void ev_session_free(ev_session *s);

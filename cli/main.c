@@ -56,7 +56,7 @@ static const cli_command commands[] = {
      "session instead; --session: that session only; --budget: each\n"
      "turn's transcript assembled under it, as the model would see it)"},
     {"eval", "CORPUS.jsonl", 1, 1, "eval takes one corpus file (it is read once per config)",
-     O(JSON) | O(HTML) | O(HORIZON) | O(BUDGET), NEEDS_HOST, 0, run_eval,
+     O(JSON) | O(HTML) | O(HORIZON) | O(BUDGET) | O(REPOS) | O(REPO_CACHE), NEEDS_HOST, 0, run_eval,
      "replay recorded sessions and measure relevance quality:\n"
      "recall@5/10/20 of the items used again, gold-file ranks,\n"
      "against LRU and frequency baselines (memory store only)"},

@@ -34,6 +34,7 @@ typedef struct replay {
     const replay_hooks *hooks; /* NULL for `clarity replay` */
     const char *name; /* for messages: the path or "<stdin>" */
     char *session;    /* current session (owned) or NULL */
+    const char *workspace; /* of the current session (hooks->workspace), or NULL */
     int64_t turn;
     int in_turn;
     buf prompt;
@@ -286,13 +287,16 @@ static void flush_turn(replay *r)
     memset(&bas, 0, sizeof bas);
     bas.struct_size = sizeof bas;
     bas.session_id = r->session;
-    bas.workspace_dir = c->workspace;
+    bas.workspace_dir = r->workspace ? r->workspace : c->workspace;
     bas.prompt = r->prompt.p ? r->prompt.p : "";
     bas.prompt_len = r->prompt.len;
     bas.messages = r->prev.n ? r->prev.v + first : NULL;
     bas.n_messages = r->prev.n - first;
     int rc = loader_event(&c->L, CLARITY_EV_BEFORE_AGENT_START, &bas, &res);
     int refused = rc < 0 && rc != CLARITY_DECLINED;
+    if (!refused && r->hooks && r->hooks->on_block)
+        r->hooks->on_block(r->hooks->ud, r->session, r->turn, rc == CLARITY_OK && res.data ? res.data : "",
+                           rc == CLARITY_OK && res.data ? res.len : 0);
     if (refused) {
         call_error(r, "before_agent_start", rc, &res);
     } else if (!c->json && !r->hooks) {
@@ -381,6 +385,7 @@ static void end_session(replay *r, const char *reason)
     }
     free(r->session);
     r->session = NULL;
+    r->workspace = NULL;
     msgvec_clear(&r->prev);
     msgvec_clear(&r->hist);
     r->done++;
@@ -428,6 +433,7 @@ static int feed(replay *r, json_t *o, size_t lineno)
             line_error(r, lineno, "out of memory");
             return -1;
         }
+        r->workspace = r->hooks && r->hooks->workspace ? r->hooks->workspace(r->hooks->ud, sid) : NULL;
     }
     int64_t turn = json_integer_value(jt);
     if (r->in_turn && turn != r->turn) flush_turn(r);

@@ -26,6 +26,12 @@ typedef struct replay_hooks {
      * the event's JSON answer. */
     void (*on_assembled)(void *ud, const char *session, int64_t turn,
                          const clarity_ctx_message *msgs, size_t n, struct json_t *result);
+    /* After a turn's before_agent_start: the block it returned ("" when
+     * none). */
+    void (*on_block)(void *ud, const char *session, int64_t turn, const char *block, size_t len);
+    /* The workspace directory of a session, asked once before its first
+     * turn; NULL: the CLI's --workspace. */
+    const char *(*workspace)(void *ud, const char *session);
     /* Progress bar on stderr: shown when progress is non-zero, as
      * "[###   ] (done_before + sessions done)/total label". */
     int progress;

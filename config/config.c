@@ -428,6 +428,7 @@ struct cfg_list_ops {
 };
 
 static const char *const backend_names[] = {"auto", "sqlite", "host", "memory", NULL};
+static const char *const scoring_models[] = {"use", "original", NULL};
 
 #define CO(m) offsetof(clarity_config, m)
 #define NOHI HUGE_VAL
@@ -447,11 +448,12 @@ static const struct cfg_list_ops keep_ops = {parse_keep, print_keep, free_keep, 
 static const cfg_entry settings[] = {
     BOOL("enabled", enabled, 1),
     BOOL("strictMode", strict_mode, 0),
+    {"scoring.model", CT_ENUM, CO(scoring.model), CFG_SCORING_USE, 0, 0, 0, scoring_models, NULL},
     NUM("scoring.halfLife", scoring.half_life, 5, 0, NOHI, CF_LO_EXCL),
     NUMI("scoring.recencyWindow", scoring.recency_window, 3, 0, INT_MAX, CF_HI_OPEN),
-    NUM("scoring.recencyBonus", scoring.recency_bonus, 20, 0, NOHI, 0),
+    NUM("scoring.recencyBonus", scoring.recency_bonus, 80, 0, NOHI, 0),
     NUM("scoring.referenceWeight", scoring.reference_weight, 15, 0, NOHI, 0),
-    NUM("scoring.frequencyScale", scoring.frequency_scale, 10, 0, NOHI, 0),
+    NUM("scoring.frequencyScale", scoring.frequency_scale, 3, 0, NOHI, 0),
     NUM("scoring.anchorBonus", scoring.anchor_bonus, 100, 0, NOHI, 0),
     NUM("pruning.pruneThreshold", pruning.prune_threshold, 8, 0, NOHI, 0),
     NUM("pruning.strictModePreserveThreshold", pruning.strict_preserve_threshold, 25, 0, NOHI, 0),
@@ -702,6 +704,17 @@ static int all_space(const char *s)
     return 1;
 }
 
+/* scoring.model "original" is the original plugin's formula with its
+ * default weights: the two that differ from the "use" model's defaults
+ * take the original values unless the config sets them. */
+static void original_weights(clarity_config *c, const json_t *root)
+{
+    if (c->scoring.model != CFG_SCORING_ORIGINAL) return;
+    const json_t *sc = json_object_get(root, "scoring");
+    if (!json_object_get(sc, "recencyBonus")) c->scoring.recency_bonus = 20;
+    if (!json_object_get(sc, "frequencyScale")) c->scoring.frequency_scale = 10;
+}
+
 int config_parse(clarity_config *cfg, const char *json, char **err)
 {
     if (err) *err = NULL;
@@ -733,6 +746,7 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
                  type_name(root));
         } else {
             parse_object(&p, "", root);
+            original_weights(&tmp, root);
         }
         json_decref(root);
     }

@@ -16,6 +16,13 @@
 #define CFG_MAX_PATTERNS 64
 
 enum cfg_backend { CFG_STORE_AUTO = 0, CFG_STORE_SQLITE, CFG_STORE_HOST, CFG_STORE_MEMORY };
+/* What recency and staleness count from.  "use": a file's last use (a
+ * mention, or a reference: a tool call on it or the agent naming it,
+ * whichever is newer), other items' last mention; with the default weights
+ * recencyBonus 80 and frequencyScale 3 (measured on the dev corpora: see
+ * README, Evaluating relevance).  "original": every item's last mention,
+ * and the original plugin's default weights (20 and 10). */
+enum cfg_scoring_model { CFG_SCORING_USE = 0, CFG_SCORING_ORIGINAL };
 
 typedef struct cfg_pattern {
     char *name;    /* owned; becomes the id prefix "<name>:" */
@@ -26,6 +33,7 @@ typedef struct clarity_config {
     int enabled;
     int strict_mode;
     struct {
+        int model; /* enum cfg_scoring_model */
         double half_life, recency_window, recency_bonus, reference_weight, frequency_scale,
             anchor_bonus;
     } scoring;

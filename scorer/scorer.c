@@ -37,8 +37,10 @@ void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, c
     const double window = cfg->scoring.recency_window;
     /* the state's turns are bounded (TRACKER_TURN_MAX); computed without
      * overflow whatever they hold */
-    int64_t di;
-    if (__builtin_sub_overflow(current_turn, it->last_mention_turn, &di))
+    int64_t last = it->last_mention_turn, di;
+    if (cfg->scoring.model == CFG_SCORING_USE && it->category == CAT_FILE && it->last_reference_turn > last)
+        last = it->last_reference_turn;
+    if (__builtin_sub_overflow(current_turn, last, &di))
         di = current_turn > 0 ? INT64_MAX : 0;
     double d = di < 0 ? 0.0 : (double)di; /* clock skew after an import: treat as "now" */
 

@@ -93,9 +93,10 @@ static void assert_defaults(const clarity_config *c)
     cr_assert_eq(c->strict_mode, 0);
     cr_assert_float_eq(c->scoring.half_life, 5.0, 1e-12);
     cr_assert_float_eq(c->scoring.recency_window, 3.0, 1e-12);
-    cr_assert_float_eq(c->scoring.recency_bonus, 20.0, 1e-12);
+    cr_assert_eq(c->scoring.model, CFG_SCORING_USE);
+    cr_assert_float_eq(c->scoring.recency_bonus, 80.0, 1e-12);
     cr_assert_float_eq(c->scoring.reference_weight, 15.0, 1e-12);
-    cr_assert_float_eq(c->scoring.frequency_scale, 10.0, 1e-12);
+    cr_assert_float_eq(c->scoring.frequency_scale, 3.0, 1e-12);
     cr_assert_float_eq(c->scoring.anchor_bonus, 100.0, 1e-12);
     cr_assert_float_eq(c->pruning.prune_threshold, 8.0, 1e-12);
     cr_assert_float_eq(c->pruning.strict_preserve_threshold, 25.0, 1e-12);
@@ -264,7 +265,7 @@ Test(config, partial_override_keeps_other_defaults)
     clarity_config c = parse_ok("{\"scoring\":{\"halfLife\":9},\"pruning\":{\"tierMultipliers\":"
                                 "{\"low\":0.25}},\"storage\":{\"backend\":\"memory\"}}");
     cr_assert_float_eq(c.scoring.half_life, 9.0, 1e-12);
-    cr_assert_float_eq(c.scoring.recency_bonus, 20.0, 1e-12);
+    cr_assert_float_eq(c.scoring.recency_bonus, 80.0, 1e-12);
     cr_assert_float_eq(c.pruning.tier_mult[TIER_LOW], 0.25, 1e-12);
     cr_assert_float_eq(c.pruning.tier_mult[TIER_ESSENTIAL], 2.0, 1e-12);
     cr_assert_eq(c.storage.backend, CFG_STORE_MEMORY);
@@ -581,6 +582,29 @@ Test(config, storage_values)
     cr_assert_str_eq(c.storage.path, "x.db");
     config_free(&c);
     cr_assert_null(c.storage.path);
+}
+
+/* "original" is the original plugin's formula with its weights: the two
+ * weights whose defaults differ between the models follow the model unless
+ * the config sets them */
+Test(config, scoring_model_original_takes_its_weights)
+{
+    clarity_config c = parse_ok("{\"scoring\":{\"model\":\"original\"}}");
+    cr_assert_eq(c.scoring.model, CFG_SCORING_ORIGINAL);
+    cr_assert_float_eq(c.scoring.recency_bonus, 20.0, 1e-12);
+    cr_assert_float_eq(c.scoring.frequency_scale, 10.0, 1e-12);
+    config_free(&c);
+    c = parse_ok("{\"scoring\":{\"model\":\"original\",\"recencyBonus\":50}}");
+    cr_assert_float_eq(c.scoring.recency_bonus, 50.0, 1e-12);
+    cr_assert_float_eq(c.scoring.frequency_scale, 10.0, 1e-12);
+    config_free(&c);
+    c = parse_ok("{\"scoring\":{\"model\":\"use\"}}");
+    cr_assert_eq(c.scoring.model, CFG_SCORING_USE);
+    cr_assert_float_eq(c.scoring.recency_bonus, 80.0, 1e-12);
+    cr_assert_float_eq(c.scoring.frequency_scale, 3.0, 1e-12);
+    config_free(&c);
+    parse_bad("{\"scoring\":{\"model\":\"recent\"}}",
+              "scoring.model: must be one of \"use\", \"original\", got \"recent\"", NULL);
 }
 
 Test(config, long_values_truncated_in_message)

@@ -347,14 +347,16 @@ static void run_cli(runproc_result *r, ...)
     free(state);
 }
 
-static void expect_metrics(json_t *o, const char *where, double r5, double r10, double r20,
-                           double median, double tracked)
+static void expect_metrics(json_t *o, const char *where, const double want[9])
 {
+    static const char *keys[] = {"recall@5",         "recall@10",
+                                 "recall@20",        "gold_rank_median",
+                                 "gold_tracked",     "gold_mrr",
+                                 "gold_top5_turn_median", "gold_top5_reached",
+                                 "gold_in_block_turn1"};
     cr_assert(json_is_object(o), "%s: not an object", where);
-    cr_expect_eq(json_object_size(o), 5, "%s: keys", where);
-    const char *keys[] = {"recall@5", "recall@10", "recall@20", "gold_rank_median", "gold_tracked"};
-    double want[] = {r5, r10, r20, median, tracked};
-    for (int i = 0; i < 5; i++) {
+    cr_expect_eq(json_object_size(o), 9, "%s: keys", where);
+    for (int i = 0; i < 9; i++) {
         json_t *v = json_object_get(o, keys[i]);
         cr_assert(json_is_number(v), "%s.%s: not a number", where, keys[i]);
         cr_expect(fabs(json_number_value(v) - want[i]) < 1e-6, "%s.%s: got %.10f, want %.10f",
@@ -362,8 +364,8 @@ static void expect_metrics(json_t *o, const char *where, double r5, double r10, 
     }
 }
 
-/* Expected values, by hand from the engine's formula with the default
- * scoring (and referenceWeight 0 for noref), H = 2:
+/* Expected values, by hand from the original formula (scoring.model
+ * "original", and referenceWeight 0 for noref), H = 2:
  * s1: items app (mentioned), util, db (touched by tool calls).  Every
  *   turn has at most 3 items, so every recall is 1 (4 turns with F).
  *   Clarity's order after turns 1..3: util app | db util app | util db app
@@ -376,7 +378,12 @@ static void expect_metrics(json_t *o, const char *where, double r5, double r10, 
  *   F(1) = {a6, a7}, F(2) = {a6, a7}, F(3) = {a6}.  Clarity ranks the
  *   referenced ones first: @5 1/2, 1, 1; lru and frequency (all ties, by
  *   id) a1..a5 first: @5 0, 0, 0; noref: all tied, as lru.  @10 all 1.
- * recall@5 over 7 turns: default (4 + 2.5) / 7, others 4 / 7. */
+ * recall@5 over 7 turns: default (4 + 2.5) / 7, others 4 / 7.
+ * MRR over s1's 6 pairs (untracked counts 0): base (1/2 + 1/3 + 1 + 1/3 +
+ *   1/2) / 6 = 4/9; the others (1 + 1/2 + 1/2 + 1 + 1) / 6 = 2/3.
+ * Every list has at most 3 items, so each gold file is in the top 5 from
+ *   the first turn it is tracked: app 1, db 2 -> median 1.5, reached 1.
+ * s1's first block names app only, and gold is {app, db}: 0. */
 Test(eval_cli, json_matrix_on_a_tiny_corpus)
 {
     runproc_result r;
@@ -398,10 +405,38 @@ Test(eval_cli, json_matrix_on_a_tiny_corpus)
     void *it = json_object_iter(configs);
     cr_assert_not_null(it);
     cr_expect_str_eq(json_object_iter_key(it), "base");
-    expect_metrics(json_object_get(configs, "base"), "base", 6.5 / 7, 1, 1, 2, 5.0 / 6);
-    expect_metrics(json_object_get(configs, "noref"), "noref", 4.0 / 7, 1, 1, 1, 5.0 / 6);
-    expect_metrics(json_object_get(base, "lru"), "lru", 4.0 / 7, 1, 1, 1, 5.0 / 6);
-    expect_metrics(json_object_get(base, "frequency"), "frequency", 4.0 / 7, 1, 1, 1, 5.0 / 6);
+    const double want_base[9] = {6.5 / 7, 1, 1, 2, 5.0 / 6, 4.0 / 9, 1.5, 1, 0};
+    const double want_other[9] = {4.0 / 7, 1, 1, 1, 5.0 / 6, 2.0 / 3, 1.5, 1, 0};
+    expect_metrics(json_object_get(configs, "base"), "base", want_base);
+    expect_metrics(json_object_get(configs, "noref"), "noref", want_other);
+    expect_metrics(json_object_get(base, "lru"), "lru", want_other);
+    expect_metrics(json_object_get(base, "frequency"), "frequency", want_other);
+    json_decref(j);
+    runproc_free(&r);
+}
+
+/* gold_in_block_turn1: every gold file among the first five files of the
+ * first prompt's block (clarity) or of the ranking after that prompt
+ * (baselines).  s3's prompt names its gold file, s4's does not: 1/2. */
+Test(eval_cli, gold_in_the_first_block)
+{
+    runproc_result r;
+    run_cli(&r, "eval", FIX "block.jsonl", "--json", NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    json_t *j = json_loadb(r.out, r.out_len, 0, NULL);
+    cr_assert_not_null(j, "not JSON: %s", r.out);
+    const char *where[][2] = {{"configs", "default"}, {"baselines", "lru"}, {"baselines", "frequency"}};
+    for (int i = 0; i < 3; i++) {
+        json_t *m = json_object_get(json_object_get(j, where[i][0]), where[i][1]);
+        json_t *v = json_object_get(m, "gold_in_block_turn1");
+        cr_assert(json_is_number(v), "%s: no gold_in_block_turn1", where[i][1]);
+        cr_expect(fabs(json_number_value(v) - 0.5) < 1e-9, "%s: %g", where[i][1],
+                  json_number_value(v));
+    }
+    /* after turn 1, s3's gold (mentioned) ranks 2nd behind other.py
+     * (mentioned and read), s4's (read) 1st: MRR (1/2 + 1) / 2 */
+    json_t *mrr = json_object_get(json_object_get(json_object_get(j, "configs"), "default"), "gold_mrr");
+    cr_expect(fabs(json_number_value(mrr) - 0.75) < 1e-9, "mrr %g", json_number_value(mrr));
     json_decref(j);
     runproc_free(&r);
 }

@@ -34,8 +34,9 @@ Test(hooks, prompt_mentions_become_items_and_block)
     cr_assert_not_null(block);
     cr_assert(strncmp(block, "[CLARITY CONTEXT]\n", 18) == 0, "block: %s", block);
     cr_assert_not_null(strstr(block, "[/CLARITY CONTEXT]"));
-    /* one fresh mention: 10 + 20 = 30 -> the mid marker with the default thresholds */
-    cr_assert_not_null(strstr(block, "\xE2\x97\x90 claracore (30)"), "block: %s", block);
+    /* one fresh mention: frequency 3 + recency 80 = 83 (the "use" model's
+     * default weights) -> the high marker with the default thresholds */
+    cr_assert_not_null(strstr(block, "\xE2\x97\x8F claracore (83)"), "block: %s", block);
     free(block);
     json_t *j = scores("s1");
     const char *ids[] = {"claracore", "focus_engine", "tool:web_search", "tool:read",
@@ -82,14 +83,15 @@ Test(hooks, scores_follow_the_formula_over_turns)
     const char *p = "ClaraCore";
     cr_assert_eq(th_before(&h, "s", NULL, p, strlen(p), NULL), 0);
     for (int i = 0; i < 4; i++) cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
-    /* d = 4: recency 0, staleness (1 - 0.5^(1/5)) * 10 */
+    /* d = 4: frequency 3 (one mention, default scale 3), recency 0,
+     * staleness (1 - 0.5^(1/5)) * 3 */
     json_t *j = scores("s");
     json_t *it = th_item(j, "claracore");
     json_t *b = json_object_get(it, "breakdown");
-    cr_assert_float_eq(json_real_value(json_object_get(b, "frequency")), 10.0, 1e-3);
+    cr_assert_float_eq(json_real_value(json_object_get(b, "frequency")), 3.0, 1e-3);
     cr_assert_float_eq(json_real_value(json_object_get(b, "recency")), 0.0, 1e-3);
-    cr_assert_float_eq(json_real_value(json_object_get(b, "stalenessPenalty")), 1.294, 1e-3);
-    cr_assert_float_eq(json_real_value(json_object_get(it, "score")), 8.706, 1e-3);
+    cr_assert_float_eq(json_real_value(json_object_get(b, "stalenessPenalty")), 0.388, 1e-3);
+    cr_assert_float_eq(json_real_value(json_object_get(it, "score")), 2.612, 1e-3);
     json_decref(j);
 }
 
@@ -145,7 +147,7 @@ Test(hooks, anchored_items_carry_the_anchor_mark)
     cr_assert_eq(th_cmd(&h, "s", "/clarity anchor ClaraCore", NULL, NULL), 0);
     char *block = NULL;
     cr_assert_eq(th_before(&h, "s", NULL, "", 0, &block), 0);
-    cr_assert_not_null(strstr(block, "\xE2\x97\x8F \xE2\x9A\x93 claracore (130)"), "block: %s", block);
+    cr_assert_not_null(strstr(block, "\xE2\x97\x8F \xE2\x9A\x93 claracore (183)"), "block: %s", block);
     free(block);
 }
 

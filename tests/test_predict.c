@@ -143,8 +143,9 @@ Test(predict, tracked_files_get_the_prediction_term_and_targets_are_listed)
     open_host(&h, MEM "}");
     graph_build(&h);
     char *block = before(&h, "s", prompt);
-    /* src/api.py is named (tracked) and predicted: 10 + 20 + 30 */
-    cr_assert_not_null(strstr(block, "file:src/api.py (60)"), "%s", block);
+    /* src/api.py is named (tracked) and predicted: frequency 3 + recency 80
+     * (the default weights) + prediction 30 */
+    cr_assert_not_null(strstr(block, "file:src/api.py (113)"), "%s", block);
     /* the best untracked predictions, with their key symbols */
     cr_assert_not_null(strstr(block, "Likely edit targets:\n"
                                      "\xE2\x86\x92 src/auth/session.py: login (line 2), "
@@ -156,9 +157,9 @@ Test(predict, tracked_files_get_the_prediction_term_and_targets_are_listed)
     json_t *it = th_item(j, "file:src/api.py");
     cr_assert_not_null(it);
     cr_assert_float_eq(term(it, "prediction"), 30.0, 1e-9);
-    cr_assert_float_eq(term(it, "frequency"), 10.0, 1e-9);
-    cr_assert_float_eq(term(it, "recency"), 20.0, 1e-9);
-    cr_assert_float_eq(json_number_value(json_object_get(it, "score")), 60.0, 1e-9);
+    cr_assert_float_eq(term(it, "frequency"), 3.0, 1e-9);
+    cr_assert_float_eq(term(it, "recency"), 80.0, 1e-9);
+    cr_assert_float_eq(json_number_value(json_object_get(it, "score")), 113.0, 1e-9);
     /* predicted but untracked files are not items */
     cr_assert_null(th_item(j, "file:src/auth/session.py"));
     json_decref(j);
@@ -198,7 +199,7 @@ Test(predict, weight_max_targets_and_min_score)
     open_host(&h, MEM ",\"prediction\":{\"weight\":10,\"maxTargets\":1,\"minScore\":0}}");
     graph_build(&h);
     char *block = before(&h, "s", prompt);
-    cr_assert_not_null(strstr(block, "file:src/api.py (40)"), "%s", block);
+    cr_assert_not_null(strstr(block, "file:src/api.py (93)"), "%s", block);
     cr_assert_not_null(strstr(block, "\xE2\x86\x92 src/auth/session.py"), "%s", block);
     cr_assert_null(strstr(block, "\xE2\x86\x92 src/db/pool.py"), "maxTargets 1: %s", block);
     free(block);
@@ -207,7 +208,7 @@ Test(predict, weight_max_targets_and_min_score)
     open_host(&h, MEM ",\"prediction\":{\"maxTargets\":0}}");
     block = before(&h, "s", prompt);
     cr_assert_null(strstr(block, "Likely edit targets"), "%s", block);
-    cr_assert_not_null(strstr(block, "file:src/api.py (60)"), "%s", block);
+    cr_assert_not_null(strstr(block, "file:src/api.py (113)"), "%s", block);
     free(block);
     th_close(&h);
 }

@@ -54,10 +54,11 @@ Test(rpc, get_scores_shape_and_order)
         cr_assert(json_is_boolean(json_object_get(it, "anchored")));
         cr_assert(json_is_string(json_object_get(it, "tier")));
     }
-    /* claracore was referenced: 10 + 15 (d=1) + 15 = 40, the top item */
+    /* claracore was referenced: frequency 3 + recency (1 - 1/4) * 80 (d=1)
+     * + utility 15 = 78, the top item */
     json_t *top = json_array_get(items, 0);
     cr_assert_str_eq(json_string_value(json_object_get(top, "id")), "claracore");
-    cr_assert_float_eq(json_real_value(json_object_get(top, "score")), 40.0, 1e-9);
+    cr_assert_float_eq(json_real_value(json_object_get(top, "score")), 78.0, 1e-9);
     json_decref(j);
 }
 
@@ -166,8 +167,8 @@ Test(rpc, export_and_import_in_the_original_shape)
     cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"orig\"}", &o), 0);
     json_t *it = th_item(o, "tool:exec");
     cr_assert_not_null(it);
-    /* log2(5)*10 + (1 - 1/4)*20 + 2*15 + 100 */
-    cr_assert_float_eq(json_real_value(json_object_get(it, "score")), 23.219 + 15 + 30 + 100, 1e-3);
+    /* log2(5)*3 + (1 - 1/4)*80 + 2*15 + 100 (the default weights) */
+    cr_assert_float_eq(json_real_value(json_object_get(it, "score")), 6.966 + 60 + 30 + 100, 1e-3);
     json_decref(o);
     json_decref(a);
     json_decref(b);

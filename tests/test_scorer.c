@@ -1,6 +1,7 @@
-/* Scorer: every branch against hand-computed values (defaults: halfLife 5,
- * recencyWindow 3, recencyBonus 20, referenceWeight 15, frequencyScale 10,
- * anchorBonus 100). */
+/* Scorer: every branch against hand-computed values, with the original
+ * plugin's weights (halfLife 5, recencyWindow 3, recencyBonus 20,
+ * referenceWeight 15, frequencyScale 10, anchorBonus 100): the formula is
+ * the same for any weights, and these give round numbers. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -8,7 +9,12 @@
 #include "../scorer/scorer.h"
 
 static clarity_config cfg;
-static void setup(void) { cr_assert_eq(config_defaults(&cfg), 0); }
+static void setup(void)
+{
+    cr_assert_eq(config_defaults(&cfg), 0);
+    cfg.scoring.recency_bonus = 20;
+    cfg.scoring.frequency_scale = 10;
+}
 static void teardown(void) { config_free(&cfg); }
 
 static item mk(int64_t mentions, int64_t refs, int64_t last_mention, int anchored)
@@ -141,4 +147,42 @@ Test(scorer, tables_give_the_same_values_as_direct_computation)
         }
     }
     free(tab);
+}
+
+/* scoring.model "use" (the default): a file's recency and staleness run
+ * from the newer of its last mention and its last reference; "original"
+ * counts the mention alone, as the original plugin, and so does "use" for
+ * items that are not files. */
+Test(scorer, recency_from_use_or_from_mentions)
+{
+    item it = mk(1, 2, 2, 0); /* mentioned at turn 2, used by a tool at turn 9 */
+    it.category = CAT_FILE;
+    it.last_reference_turn = 9;
+    score_breakdown b;
+    scorer_score(&cfg, &it, 10, &b); /* d = 1 from the use */
+    NEAR(b.recency, 15.0);           /* (1 - 1/4) * 20 */
+    NEAR(b.staleness, 0.0);
+    NEAR(b.score, 10.0 + 15.0 + 30.0);
+    cfg.scoring.model = CFG_SCORING_ORIGINAL; /* d = 8 from the mention */
+    scorer_score(&cfg, &it, 10, &b);
+    NEAR(b.recency, 0.0);
+    NEAR(b.staleness, (1.0 - pow(pow(0.5, 1.0 / 5.0), 5.0)) * 10.0);
+    score_breakdown other;
+    cfg.scoring.model = CFG_SCORING_USE; /* not a file: from the mention */
+    it.category = CAT_TOOL;
+    scorer_score(&cfg, &it, 10, &other);
+    NEAR(other.score, b.score);
+    it.category = CAT_FILE;
+    /* a reference older than the mention changes nothing */
+    it.last_reference_turn = 1;
+    score_breakdown o;
+    scorer_score(&cfg, &it, 10, &b);
+    cfg.scoring.model = CFG_SCORING_ORIGINAL;
+    scorer_score(&cfg, &it, 10, &o);
+    NEAR(b.score, o.score);
+    /* never referenced (-1) */
+    cfg.scoring.model = CFG_SCORING_USE;
+    it.last_reference_turn = -1;
+    scorer_score(&cfg, &it, 10, &b);
+    NEAR(b.score, o.score);
 }
