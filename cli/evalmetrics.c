@@ -314,7 +314,8 @@ static int gold_in_first5(const ev_session *s, const char *const *ids, size_t n)
 }
 
 /* The file ids of a block in order: "file:..." tokens of its item lines,
- * then its likely edit targets (paths, one a line).  At most max. */
+ * then its likely edit targets ("→ path: key symbols", one a line).  At
+ * most max. */
 static size_t block_files(const char *block, char ids[][512], size_t max)
 {
     size_t n = 0;
@@ -326,8 +327,11 @@ static size_t block_files(const char *block, char ids[][512], size_t max)
             targets = 1;
         } else if (len >= 13 && strncmp(p, "Kept through ", 13) == 0) {
             break; /* re-injected after a compaction: not ranked */
-        } else if (targets && len && p[0] != '[' && len < 500) {
-            snprintf(ids[n++], 512, "file:%.*s", (int)len, p);
+        } else if (targets && len > 4 && memcmp(p, "\xE2\x86\x92 ", 4) == 0) {
+            /* "→ path: symbol (line N), ..." */
+            const char *path = p + 4, *end = p + len, *colon = memmem(path, (size_t)(end - path), ": ", 2);
+            if (colon) end = colon;
+            if (end - path < 500) snprintf(ids[n++], 512, "file:%.*s", (int)(end - path), path);
         } else if (!targets) {
             const char *f = memmem(p, len, "file:", 5);
             if (f) {

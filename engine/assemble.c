@@ -490,7 +490,7 @@ static int assemble_session(engine *e, session *s, const clarity_assemble *p, bu
             buf_append(out, st->last.p, st->last.len - 1);
             buf block;
             buf_init(&block);
-            hooks_context_block(e, s, &block);
+            block_write(e, s, &block);
             buf_puts(out, ",\"block\":");
             buf_json_str(out, block.p ? block.p : "", block.len);
             buf_putc(out, '}');

@@ -17,25 +17,6 @@
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(obj) (oom = 1)
 
-void engine_log(const engine *e, int level, const char *fmt, ...)
-{
-    if (!e->host.log) return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    e->host.log(e->host.ud, level, msg);
-}
-
-int64_t engine_now_ms(const engine *e)
-{
-    if (e->host.now_ms) return e->host.now_ms(e->host.ud);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int open_store(engine *e, char **err)
 {
     int want = e->cfg.storage.backend;
@@ -230,13 +211,6 @@ void engine_release(engine *e, session *s)
     if (drop) session_free(s);
     else evict_idle(e);
     pthread_mutex_unlock(&e->reg_mu);
-}
-
-void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
-                  score_breakdown *out)
-{
-    double prediction = s && s->pred ? predict_term(e, s, it) : 0.0;
-    scorer_score_with(&e->cfg, &e->tables, it, turn, prediction, out);
 }
 
 typedef struct scored_ref {

@@ -63,11 +63,13 @@ typedef struct engine {
     struct asm_keep *asm_keep; /* owned: assemble.keep compiled, or NULL */
 } engine;
 
+/* ---- hostcall.c ---- */
+void engine_log(const engine *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t engine_now_ms(const engine *e);
+
 /* ---- engine.c ---- */
 int engine_new(const clarity_host *host, const char *config_json, engine **out, char **err);
 void engine_free(engine *e);
-void engine_log(const engine *e, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int64_t engine_now_ms(const engine *e);
 
 /* Finds (or, with create, makes) a session, loads its state, and returns it
  * locked.  CLARITY_ENOTFOUND when !create and the session is unknown both in
@@ -76,9 +78,9 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
 /* Unlocks; may evict idle sessions beyond storage.maxResidentSessions. */
 void engine_release(engine *e, session *s);
 
-/* Fast score using the precomputed tables (same values as scorer_score),
- * plus the prediction term of a file item the session's latest prompt
- * predicts (s may be NULL: no prediction). */
+/* predict.c: fast score using the precomputed tables (same values as
+ * scorer_score), plus the prediction term of a file item the session's
+ * latest prompt predicts (s may be NULL: no prediction). */
 void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
                   score_breakdown *out);
 /* Evicts the lowest-scoring unanchored items when the session holds more
@@ -114,6 +116,10 @@ void predict_clear(session *s);
 /* ---- hooks.c ---- */
 int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);
 /* The [CLARITY CONTEXT] block for a session's current state. */
-void hooks_context_block(engine *e, session *s, buf *out);
+/* block.c: appends the session's context block to out (nothing when
+ * nothing fits or nothing scores). */
+#define BLOCK_OPEN "[CLARITY CONTEXT]"
+#define BLOCK_CLOSE "[/CLARITY CONTEXT]"
+void block_write(engine *e, session *s, buf *out);
 
 #endif

@@ -8,92 +8,12 @@
 #include "engine.h"
 #include "compact.h"
 
-#define BLOCK_OPEN "[CLARITY CONTEXT]"
-#define BLOCK_CLOSE "[/CLARITY CONTEXT]"
 
 static char *errf(const char *fmt, const char *a, unsigned long long n, unsigned long long m)
 {
     char b[256];
     snprintf(b, sizeof b, fmt, a, n, m);
     return strdup(b);
-}
-
-/* ---- context block ---------------------------------------------------- */
-
-typedef struct top_entry {
-    item *it;
-    double score;
-} top_entry;
-
-static int better(const top_entry *a, const top_entry *b)
-{
-    if (a->score != b->score) return a->score > b->score;
-    return strcmp(a->it->id, b->it->id) < 0;
-}
-
-void hooks_context_block(engine *e, session *s, buf *out)
-{
-    const clarity_config *c = &e->cfg;
-    size_t k = (size_t)c->context.max_items;
-    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) return;
-    top_entry stack_top[32];
-    top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
-    if (!top) return;
-    size_t n = 0;
-    /* Keep the k best in a sorted array: items mostly fail the first
-     * comparison, so this stays linear in the number of items. */
-    for (item *it = s->t.items; it; it = it->hh.next) {
-        if (it->pruned) continue;
-        if (k == 0) break;
-        score_breakdown b;
-        engine_score(e, s, it, s->t.current_turn, &b);
-        if (b.score < c->context.min_score || b.score <= 0) continue;
-        top_entry cand = {it, b.score};
-        if (n == k && !better(&cand, &top[n - 1])) continue;
-        size_t pos = n < k ? n++ : k - 1;
-        while (pos > 0 && better(&cand, &top[pos - 1])) {
-            top[pos] = top[pos - 1];
-            pos--;
-        }
-        top[pos] = cand;
-    }
-    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) goto done;
-    size_t budget = (size_t)c->context.max_chars;
-    size_t start = out->len;
-    buf_puts(out, BLOCK_OPEN "\n");
-    size_t closing = sizeof(BLOCK_CLOSE "\n") - 1;
-    char line[512];
-    for (size_t i = 0; i < n; i++) {
-        const char *mark = top[i].score >= c->context.high_score  ? "\xE2\x97\x8F" /* ● */
-                           : top[i].score >= c->context.mid_score ? "\xE2\x97\x90" /* ◐ */
-                                                                  : "\xE2\x97\x8B"; /* ○ */
-        int len = snprintf(line, sizeof line, "%s %s%.*s (%.0f)\n", mark,
-                           top[i].it->anchored ? "\xE2\x9A\x93 " : "", 400, top[i].it->id,
-                           top[i].score);
-        if (len < 0) break;
-        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
-        if (out->len - start + l + closing > budget) break;
-        buf_append(out, line, l);
-    }
-    /* predicted files not tracked yet (predict.c), as far as the budget goes */
-    static const char head[] = "Likely edit targets:\n";
-    for (size_t i = 0; i < s->n_pred_targets; i++) {
-        size_t l = strlen(s->pred_targets[i]);
-        size_t need = l + 1 + (i == 0 ? sizeof head - 1 : 0);
-        if (out->len - start + need + closing > budget) break;
-        if (i == 0) buf_puts(out, head);
-        buf_append(out, s->pred_targets[i], l);
-        buf_putc(out, '\n');
-    }
-    size_t used = out->len - start + closing;
-    if (used < budget) compact_block_lines(e, s, budget - used, out);
-    if (out->len - start == sizeof(BLOCK_OPEN "\n") - 1) { /* nothing fit */
-        out->len = start;
-        goto done;
-    }
-    buf_puts(out, BLOCK_CLOSE "\n");
-done:
-    if (top != stack_top) free(top);
 }
 
 /* The text without clarity's own blocks.  Copies only when a block is
@@ -188,7 +108,7 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
         buf_free(&clean);
     }
     if (rc == CLARITY_OK && e->cfg.enabled) {
-        hooks_context_block(e, s, out);
+        block_write(e, s, out);
         /* a prompt's block carried the re-injected items: the turn that
          * ends next drops them (compact.c) */
         if (len > 0 && s->n_reinject && !s->reinject_shown) {

@@ -147,3 +147,11 @@ void predict_update(engine *e, session *s, const char *text, size_t len)
         engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: no code graph loaded for %s", s->id,
                    s->workspace);
 }
+
+/* The item's score with the session's prediction term. */
+void engine_score(const engine *e, const session *s, const item *it, int64_t turn,
+                  score_breakdown *out)
+{
+    double prediction = s && s->pred ? predict_term(e, s, it) : 0.0;
+    scorer_score_with(&e->cfg, &e->tables, it, turn, prediction, out);
+}
