@@ -299,27 +299,30 @@ function bytes(s) {
 // toolArgs may be an object (serialized here) or a JSON string.
 export function toMessages(T, list) {
   if (!Array.isArray(list) || list.length === 0) return { array: null, n: 0 };
-  const size = T.sizes.clarity_message;
-  const array = list.map((m) => {
-    const text = bytes(m.text ?? "");
-    let args = m.toolArgs ?? null;
-    if (args != null && typeof args !== "string") {
-      try {
-        args = JSON.stringify(args);
-      } catch {
-        args = null;
-      }
-    }
-    return {
-      struct_size: size,
-      role: utf8(m.role ?? "user"),
-      text,
-      text_len: text.length,
-      tool_name: utf8(m.toolName ?? null),
-      tool_args_json: args,
-    };
-  });
+  const array = list.map((m) => messageFields(m, T.sizes.clarity_message));
   return { array, n: array.length };
+}
+
+// The fields clarity_message and clarity_ctx_message share, from {role,
+// text, toolName, toolArgs}; toolArgs that cannot be serialized are left out.
+function messageFields(m, structSize) {
+  const text = bytes(m.text ?? "");
+  let args = m.toolArgs ?? null;
+  if (args != null && typeof args !== "string") {
+    try {
+      args = JSON.stringify(args);
+    } catch {
+      args = null;
+    }
+  }
+  return {
+    struct_size: structSize,
+    role: utf8(m.role ?? "user"),
+    text,
+    text_len: text.length,
+    tool_name: utf8(m.toolName ?? null),
+    tool_args_json: args,
+  };
 }
 
 // koffi unloads (dlclose) a library when its handle is garbage-collected,
@@ -545,28 +548,12 @@ export function openClarity({ koffi, libraryPath, config, log }) {
     // toolArgs, toolCallId, tokens}].
     assemble({ session, messages, tokenBudget = 0, currentTurnStart = null, mayDrop = false }) {
       const list = Array.isArray(messages) ? messages : [];
-      const array = list.map((m) => {
-        const text = bytes(m.text ?? "");
-        let args = m.toolArgs ?? null;
-        if (args != null && typeof args !== "string") {
-          try {
-            args = JSON.stringify(args);
-          } catch {
-            args = null;
-          }
-        }
-        return {
-          struct_size: T.sizes.clarity_ctx_message,
-          id: String(m.id),
-          role: utf8(m.role ?? "user"),
-          text,
-          text_len: text.length,
-          tool_name: utf8(m.toolName ?? null),
-          tool_args_json: args,
-          tool_call_id: utf8(m.toolCallId ?? null),
-          tokens: Number.isFinite(m.tokens) && m.tokens >= 0 ? Math.trunc(m.tokens) : -1,
-        };
-      });
+      const array = list.map((m) => ({
+        ...messageFields(m, T.sizes.clarity_ctx_message),
+        id: String(m.id),
+        tool_call_id: utf8(m.toolCallId ?? null),
+        tokens: Number.isFinite(m.tokens) && m.tokens >= 0 ? Math.trunc(m.tokens) : -1,
+      }));
       const budget = Number.isFinite(tokenBudget) && tokenBudget > 0 ? Math.trunc(tokenBudget) : 0;
       const r = event("assemble", EVENT.ASSEMBLE, {
         struct_size: T.sizes.clarity_assemble,
