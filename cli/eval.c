@@ -43,8 +43,8 @@ static void run_error(eval_run *run, const char *session, const char *fmt, const
     fputc('\n', stderr);
 }
 
-/* The session's items now (clarity.getScores).  Returns 0, or -1
- * (reported). */
+/* The session's items now (clarity.getScores; none when clarity has not
+ * made the session: nothing was tracked yet).  Returns 0, or -1 (reported). */
 static int snapshot(eval_run *run, const char *session, int64_t turn, ev_snap *snap)
 {
     json_t *params = json_pack("{s:s}", "session", session);
@@ -53,6 +53,14 @@ static int snapshot(eval_run *run, const char *session, int64_t turn, ev_snap *s
     clarity_result res;
     int rc = p ? loader_rpc(&run->c->L, "clarity.getScores", p, &res) : CLARITY_ENOMEM;
     free(p);
+    if (rc == CLARITY_ENOTFOUND) { /* nothing tracked yet: no session made */
+        loader_release(&run->c->L, &res);
+        json_t *none = json_array();
+        int bad = !none || ev_snap_from_json(snap, turn, none) != 0;
+        json_decref(none);
+        if (bad) run->oom = 1;
+        return bad ? -1 : 0;
+    }
     if (rc != CLARITY_OK) {
         run_error(run, session, "clarity.getScores: %s", loader_errtext(&run->c->L, rc, &res));
         loader_release(&run->c->L, &res);
@@ -304,6 +312,112 @@ static char *default_cache(void)
     return NULL;
 }
 
+/* The columns' names: each config's file name, or "default".  Two columns
+ * of one name, or one named like a baseline, are refused. */
+static int column_names(cli *c, char **names, size_t ncfg)
+{
+    for (size_t i = 0; i < ncfg; i++) {
+        names[i] = c->n_configs ? config_name(c->configs[i]) : strdup("default");
+        if (!names[i]) return EXIT_FAIL;
+        int clash = strcmp(names[i], "lru") == 0 || strcmp(names[i], "frequency") == 0;
+        for (size_t k = 0; k < i; k++) clash |= strcmp(names[k], names[i]) == 0;
+        if (clash) {
+            fprintf(stderr, "clarity: eval: two columns named \"%s\" (%s); rename the config file\n",
+                    names[i], c->configs[i]);
+            return EXIT_USAGE;
+        }
+    }
+    return EXIT_OK;
+}
+
+/* --repos: the sessions' repositories, read from the corpus's meta lines. */
+static int open_repos(cli *c, const char *path, evr **repos, char **cache)
+{
+    *cache = c->repo_cache ? strdup(c->repo_cache) : default_cache();
+    *repos = *cache ? evr_new(c->repos, *cache) : NULL;
+    if (!*repos || evr_scan(*repos, path) != 0) {
+        fprintf(stderr, "clarity: eval --repos: cannot read the sessions' repositories from %s\n", path);
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
+
+/* One replay of the corpus per config.  *partial is set when lines were
+ * refused but the rest ran. */
+static int run_columns(cli *c, const char *path, eval_run *runs, char **names, size_t ncfg,
+                       evr *repos, int *partial)
+{
+    int progress = isatty(STDERR_FILENO), ex = EXIT_OK;
+    size_t per = progress ? replay_count_sessions(path, c->session) : 0;
+    for (size_t i = 0; i < ncfg && ex == EXIT_OK; i++) {
+        ev_session_init(&runs[i].cur);
+        ev_acc_init(&runs[i].acc);
+        char label[200];
+        snprintf(label, sizeof label, "sessions [%s]", names[i]);
+        runs[i].repos = repos;
+        replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta,
+                              .on_session_end = on_session_end, .on_block = on_block,
+                              .workspace = repos ? workspace_of : NULL,
+                              .on_assembled = c->budget_abs > 0 || c->budget_frac > 0 ? on_assembled : NULL,
+                              .progress = progress,
+                              .done_before = per * i, .total = per * ncfg, .label = label};
+        int rc = run_column(c, path, c->n_configs ? c->configs[i] : NULL, names[i], &hooks,
+                            &runs[i]);
+        if (rc == EXIT_INTERRUPTED || cli_stop) ex = EXIT_INTERRUPTED;
+        else if (rc != EXIT_OK && (runs[i].oom || runs[i].sessions == 0)) ex = rc;
+        else if (rc != EXIT_OK) *partial = rc; /* bad lines: report them, still show the rest */
+    }
+    if (progress && per) fputs("\r\033[K", stderr);
+    return ex;
+}
+
+/* The relevance table (or JSON, or HTML): each config, then the baselines
+ * as the first config's replay saw them. */
+static int metrics_report(cli *c, const char *path, eval_run *runs, char **names, size_t ncfg,
+                          eval_column *cols, const evr *repos)
+{
+    int ex = EXIT_OK;
+    eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2,
+                       repos ? (long)evr_prepared(repos) : -1};
+    for (size_t i = 0; i < ncfg; i++) {
+        cols[i].name = names[i];
+        ev_acc_metrics(&runs[i].acc, EV_CLARITY, &cols[i].m);
+    }
+    for (int b = EV_LRU; b <= EV_FREQ; b++) {
+        eval_column *col = &cols[ncfg + (size_t)(b - EV_LRU)];
+        col->name = ev_rank_names[b];
+        col->baseline = 1;
+        ev_acc_metrics(&runs[0].acc, b, &col->m);
+        for (size_t i = 1; i < ncfg; i++) {
+            ev_metrics other;
+            ev_acc_metrics(&runs[i].acc, b, &other);
+            if (!same_metrics(&other, &col->m))
+                fprintf(stderr, "clarity: eval: note: the %s baseline differs under config %s "
+                        "(its extraction differs); the table shows it for %s\n",
+                        col->name, names[i], names[0]);
+        }
+    }
+    if (c->json) {
+        json_t *j = eval_report_json(&rep);
+        char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+        if (s) puts(s);
+        else ex = EXIT_FAIL;
+        free(s);
+        json_decref(j);
+    } else {
+        eval_report_print(stdout, &rep);
+    }
+    if (c->html_path) {
+        if (eval_report_html(&rep, c->html_path) != 0) {
+            fprintf(stderr, "clarity: %s: %s\n", c->html_path, strerror(errno));
+            ex = EXIT_FAIL;
+        } else if (!c->json) {
+            printf("\nHTML report: %s\n", c->html_path);
+        }
+    }
+    return ex;
+}
+
 int cli_eval(cli *c, const char *path)
 {
     if (strcmp(path, "-") == 0) {
@@ -322,105 +436,22 @@ int cli_eval(cli *c, const char *path)
     eval_column *cols = calloc(ncfg + 2, sizeof *cols);
     char **names = calloc(ncfg, sizeof *names);
     eval_run *runs = calloc(ncfg, sizeof *runs);
-    int ex = cols && names && runs ? EXIT_OK : EXIT_FAIL;
-    for (size_t i = 0; i < ncfg && ex == EXIT_OK; i++) {
-        names[i] = c->n_configs ? config_name(c->configs[i]) : strdup("default");
-        if (!names[i]) {
-            ex = EXIT_FAIL;
-            break;
-        }
-        int clash = strcmp(names[i], "lru") == 0 || strcmp(names[i], "frequency") == 0;
-        for (size_t k = 0; k < i; k++) clash |= strcmp(names[k], names[i]) == 0;
-        if (clash) {
-            fprintf(stderr, "clarity: eval: two columns named \"%s\" (%s); rename the config file\n",
-                    names[i], c->configs[i]);
-            ex = EXIT_USAGE;
-        }
-    }
-
+    int ex = cols && names && runs ? EXIT_OK : EXIT_FAIL, partial = EXIT_OK;
     evr *repos = NULL;
     char *cache = NULL;
-    if (ex == EXIT_OK && c->repos) {
-        cache = c->repo_cache ? strdup(c->repo_cache) : default_cache();
-        repos = cache ? evr_new(c->repos, cache) : NULL;
-        if (!repos || evr_scan(repos, path) != 0) {
-            fprintf(stderr, "clarity: eval --repos: cannot read the sessions' repositories from %s\n", path);
-            ex = EXIT_FAIL;
-        }
-    }
-
-    size_t per = 0;
-    int partial = EXIT_OK;
-    int progress = isatty(STDERR_FILENO);
-    if (ex == EXIT_OK && progress) per = replay_count_sessions(path, c->session);
-    for (size_t i = 0; i < ncfg && ex == EXIT_OK; i++) {
-        ev_session_init(&runs[i].cur);
-        ev_acc_init(&runs[i].acc);
-        char label[200];
-        snprintf(label, sizeof label, "sessions [%s]", names[i]);
-        runs[i].repos = repos;
-        replay_hooks hooks = {.on_turn = on_turn, .on_meta = on_meta,
-                              .on_session_end = on_session_end, .on_block = on_block,
-                              .workspace = repos ? workspace_of : NULL,
-                              .on_assembled = c->budget_abs > 0 || c->budget_frac > 0 ? on_assembled : NULL,
-                              .progress = progress,
-                              .done_before = per * i, .total = per * ncfg, .label = label};
-        int rc = run_column(c, path, c->n_configs ? c->configs[i] : NULL, names[i], &hooks,
-                            &runs[i]);
-        if (rc == EXIT_INTERRUPTED || cli_stop) ex = EXIT_INTERRUPTED;
-        else if (rc != EXIT_OK && (runs[i].oom || runs[i].sessions == 0)) ex = rc;
-        else if (rc != EXIT_OK) partial = rc; /* bad lines: report them, still show the rest */
-    }
-    if (progress && per) fputs("\r\033[K", stderr);
-
+    if (ex == EXIT_OK) ex = column_names(c, names, ncfg);
+    if (ex == EXIT_OK && c->repos) ex = open_repos(c, path, &repos, &cache);
+    if (ex == EXIT_OK) ex = run_columns(c, path, runs, names, ncfg, repos, &partial);
     if (ex == EXIT_OK && (c->budget_abs > 0 || c->budget_frac > 0)) {
         ex = budget_report(c, path, runs, names, ncfg);
         if (ex == EXIT_OK && c->html_path) {
             ex = budget_sweep(c, path, c->n_configs ? c->configs[0] : NULL, names[0]);
             if (ex == EXIT_OK && !c->json) printf("\nHTML report: %s\n", c->html_path);
         }
-        if (ex == EXIT_OK) ex = partial;
     } else if (ex == EXIT_OK) {
-        eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2,
-                           repos ? (long)evr_prepared(repos) : -1};
-        for (size_t i = 0; i < ncfg; i++) {
-            cols[i].name = names[i];
-            ev_acc_metrics(&runs[i].acc, EV_CLARITY, &cols[i].m);
-        }
-        for (int b = EV_LRU; b <= EV_FREQ; b++) {
-            eval_column *col = &cols[ncfg + (size_t)(b - EV_LRU)];
-            col->name = ev_rank_names[b];
-            col->baseline = 1;
-            ev_acc_metrics(&runs[0].acc, b, &col->m);
-            for (size_t i = 1; i < ncfg; i++) {
-                ev_metrics other;
-                ev_acc_metrics(&runs[i].acc, b, &other);
-                if (!same_metrics(&other, &col->m))
-                    fprintf(stderr, "clarity: eval: note: the %s baseline differs under config %s "
-                            "(its extraction differs); the table shows it for %s\n",
-                            col->name, names[i], names[0]);
-            }
-        }
-        if (c->json) {
-            json_t *j = eval_report_json(&rep);
-            char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
-            if (s) puts(s);
-            else ex = EXIT_FAIL;
-            free(s);
-            json_decref(j);
-        } else {
-            eval_report_print(stdout, &rep);
-        }
-        if (c->html_path) {
-            if (eval_report_html(&rep, c->html_path) != 0) {
-                fprintf(stderr, "clarity: %s: %s\n", c->html_path, strerror(errno));
-                ex = EXIT_FAIL;
-            } else if (!c->json) {
-                printf("\nHTML report: %s\n", c->html_path);
-            }
-        }
-        if (ex == EXIT_OK) ex = partial;
+        ex = metrics_report(c, path, runs, names, ncfg, cols, repos);
     }
+    if (ex == EXIT_OK) ex = partial;
     for (size_t i = 0; runs && i < ncfg; i++) {
         ev_session_free(&runs[i].cur);
         ev_acc_free(&runs[i].acc);

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../cli/evalbudget.h"
 #include "../cli/evalmetrics.h"
 #include "clihelp.h"
+#include "gitrepo.h"
 #include "runproc.h"
 
 #define FIX "tests/fixtures/eval/"
@@ -439,6 +441,85 @@ Test(eval_cli, gold_in_the_first_block)
     cr_expect(fabs(json_number_value(mrr) - 0.75) < 1e-9, "mrr %g", json_number_value(mrr));
     json_decref(j);
     runproc_free(&r);
+}
+
+/* The HEAD commit of dir into out (41 bytes). */
+static void head_of(const char *dir, char out[41])
+{
+    char *file = runproc_join(dir, ".head");
+    cr_assert_eq(gitrepo_sh(dir, "git rev-parse HEAD > .head"), 0);
+    FILE *f = fopen(file, "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(out, 41, f));
+    fclose(f);
+    unlink(file);
+    free(file);
+}
+
+/* --repos: a session naming its repository and base commit replays in a
+ * clone at that commit with the code graph built, so its first block
+ * names the file the issue points at among the likely edit targets, which
+ * no baseline can (nothing is tracked before the agent works). */
+Test(eval_cli, repos_replay_each_session_at_its_commit)
+{
+    char *repos = runproc_join(tmpdir, "repos"), *src = runproc_join(repos, "acme/widget");
+    char *cache = runproc_join(tmpdir, "cache"), *corpus = runproc_join(tmpdir, "swe.jsonl");
+    cr_assert_eq(gitrepo_sh(tmpdir, "mkdir -p repos/acme/widget && cd repos/acme/widget && git init -q ."), 0);
+    cr_assert_eq(gitrepo_write(src, "widget/session.py",
+                               "class SessionStore:\n    def login(self):\n        pass\n"), 0);
+    cr_assert_eq(gitrepo_write(src, "widget/pool.py", "def connect():\n    pass\n"), 0);
+    cr_assert_eq(gitrepo_write(src, "widget/render.py", "def draw_table(rows):\n    return rows\n"), 0);
+    cr_assert_eq(gitrepo_commit(src, 1700000000, "init"), 0);
+    char c1[41], c2[41];
+    head_of(src, c1);
+    cr_assert_eq(gitrepo_write(src, "widget/pool.py", "def connect():\n    pass\n\ndef pool_size():\n    return 3\n"), 0);
+    cr_assert_eq(gitrepo_commit(src, 1700000100, "pool size"), 0);
+    head_of(src, c2);
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"session\":\"a\",\"turn\":1,\"role\":\"user\",\"text\":\"login fails in the session store\"}\n"
+             "{\"session\":\"a\",\"meta\":{\"repo\":\"acme/widget\",\"base_commit\":\"%s\","
+             "\"gold_files\":[\"widget/session.py\"],\"first_edit_turn\":2,\"n_turns\":1}}\n"
+             "{\"session\":\"b\",\"turn\":1,\"role\":\"user\",\"text\":\"the pool size is wrong when we connect\"}\n"
+             "{\"session\":\"b\",\"meta\":{\"repo\":\"acme/widget\",\"base_commit\":\"%s\","
+             "\"gold_files\":[\"widget/pool.py\"],\"first_edit_turn\":2,\"n_turns\":1}}\n"
+             "{\"session\":\"c\",\"turn\":1,\"role\":\"user\",\"text\":\"draw_table drops rows\"}\n"
+             "{\"session\":\"c\",\"meta\":{\"repo\":\"acme/gone\",\"base_commit\":\"%s\","
+             "\"gold_files\":[\"widget/render.py\"],\"first_edit_turn\":2,\"n_turns\":1}}\n",
+             c1, c2, c1);
+    cr_assert_eq(runproc_write_file(corpus, text), 0);
+    runproc_result r;
+    run_cli(&r, "eval", corpus, "--repos", repos, "--repo-cache", cache, "--json", NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    /* c's repository is not there: said, and c runs without one */
+    cr_expect_not_null(strstr(r.err, "session c runs without a repository: no repository acme/gone"), "%s", r.err);
+    json_t *j = json_loadb(r.out, r.out_len, 0, NULL);
+    cr_assert_not_null(j, "not JSON: %s", r.out);
+    json_t *def = json_object_get(json_object_get(j, "configs"), "default");
+    json_t *lru = json_object_get(json_object_get(j, "baselines"), "lru");
+    /* a and b find their gold file among the targets, c cannot: 2 of 3 */
+    cr_expect(fabs(json_number_value(json_object_get(def, "gold_in_block_turn1")) - 2.0 / 3) < 1e-9,
+              "%s", r.out);
+    cr_expect(fabs(json_number_value(json_object_get(lru, "gold_in_block_turn1"))) < 1e-9, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(j, "with_repo")), 2, "%s", r.out);
+    json_decref(j);
+    /* each commit has its clone and graph, checked out at that commit */
+    char path[4400];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/acme+widget/%s/.clarity/graph.db", cache, i ? c2 : c1);
+        struct stat st;
+        cr_expect_eq(stat(path, &st), 0, "no %s", path);
+    }
+    snprintf(path, sizeof path, "%s/acme+widget/%s/widget/pool.py", cache, c1);
+    struct stat st;
+    cr_expect_eq(stat(path, &st), 0);
+    runproc_free(&r);
+    /* a second run reuses the clones and graphs */
+    run_cli(&r, "eval", corpus, "--repos", repos, "--repo-cache", cache, NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    cr_expect_not_null(strstr(r.out, "2 of 3 sessions ran in their repository at its base commit"), "%s", r.out);
+    runproc_free(&r);
+    free(repos), free(src), free(cache), free(corpus);
 }
 
 Test(eval_cli, table_and_html_report)
