@@ -252,7 +252,7 @@ static int parse_tools(pctx *p, const char *path, json_t *arr)
 
 static int parse_custom(pctx *p, const char *path, json_t *arr)
 {
-    static const char *const reserved[] = {"tool", "file", "keyword", "project"};
+    static const char *const reserved[] = {"tool", "file", "keyword", "project", "test"};
     clarity_config *c = p->cfg;
     if (!json_is_array(arr)) return fail_type(p, path, "an array", arr);
     size_t n = json_array_size(arr);
@@ -504,6 +504,11 @@ static const cfg_entry settings[] = {
     INT("toolOutput.maxChars", tool_output.max_chars, 20000, 1000, 100000000, 0),
     INT("toolOutput.headLines", tool_output.head_lines, 40, 0, 100000, 0),
     INT("toolOutput.tailLines", tool_output.tail_lines, 40, 0, 100000, 0),
+    BOOL("progress.enabled", progress.enabled, 1),
+    NUM("progress.emaAlpha", progress.ema_alpha, 0.3, 0, 1, CF_LO_EXCL),
+    INT("progress.streakRuns", progress.streak_runs, 3, 1, 1000, 0),
+    INT("progress.historyRuns", progress.history_runs, 20, 1, 200, 0),
+    INT("progress.blockNames", progress.block_names, 3, 0, 16, 0),
 };
 
 const cfg_entry *config_table(size_t *n)

@@ -97,6 +97,14 @@ typedef struct clarity_config {
         int max_chars;
         int head_lines, tail_lines;
     } tool_output;
+    /* Test runs recognised in tool outputs (engine/progress.c). */
+    struct {
+        int enabled;
+        double ema_alpha; /* weight of the newest pass fraction in the moving average */
+        int streak_runs;  /* "no improvement in N runs" from this many */
+        int history_runs; /* runs kept per session */
+        int block_names;  /* failing names the block line shows */
+    } progress;
 } clarity_config;
 
 /* ---- the table of settings (config.c) ---- */

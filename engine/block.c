@@ -1,11 +1,13 @@
-/* block.c: the [CLARITY CONTEXT] block: the best-scored items, the
- * likely edit targets, the kept items a compaction summary lost. */
+/* block.c: the [CLARITY CONTEXT] block: the progress signal, the
+ * best-scored items, the likely edit targets, the kept items a compaction
+ * summary lost. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compact.h"
 #include "engine.h"
+#include "progress.h"
 
 typedef struct top_entry {
     item *it;
@@ -22,7 +24,8 @@ void block_write(engine *e, session *s, buf *out)
 {
     const clarity_config *c = &e->cfg;
     size_t k = (size_t)c->context.max_items;
-    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) return;
+    int with_progress = s->progress && e->cfg.progress.enabled;
+    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress) return;
     top_entry stack_top[32];
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
@@ -44,11 +47,15 @@ void block_write(engine *e, session *s, buf *out)
         }
         top[pos] = cand;
     }
-    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0) goto done;
+    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
     buf_puts(out, BLOCK_OPEN "\n");
     size_t closing = sizeof(BLOCK_CLOSE "\n") - 1;
+    /* the progress signal first: it is short, and it is what an agent in a
+     * loop most needs to read */
+    if (with_progress && budget > out->len - start + closing)
+        progress_block_lines(e, s, out, budget - (out->len - start) - closing);
     char line[512];
     for (size_t i = 0; i < n; i++) {
         const char *mark = top[i].score >= c->context.high_score  ? "\xE2\x97\x8F" /* ● */

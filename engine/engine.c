@@ -2,6 +2,7 @@
 #include "../util/errors.h"
 #include "assemble.h"
 #include "compact.h"
+#include "progress.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -78,6 +79,7 @@ static void session_free(session *s)
     predict_clear(s);
     asm_state_free(s->asm_);
     compact_reinject_clear(s);
+    progress_free(s->progress);
     tracker_free(&s->t);
     pthread_mutex_destroy(&s->mu);
     free(s->id);

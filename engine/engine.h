@@ -46,6 +46,7 @@ typedef struct session {
     char **reinject;
     size_t n_reinject;
     int reinject_shown;
+    struct progress *progress; /* test runs (progress.c); NULL until the first; stored in the meta */
     UT_hash_handle hh;
 } session;
 

@@ -7,6 +7,7 @@
 #include "assemble.h"
 #include "engine.h"
 #include "compact.h"
+#include "progress.h"
 
 
 static char *errf(const char *fmt, const char *a, unsigned long long n, unsigned long long m)
@@ -14,6 +15,13 @@ static char *errf(const char *fmt, const char *a, unsigned long long n, unsigned
     char b[256];
     snprintf(b, sizeof b, fmt, a, n, m);
     return strdup(b);
+}
+
+/* Roles hosts give a tool's output. */
+static int tool_output_role(const char *role)
+{
+    return role && (strcmp(role, "tool") == 0 || strcmp(role, "toolResult") == 0 ||
+                    strcmp(role, "tool_result") == 0 || strcmp(role, "function") == 0);
 }
 
 /* The text without clarity's own blocks.  Copies only when a block is
@@ -174,9 +182,22 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
         return CLARITY_OK;
     }
     ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
+    char *command = NULL; /* what the latest tool call ran (progress.c) */
     for (size_t i = 0; e->cfg.enabled && i < n && !r.oom; i++) {
         const clarity_message *m = &msgs[i];
+        if (tool_output_role(m->role)) {
+            int rec;
+            if (progress_output(e, s, s->t.current_turn, command, m->text, m->text ? m->text_len : 0,
+                                &rec) != CLARITY_OK)
+                r.oom = 1;
+            continue;
+        }
         if (!m->role || strcmp(m->role, "assistant") != 0) continue;
+        if (e->cfg.progress.enabled && CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_name) {
+            if (progress_is_edit(m->tool_name, m->tool_args_json)) progress_note_edit(s);
+            free(command);
+            command = progress_command(m->tool_name, m->tool_args_json);
+        }
         if (m->text && m->text_len) {
             buf clean;
             buf_init(&clean);
@@ -201,6 +222,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
             on_candidate(&r, id, CAT_TOOL);
         }
     }
+    free(command);
     if (r.oom) rc = CLARITY_ENOMEM;
     engine_enforce_cap(e, s);
     if (s->reinject_shown) {

@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "compact.h"
+#include "progress.h"
 
 #define PERSIST_VERSION 1
 
@@ -263,6 +264,10 @@ int persist_load(engine *e, session *s)
     json_array_foreach(json_object_get(re, "ids"), ki, kv)
         if (json_is_string(kv) && compact_reinject_add(s, json_string_value(kv)) != CLARITY_OK) break;
     s->reinject_shown = s->n_reinject && json_is_true(json_object_get(re, "shown"));
+    char *perr = NULL;
+    if (progress_load(e, s, json_object_get(meta, "progress"), &perr) == CLARITY_ESTORE)
+        engine_log(e, CLARITY_LOG_ERROR, "clarity: %s: %s (the test-run history is dropped)", where, perr);
+    free(perr);
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     free(s->workspace);
     s->workspace = ws ? strdup(ws) : NULL;
@@ -304,6 +309,10 @@ static int put_meta(engine *e, session *s, buf *b)
             buf_json_str(b, s->reinject[i], strlen(s->reinject[i]));
         }
         buf_printf(b, "],\"shown\":%s}", s->reinject_shown ? "true" : "false");
+    }
+    if (s->progress) {
+        buf_puts(b, ",\"progress\":");
+        progress_json(s, 0, b);
     }
     buf_putc(b, '}');
     if (buf_failed(b)) return CLARITY_ENOMEM;

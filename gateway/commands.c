@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../engine/assemble.h"
+#include "../engine/progress.h"
 #include "gateway.h"
 
 static const char help_text[] =
@@ -12,6 +13,7 @@ static const char help_text[] =
     "  /clarity                     status and top items\n"
     "  /clarity scores [N]          score table (id, category, score, breakdown)\n"
     "  /clarity context             what the last assembly elided, and why\n"
+    "  /clarity progress            the test runs seen, their trend and streak\n"
     "  /clarity anchor <item> [-- reason]  always keep <item> in context\n"
     "  /clarity unanchor <item>     remove the anchor\n"
     "  /clarity tier <item> <essential|high|normal|low>\n"
@@ -43,7 +45,7 @@ static void status(engine *e, session *s, buf *out)
         buf_printf(out, "  %s%s  %.1f  (%lld mentions, %lld references)\n",
                    v[i].it->anchored ? "\xE2\x9A\x93 " : "", v[i].it->id, v[i].b.score,
                    (long long)v[i].it->mention_count, (long long)v[i].it->reference_count);
-    buf_puts(out, "Commands: scores, context, anchor <item>, unanchor <item>, tier, prune, stats, config, help\n");
+    buf_puts(out, "Commands: scores, context, progress, anchor <item>, unanchor <item>, tier, prune, stats, config, help\n");
     free(v);
 }
 
@@ -226,7 +228,7 @@ int gateway_command(engine *e, const char *session_id, const char *line, buf *ou
         goto done;
     }
     static const char *const known[] = {"", "scores", "anchor", "unanchor", "tier", "prune", "stats",
-                                        "context"};
+                                        "context", "progress"};
     int ok = 0;
     for (size_t i = 0; i < sizeof known / sizeof *known; i++) ok |= strcmp(p, known[i]) == 0;
     if (!ok) {
@@ -250,6 +252,7 @@ int gateway_command(engine *e, const char *session_id, const char *line, buf *ou
     else if (strcmp(p, "scores") == 0) scores(e, s, limit, out);
     else if (strcmp(p, "stats") == 0) stats(e, s, out);
     else if (strcmp(p, "context") == 0) assemble_report_text(s, out);
+    else if (strcmp(p, "progress") == 0) progress_text(e, s, out);
     else if (strcmp(p, "anchor") == 0) rc = anchor_cmd(e, s, arg, 1, out, err);
     else if (strcmp(p, "unanchor") == 0) rc = anchor_cmd(e, s, arg, 0, out, err);
     else if (strcmp(p, "tier") == 0) rc = tier_cmd(e, s, arg, out, err);

@@ -6,6 +6,7 @@
 
 #include "../engine/assemble.h"
 #include "../engine/compact.h"
+#include "../engine/progress.h"
 #include "../engine/trim.h"
 #include "gateway.h"
 
@@ -120,6 +121,17 @@ static int m_context(rpc_call *c)
     buf_putc(c->out, '}');
     engine_release(c->e, s);
     return CLARITY_OK;
+}
+
+/* clarity.progress: the session's test runs and their trend. */
+static int m_progress(rpc_call *c)
+{
+    session *s;
+    int rc = with_session(c, 0, &s);
+    if (rc != CLARITY_OK) return rc;
+    rc = progress_json(s, 1, c->out);
+    engine_release(c->e, s);
+    return rc == CLARITY_OK ? rc : fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
 }
 
 /* An optional integer param in [lo, hi]; *out keeps its default when absent. */
@@ -476,7 +488,7 @@ static const method methods[] = {
     {"clarity.predict", 0, m_predict},        {"clarity.graphBuild", 0, m_graph_build},
     {"clarity.graphStatus", 0, m_graph_status}, {"clarity.context", 1, m_context},
     {"clarity.keepList", 1, m_keep_list},     {"clarity.compacted", 1, m_compacted},
-    {"clarity.trimOutput", 0, m_trim_output},
+    {"clarity.trimOutput", 0, m_trim_output}, {"clarity.progress", 1, m_progress},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

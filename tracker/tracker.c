@@ -7,7 +7,7 @@
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(obj) (t->oom = 1)
 
-static const char *const cat_names[CAT__COUNT] = {"project", "tool", "file", "keyword", "custom"};
+static const char *const cat_names[CAT__COUNT] = {"project", "tool", "file", "keyword", "custom", "test"};
 static const char *const tier_names[TIER__COUNT] = {"essential", "high", "normal", "low"};
 
 void tracker_init(tracker *t, int history_length)
@@ -95,6 +95,7 @@ int tracker_category_of_id(const char *id)
     if (strncmp(id, "tool:", 5) == 0) return CAT_TOOL;
     if (strncmp(id, "file:", 5) == 0) return CAT_FILE;
     if (strncmp(id, "keyword:", 8) == 0) return CAT_KEYWORD;
+    if (strncmp(id, "test:", 5) == 0) return CAT_TEST;
     return strchr(id, ':') ? CAT_CUSTOM : CAT_PROJECT;
 }
 

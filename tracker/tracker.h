@@ -17,7 +17,8 @@
 
 #include "../util/namefilter.h"
 
-enum item_category { CAT_PROJECT = 0, CAT_TOOL, CAT_FILE, CAT_KEYWORD, CAT_CUSTOM, CAT__COUNT };
+/* Stored as numbers: new categories go at the end. */
+enum item_category { CAT_PROJECT = 0, CAT_TOOL, CAT_FILE, CAT_KEYWORD, CAT_CUSTOM, CAT_TEST, CAT__COUNT };
 enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COUNT };
 
 #define ITEM_HISTORY_MAX 32 /* hard bound of the per-item mention history ring */

@@ -1,0 +1,434 @@
+/* testrun.c: test runners' summary lines and failing test names (testrun.h).
+ *
+ * One pass over the lines; each line is cleaned (colours and carriage
+ * returns dropped, at most LINE_MAX bytes kept: summary lines are short)
+ * and tried against each runner's shapes.  A summary is a line made only
+ * of "N word" counts with the runner's own words and separators, so prose
+ * that happens to say "2 passed" is not one.
+ */
+#include "testrun.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE_MAX 1024
+#define MAX_PAIRS 12
+
+typedef struct pair {
+    int64_t n;
+    char word[16];
+} pair;
+
+typedef struct scan {
+    testrun *out;
+    int runner;       /* the first summary recognised decides the runner */
+    int64_t passed, failed, skipped;
+    int summaries;    /* cargo and go add several */
+    int64_t ut_ran;   /* unittest: "Ran N tests" seen (-1 when not) */
+    int mocha_failing; /* inside mocha's list of failures */
+    char mocha_name[TESTRUN_NAME_MAX]; /* "1) suite" + its lines up to one ending in ':' */
+    int mocha_open;
+    int go_tests;     /* "--- PASS/FAIL" lines: counted instead of packages */
+    int64_t go_pass, go_fail, go_pkg_ok, go_pkg_fail;
+} scan;
+
+const char *testrun_runner_name(int runner)
+{
+    static const char *const names[] = {"none", "pytest", "unittest", "jest", "vitest",
+                                        "go",   "cargo",  "mocha",    "plain"};
+    return runner >= 0 && runner <= TR_PLAIN ? names[runner] : "none";
+}
+
+/* The line without ANSI escape sequences and carriage returns. */
+static size_t clean_line(const char *p, size_t n, char *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < LINE_MAX - 1; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == 0x1b) { /* CSI: ESC [ params final-byte; other escapes: 2 bytes */
+            if (i + 1 < n && p[i + 1] == '[') {
+                i += 2;
+                while (i < n && !((unsigned char)p[i] >= 0x40 && (unsigned char)p[i] <= 0x7e)) i++;
+            } else {
+                i++;
+            }
+            continue;
+        }
+        if (c == '\r' || c == '\0') continue;
+        out[k++] = (char)c;
+    }
+    while (k && (out[k - 1] == ' ' || out[k - 1] == '\t')) k--;
+    out[k] = '\0';
+    return k;
+}
+
+static const char *skip_ws(const char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    return s;
+}
+
+static int starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+static int64_t num(const char **s)
+{
+    int64_t v = 0;
+    while (isdigit((unsigned char)**s)) {
+        if (v < INT64_MAX / 10 - 10) v = v * 10 + (**s - '0');
+        (*s)++;
+    }
+    return v;
+}
+
+/* "N word" pairs separated by any of seps (and spaces) up to end, stopping
+ * at stop (when given).  Returns the count, or -1 when anything else is
+ * there or a word is not in words (a space-separated list). */
+static int pairs_of(const char *s, const char *end, const char *seps, const char *words, pair *out)
+{
+    int n = 0;
+    for (;;) {
+        while (s < end && (*s == ' ' || *s == '\t' || strchr(seps, *s))) s++;
+        if (s >= end) break;
+        if (!isdigit((unsigned char)*s) || n == MAX_PAIRS) return -1;
+        out[n].n = num(&s);
+        if (s >= end || *s != ' ') return -1;
+        s++;
+        size_t w = 0;
+        while (s + w < end && isalpha((unsigned char)s[w])) w++;
+        if (w == 0 || w >= sizeof out[n].word) return -1;
+        memcpy(out[n].word, s, w);
+        out[n].word[w] = '\0';
+        s += w;
+        const char *hit = strstr(words, out[n].word);
+        if (!hit || (hit != words && hit[-1] != ' ') || (hit[w] != ' ' && hit[w] != '\0')) return -1;
+        n++;
+    }
+    return n;
+}
+
+static int64_t count_of(const pair *p, int n, const char *word)
+{
+    int64_t v = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(p[i].word, word) == 0) v += p[i].n;
+    return v;
+}
+
+static int has(const pair *p, int n, const char *word)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(p[i].word, word) == 0) return 1;
+    return 0;
+}
+
+static void add_name(scan *sc, const char *name, size_t len)
+{
+    testrun *o = sc->out;
+    while (len && (name[len - 1] == ' ' || name[len - 1] == ':')) len--;
+    if (len == 0 || o->n_failing == TESTRUN_MAX_FAILING) return;
+    if (len >= TESTRUN_NAME_MAX) len = TESTRUN_NAME_MAX - 1;
+    while (len && ((unsigned char)name[len] & 0xC0) == 0x80) len--; /* whole UTF-8 characters */
+    for (size_t i = 0; i < o->n_failing; i++)
+        if (strncmp(o->failing[i], name, len) == 0 && o->failing[i][len] == '\0') return;
+    memcpy(o->failing[o->n_failing], name, len);
+    o->failing[o->n_failing][len] = '\0';
+    o->n_failing++;
+}
+
+static void summary(scan *sc, int runner, int64_t passed, int64_t failed, int64_t skipped)
+{
+    if (sc->runner && sc->runner != runner) return; /* another runner's output came first */
+    sc->runner = runner;
+    sc->passed += passed;
+    sc->failed += failed;
+    sc->skipped += skipped;
+    sc->summaries++;
+}
+
+/* pytest: "==== 3 failed, 41 passed, 2 errors in 1.23s ====" (also -q's
+ * bare form, and "in 61.2s (0:01:01)"). */
+static int pytest_summary(scan *sc, const char *l)
+{
+    while (*l == '=' || *l == ' ') l++;
+    const char *in = strstr(l, " in ");
+    if (!in) return 0;
+    const char *t = in + 4;
+    if (!isdigit((unsigned char)*t)) return 0;
+    while (isdigit((unsigned char)*t) || *t == '.') t++;
+    if (*t != 's') return 0;
+    pair p[MAX_PAIRS];
+    int n = pairs_of(l, in, ",",
+                     "passed failed error errors skipped xfailed xpassed warning warnings deselected rerun",
+                     p);
+    if (n <= 0 || !(has(p, n, "passed") || has(p, n, "failed") || has(p, n, "error") || has(p, n, "errors")))
+        return 0;
+    summary(sc, TR_PYTEST, count_of(p, n, "passed") + count_of(p, n, "xfailed"),
+            count_of(p, n, "failed") + count_of(p, n, "error") + count_of(p, n, "errors") +
+                count_of(p, n, "xpassed"),
+            count_of(p, n, "skipped"));
+    return 1;
+}
+
+/* unittest: "Ran 44 tests in 0.1s", later "OK (skipped=1)" or
+ * "FAILED (failures=2, errors=1)". */
+static int unittest_line(scan *sc, const char *l)
+{
+    if (starts(l, "Ran ") && isdigit((unsigned char)l[4])) {
+        const char *s = l + 4;
+        int64_t n = num(&s);
+        if (starts(s, " tests in ") || starts(s, " test in ")) sc->ut_ran = n;
+        return 1;
+    }
+    if (sc->ut_ran < 0) return 0;
+    int64_t fail = 0, skip = 0;
+    const char *rest;
+    if (strcmp(l, "OK") == 0) rest = NULL;
+    else if (starts(l, "OK (")) rest = l + 4;
+    else if (starts(l, "FAILED (")) rest = l + 8;
+    else return 0;
+    for (const char *s = rest; s && *s && *s != ')';) { /* key=N, ... */
+        const char *eq = strchr(s, '=');
+        if (!eq) break;
+        const char *v = eq + 1;
+        int64_t k = num(&v);
+        if (starts(s, "failures=") || starts(s, "errors=") || starts(s, "unexpected successes=")) fail += k;
+        else if (starts(s, "skipped=")) skip += k;
+        s = v;
+        while (*s == ',' || *s == ' ') s++;
+    }
+    int64_t run = sc->ut_ran;
+    sc->ut_ran = -1;
+    summary(sc, TR_UNITTEST, run - fail - skip > 0 ? run - fail - skip : 0, fail, skip);
+    return 1;
+}
+
+/* Jest: "Tests:       3 failed, 41 passed, 44 total". */
+static int jest_summary(scan *sc, const char *l)
+{
+    if (!starts(l, "Tests:")) return 0;
+    pair p[MAX_PAIRS];
+    int n = pairs_of(l + 6, l + strlen(l), ",", "failed passed skipped todo pending total", p);
+    if (n <= 0 || !has(p, n, "total")) return 0;
+    summary(sc, TR_JEST, count_of(p, n, "passed"), count_of(p, n, "failed"),
+            count_of(p, n, "skipped") + count_of(p, n, "todo") + count_of(p, n, "pending"));
+    return 1;
+}
+
+/* Vitest: "Tests  3 failed | 41 passed (44)". */
+static int vitest_summary(scan *sc, const char *l)
+{
+    if (!starts(l, "Tests ") || l[strlen(l) - 1] != ')') return 0;
+    const char *open = strrchr(l, '(');
+    if (!open || !isdigit((unsigned char)open[1])) return 0;
+    pair p[MAX_PAIRS];
+    int n = pairs_of(l + 6, open, "|", "failed passed skipped todo", p);
+    if (n <= 0) return 0;
+    summary(sc, TR_VITEST, count_of(p, n, "passed"), count_of(p, n, "failed"),
+            count_of(p, n, "skipped") + count_of(p, n, "todo"));
+    return 1;
+}
+
+/* cargo: "test result: FAILED. 41 passed; 3 failed; 0 ignored; ..." (one
+ * per test binary: added up). */
+static int cargo_summary(scan *sc, const char *l)
+{
+    const char *s;
+    if (starts(l, "test result: ok.")) s = l + 16;
+    else if (starts(l, "test result: FAILED.")) s = l + 20;
+    else return 0;
+    /* "...; 0 measured; 0 filtered out; finished in 0.00s": counts up to
+     * the "filtered out" one */
+    const char *end = strstr(s, " filtered out");
+    if (!end) end = s + strlen(s);
+    while (end > s && end[-1] != ';') end--;
+    pair p[MAX_PAIRS];
+    int n = pairs_of(s, end, ";", "passed failed ignored measured", p);
+    if (n <= 0 || !has(p, n, "passed")) return 0;
+    summary(sc, TR_CARGO, count_of(p, n, "passed"), count_of(p, n, "failed"), count_of(p, n, "ignored"));
+    return 1;
+}
+
+/* Mocha writes a failure's title over several lines, the last ending in
+ * ':': "1) Array", "#indexOf()", "finds the first match:". */
+static void mocha_name(scan *sc, const char *part)
+{
+    size_t have = strlen(sc->mocha_name), n = strlen(part);
+    if (!sc->mocha_open) have = 0;
+    if (have && have + 1 < sizeof sc->mocha_name) sc->mocha_name[have++] = ' ';
+    if (have + n >= sizeof sc->mocha_name) n = sizeof sc->mocha_name - 1 - have;
+    memcpy(sc->mocha_name + have, part, n);
+    sc->mocha_name[have + n] = '\0';
+    sc->mocha_open = 1;
+    if (n && part[strlen(part) - 1] == ':') {
+        add_name(sc, sc->mocha_name, strlen(sc->mocha_name));
+        sc->mocha_open = 0;
+    }
+}
+
+/* Mocha: "41 passing (2s)", "3 failing", "2 pending". */
+static int mocha_line(scan *sc, const char *l)
+{
+    if (!isdigit((unsigned char)*l)) return 0;
+    const char *s = l;
+    int64_t n = num(&s);
+    if (starts(s, " passing (") && s[strlen(s) - 1] == ')') {
+        summary(sc, TR_MOCHA, n, 0, 0);
+        return 1;
+    }
+    if (sc->runner != TR_MOCHA) return 0;
+    if (strcmp(s, " failing") == 0) {
+        sc->failed += n;
+        sc->mocha_failing = 1;
+        return 1;
+    }
+    if (strcmp(s, " pending") == 0) {
+        sc->skipped += n;
+        return 1;
+    }
+    if (sc->mocha_failing && s[0] == ')' && s[1] == ' ') { /* "1) suite" */
+        mocha_name(sc, s + 2);
+        return 1;
+    }
+    return 0;
+}
+
+/* Go: "ok  \tpkg\t0.01s", "FAIL\tpkg\t0.02s", "--- FAIL: TestX (0.00s)". */
+static int go_line(scan *sc, const char *l, const char *trimmed)
+{
+    if (starts(trimmed, "--- FAIL: ") || starts(trimmed, "--- PASS: ")) {
+        int fail = trimmed[4] == 'F';
+        const char *name = trimmed + 10;
+        size_t k = strcspn(name, " (");
+        if (fail) add_name(sc, name, k);
+        if (trimmed == l) { /* top-level tests only; subtests are indented */
+            sc->go_tests = 1;
+            if (fail) sc->go_fail++;
+            else sc->go_pass++;
+        }
+        return 1;
+    }
+    int ok = starts(l, "ok ") || starts(l, "ok\t");
+    int fail = starts(l, "FAIL ") || starts(l, "FAIL\t");
+    if (!ok && !fail) return 0;
+    const char *s = skip_ws(l + (ok ? 2 : 4));
+    size_t pkg = strcspn(s, " \t");
+    if (pkg == 0 || s[pkg] == '\0') return 0;
+    const char *t = skip_ws(s + pkg);
+    int dur = isdigit((unsigned char)*t);
+    while (isdigit((unsigned char)*t) || *t == '.') t++;
+    if (!((dur && *t == 's') || starts(t, "(cached)") || starts(t, "[build failed]") ||
+          starts(t, "[setup failed]")))
+        return 0;
+    if (sc->runner && sc->runner != TR_GO) return 0;
+    sc->runner = TR_GO;
+    if (ok) sc->go_pkg_ok++;
+    else sc->go_pkg_fail++;
+    sc->summaries++;
+    return 1;
+}
+
+/* A line that is only "N passed" and "N failed" counts (",", ".", ";", "|"
+ * between them), after an optional "Label:". */
+static int plain_summary(scan *sc, const char *l)
+{
+    const char *colon = strchr(l, ':');
+    if (colon && colon - l < 24 && !isdigit((unsigned char)*l)) l = colon + 1;
+    pair p[MAX_PAIRS];
+    int n = pairs_of(l, l + strlen(l), ",.;|", "passed failed fail failures errors error skipped", p);
+    if (n <= 0 || !has(p, n, "passed") || !(has(p, n, "failed") || has(p, n, "fail"))) return 0;
+    summary(sc, TR_PLAIN, count_of(p, n, "passed"),
+            count_of(p, n, "failed") + count_of(p, n, "fail") + count_of(p, n, "failures") +
+                count_of(p, n, "errors") + count_of(p, n, "error"),
+            count_of(p, n, "skipped"));
+    return 1;
+}
+
+/* Failing names of pytest, unittest, cargo, Jest and Vitest. */
+static void failing_name(scan *sc, const char *l)
+{
+    const char *s = l;
+    if (starts(s, "* ") && (starts(s + 2, "FAILED ") || starts(s + 2, "ERROR ")) && !strstr(s, "::")) {
+        /* moatless's test tool: "* FAILED path name>" ("path>": the module) */
+        const char *path = strchr(s + 2, ' ') + 1, *sp = strchr(path, ' ');
+        size_t k = sp ? strlen(sp + 1) : 0;
+        if (k > 1 && sp[k] == '>' && !memchr(sp + 1, ' ', k)) add_name(sc, sp + 1, k - 1);
+        return;
+    }
+    if (starts(s, "* ")) s += 2;
+    if (starts(s, "FAILED ") || (starts(s, "ERROR ") && strstr(s, "::"))) {
+        s = strchr(s, ' ') + 1;
+        size_t k = strcspn(s, " ");
+        const char *last = s;
+        for (const char *c = s; c + 1 < s + k; c++)
+            if (c[0] == ':' && c[1] == ':') last = c + 2;
+        if (strstr(s, "::") && last < s + k) add_name(sc, last, (size_t)(s + k - last));
+        return;
+    }
+    if (starts(s, "FAIL: ") || starts(s, "ERROR: ")) { /* unittest */
+        s = strchr(s, ' ') + 1;
+        add_name(sc, s, strcspn(s, " "));
+        return;
+    }
+    if (starts(s, "test ")) { /* cargo: "test a::b ... FAILED" */
+        const char *dots = strstr(s, " ... FAILED");
+        if (dots && dots[11] == '\0') add_name(sc, s + 5, (size_t)(dots - s - 5));
+        return;
+    }
+    const char *t = skip_ws(s);
+    if (starts(t, "\xE2\x97\x8F ") && !strstr(t, "Test suite failed to run")) { /* Jest: "● a › b" */
+        add_name(sc, t + 4, strlen(t + 4));
+        return;
+    }
+    if (starts(t, "FAIL ") && strstr(t, " > ")) { /* Vitest: "FAIL  a.test.ts > suite > name" */
+        const char *last = t;
+        for (const char *c = t; (c = strstr(c, " > ")) != NULL; c += 3) last = c + 3;
+        add_name(sc, last, strlen(last));
+    }
+}
+
+static void line(scan *sc, const char *raw, size_t n)
+{
+    char l[LINE_MAX];
+    if (clean_line(raw, n, l) == 0) return;
+    const char *t = skip_ws(l);
+    if (go_line(sc, l, t)) return;
+    if (mocha_line(sc, t)) return;
+    if (sc->mocha_open) {
+        mocha_name(sc, t);
+        return;
+    }
+    if (pytest_summary(sc, t) || unittest_line(sc, t) || jest_summary(sc, t) || vitest_summary(sc, t) ||
+        cargo_summary(sc, t))
+        return;
+    failing_name(sc, l);
+    if (!sc->runner || sc->runner == TR_PLAIN) plain_summary(sc, t);
+}
+
+int testrun_parse(const char *text, size_t len, testrun *out)
+{
+    memset(out, 0, sizeof *out);
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    sc.out = out;
+    sc.ut_ran = -1;
+    for (size_t i = 0; i < len;) {
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        line(&sc, text + i, n);
+        i += n + 1;
+    }
+    if (sc.runner == TR_GO) {
+        sc.passed = sc.go_tests ? sc.go_pass : sc.go_pkg_ok;
+        sc.failed = sc.go_tests ? sc.go_fail : sc.go_pkg_fail;
+    }
+    if (!sc.runner || sc.passed + sc.failed <= 0) {
+        out->n_failing = 0;
+        return 0;
+    }
+    out->runner = sc.runner;
+    out->passed = sc.passed;
+    out->failed = sc.failed;
+    out->skipped = sc.skipped;
+    return 1;
+}
