@@ -345,8 +345,12 @@ int progress_load(const engine *e, session *s, const json_t *stored, char **err)
     if (!p) return CLARITY_ENOMEM;
     int64_t total = 0, streak = 0, bt = 0, bp = 0, btot = 0;
     const json_t *runs = json_object_get(stored, "runs");
-    int bad = !json_is_object(stored) || !json_is_array(runs) ||
-              get_int(stored, "totalRuns", 0, TRACKER_COUNT_MAX, &total, err);
+    int bad = 0;
+    if (!json_is_object(stored) || !json_is_array(runs)) {
+        *err = util_format("progress must be an object with a runs array");
+        bad = 1;
+    }
+    if (!bad) bad = get_int(stored, "totalRuns", 0, TRACKER_COUNT_MAX, &total, err);
     if (!bad && total > 0)
         bad = get_frac(stored, "ema", &p->ema, err) || get_frac(stored, "best", &p->best, err) ||
               get_int(stored, "noImprovementStreak", 0, total, &streak, err) ||

@@ -14,6 +14,7 @@
 
 #define LINE_MAX 1024
 #define MAX_PAIRS 12
+#define COUNT_MAX 1000000000000LL /* counts saturate here: no suite is larger */
 
 typedef struct pair {
     int64_t n;
@@ -75,11 +76,15 @@ static int64_t num(const char **s)
 {
     int64_t v = 0;
     while (isdigit((unsigned char)**s)) {
-        if (v < INT64_MAX / 10 - 10) v = v * 10 + (**s - '0');
+        v = v * 10 + (**s - '0');
+        if (v > COUNT_MAX) v = COUNT_MAX;
         (*s)++;
     }
     return v;
 }
+
+/* a + b for counts in [0, COUNT_MAX], saturating */
+static int64_t add(int64_t a, int64_t b) { return a + b > COUNT_MAX ? COUNT_MAX : a + b; }
 
 /* "N word" pairs separated by any of seps (and spaces) up to end, stopping
  * at stop (when given).  Returns the count, or -1 when anything else is
@@ -111,7 +116,7 @@ static int64_t count_of(const pair *p, int n, const char *word)
 {
     int64_t v = 0;
     for (int i = 0; i < n; i++)
-        if (strcmp(p[i].word, word) == 0) v += p[i].n;
+        if (strcmp(p[i].word, word) == 0) v = add(v, p[i].n);
     return v;
 }
 
@@ -127,8 +132,11 @@ static void add_name(scan *sc, const char *name, size_t len)
     testrun *o = sc->out;
     while (len && (name[len - 1] == ' ' || name[len - 1] == ':')) len--;
     if (len == 0 || o->n_failing == TESTRUN_MAX_FAILING) return;
-    if (len >= TESTRUN_NAME_MAX) len = TESTRUN_NAME_MAX - 1;
-    while (len && ((unsigned char)name[len] & 0xC0) == 0x80) len--; /* whole UTF-8 characters */
+    if (len >= TESTRUN_NAME_MAX) { /* cut, not inside a UTF-8 character */
+        len = TESTRUN_NAME_MAX - 1;
+        while (len && ((unsigned char)name[len] & 0xC0) == 0x80) len--;
+        if (len == 0) return;
+    }
     for (size_t i = 0; i < o->n_failing; i++)
         if (strncmp(o->failing[i], name, len) == 0 && o->failing[i][len] == '\0') return;
     memcpy(o->failing[o->n_failing], name, len);
@@ -140,9 +148,9 @@ static void summary(scan *sc, int runner, int64_t passed, int64_t failed, int64_
 {
     if (sc->runner && sc->runner != runner) return; /* another runner's output came first */
     sc->runner = runner;
-    sc->passed += passed;
-    sc->failed += failed;
-    sc->skipped += skipped;
+    sc->passed = add(sc->passed, passed);
+    sc->failed = add(sc->failed, failed);
+    sc->skipped = add(sc->skipped, skipped);
     sc->summaries++;
 }
 
@@ -278,12 +286,12 @@ static int mocha_line(scan *sc, const char *l)
     }
     if (sc->runner != TR_MOCHA) return 0;
     if (strcmp(s, " failing") == 0) {
-        sc->failed += n;
+        sc->failed = add(sc->failed, n);
         sc->mocha_failing = 1;
         return 1;
     }
     if (strcmp(s, " pending") == 0) {
-        sc->skipped += n;
+        sc->skipped = add(sc->skipped, n);
         return 1;
     }
     if (sc->mocha_failing && s[0] == ')' && s[1] == ' ') { /* "1) suite" */
@@ -372,7 +380,7 @@ static void failing_name(scan *sc, const char *l)
     }
     if (starts(s, "test ")) { /* cargo: "test a::b ... FAILED" */
         const char *dots = strstr(s, " ... FAILED");
-        if (dots && dots[11] == '\0') add_name(sc, s + 5, (size_t)(dots - s - 5));
+        if (dots && dots > s + 5 && dots[11] == '\0') add_name(sc, s + 5, (size_t)(dots - s - 5));
         return;
     }
     const char *t = skip_ws(s);

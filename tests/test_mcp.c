@@ -111,9 +111,10 @@ Test(mcp, tools_list_has_schemas_and_no_predict_without_a_graph)
     json_t *arr = session_run(INIT "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{}}\n", NULL);
     cr_assert_eq(json_array_size(arr), 2, "a notification was answered");
     json_t *tools = json_object_get(result(arr, 1), "tools");
-    const char *want[] = {"clarity_scores", "clarity_anchor", "clarity_unanchor", "clarity_prune", "clarity_stats"};
-    cr_assert_eq(json_array_size(tools), 5);
-    for (int i = 0; i < 5; i++) {
+    const char *want[] = {"clarity_scores", "clarity_anchor", "clarity_unanchor", "clarity_prune", "clarity_stats",
+                          "clarity_progress"};
+    cr_assert_eq(json_array_size(tools), 6);
+    for (int i = 0; i < 6; i++) {
         json_t *t = json_array_get(tools, (size_t)i);
         cr_assert_str_eq(json_string_value(json_object_get(t, "name")), want[i]);
         json_t *schema = json_object_get(t, "inputSchema");

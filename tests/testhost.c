@@ -219,6 +219,12 @@ int th_end(th_host *h, const char *session, const char *assistant, const char *t
     return send_event(h, CLARITY_EV_AGENT_END, &p, NULL);
 }
 
+int th_end_msgs(th_host *h, const char *session, const clarity_message *msgs, size_t n)
+{
+    clarity_agent_end p = {sizeof p, session, msgs, n, 1, NULL};
+    return send_event(h, CLARITY_EV_AGENT_END, &p, NULL);
+}
+
 int th_compact(th_host *h, const char *session, char **out)
 {
     clarity_before_compaction p = {sizeof p, session, 10, 1000};

@@ -34,6 +34,8 @@ int th_before(th_host *h, const char *session, const char *workspace, const char
               size_t len, char **out);
 int th_end(th_host *h, const char *session, const char *assistant, const char *tool_name,
            const char *tool_args);
+/* agent_end with the turn's messages as given. */
+int th_end_msgs(th_host *h, const char *session, const clarity_message *msgs, size_t n);
 int th_compact(th_host *h, const char *session, char **out);
 int th_session_end(th_host *h, const char *session);
 int th_cmd(th_host *h, const char *session, const char *line, char **out, char **err);

@@ -6,7 +6,8 @@
 // Seeds a session with `clarity replay` into a temporary state database,
 // connects, checks the negotiated protocol version and the server info,
 // lists the tools (clarity_predict must be absent: there is no code graph),
-// validates each input schema, calls every tool and checks the results
+// validates each input schema, calls every tool (clarity_progress on two
+// recorded pytest runs) and checks the results
 // (text content + structuredContent), then the error paths: a tool error
 // (isError) for bad arguments and an unknown session, a JSON-RPC error for an
 // unknown tool.  Fails loudly with a message naming the check.
@@ -49,6 +50,10 @@ step = 'seed a session with clarity replay';
     { session: 'demo', turn: 1, role: 'assistant', text: 'Reading src/auth/session.ts', tool_name: 'Read', tool_args: { file_path: 'src/auth/session.ts' } },
     { session: 'demo', turn: 2, role: 'user', text: 'Now ClaraCore needs tests for the FocusEngine bridge' },
     { session: 'demo', turn: 2, role: 'assistant', text: 'Added tests for ClaraCore.' },
+    { session: 'demo', turn: 2, role: 'assistant', text: '', tool_name: 'Bash', tool_args: { command: 'pytest -q tests' } },
+    { session: 'demo', turn: 2, role: 'tool', tool_name: 'Bash', text: '.....F\nFAILED tests/test_bridge.py::test_bridge - AssertionError\n1 failed, 5 passed in 0.21s\n' },
+    { session: 'demo', turn: 3, role: 'assistant', text: '', tool_name: 'Bash', tool_args: { command: 'pytest -q tests' } },
+    { session: 'demo', turn: 3, role: 'tool', tool_name: 'Bash', text: '.....F\nFAILED tests/test_bridge.py::test_bridge - AssertionError\n1 failed, 5 passed in 0.20s\n' },
   ];
   const file = path.join(tmp, 'turns.jsonl');
   fs.writeFileSync(file, turns.map((t) => JSON.stringify(t)).join('\n') + '\n');
@@ -75,7 +80,7 @@ try {
 }
 
 step = 'tools/list';
-const expected = ['clarity_scores', 'clarity_anchor', 'clarity_unanchor', 'clarity_prune', 'clarity_stats'];
+const expected = ['clarity_scores', 'clarity_anchor', 'clarity_unanchor', 'clarity_prune', 'clarity_stats', 'clarity_progress'];
 {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
@@ -133,6 +138,17 @@ step = 'tools/call';
   okResult('clarity_stats', r);
   check(r.structuredContent.totalItems >= 2, 'clarity_stats: totalItems', r.structuredContent);
   ok(`clarity_stats: ${r.structuredContent.totalItems} items`);
+
+  r = await call('clarity_progress', {});
+  okResult('clarity_progress', r);
+  const p = r.structuredContent;
+  check(p.session === 'demo' && p.runs.length === 2, 'clarity_progress: two runs expected', p);
+  check(p.runs[0].command === 'pytest -q tests' && p.runs[0].passed === 5 && p.runs[0].failed === 1,
+    'clarity_progress: the first run', p.runs[0]);
+  check(JSON.stringify(p.runs[1].failing) === '["test_bridge"]' && p.runs[1].editsSincePrevious === false,
+    'clarity_progress: the re-run without an edit', p.runs[1]);
+  check(p.noImprovementStreak === 1 && Math.abs(p.ema - 5 / 6) < 1e-6, 'clarity_progress: trend', p);
+  ok(`clarity_progress: ${p.runs.length} runs, failing ${p.runs[1].failing.join(', ')}, no edit before the re-run`);
 }
 
 step = 'errors';

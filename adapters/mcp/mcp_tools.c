@@ -5,6 +5,7 @@
  *   clarity_unanchor  {session?, item}                         clarity.unanchor
  *   clarity_prune     {session?, dryRun?, strictMode?}         clarity.prune
  *   clarity_stats     {session?}                               clarity.stats
+ *   clarity_progress  {session?}                               clarity.progress
  *   clarity_predict   {session?, limit?, prompt?}              clarity.predict
  *
  * clarity_predict is listed only when there is a code graph to ask: the
@@ -78,6 +79,11 @@ static const mcp_tool tools[] = {
     {"clarity_stats", "Session statistics",
      "Item counts by category, anchored and pruned items, averages, top items and the store.",
      "clarity.stats", {{NULL, NULL, 0, 0}}, "", NULL, 1, 1, 0},
+    {"clarity_progress", "Test-run progress",
+     "The test runs seen in this session (command, passed, failed, failing tests, whether files "
+     "were edited since the previous run), the pass rate's moving average, the best run and the "
+     "streak of runs without improvement.",
+     "clarity.progress", {{NULL, NULL, 0, 0}}, "", NULL, 1, 1, 0},
     /* Hook point for the code graph: listed once clarity.graphStatus says so. */
     {"clarity_predict", "Predict the files needed next",
      "Files the code graph predicts the session will need next (likely edit targets, with key "
