@@ -29,6 +29,7 @@ typedef struct eval_run {
     eb_acc bacc;
     size_t sessions, turns;
     evr *repos; /* --repos: the sessions' workspaces (shared by the runs) */
+    eval_progress prog;
     int failed, oom;
 } eval_run;
 
@@ -108,9 +109,47 @@ static void on_meta(void *ud, const char *session, json_t *meta)
     if (ev_session_meta(&run->cur, meta) != 0) run->oom = 1;
 }
 
+/* The session's test runs (clarity.progress) into run->prog: re-runs with
+ * no edit, and the longest run of runs not beating the best so far. */
+static void add_progress(eval_run *run, const char *session)
+{
+    json_t *params = json_pack("{s:s}", "session", session);
+    char *p = params ? json_compact(params) : NULL;
+    json_decref(params);
+    clarity_result res;
+    int rc = p ? loader_rpc(&run->c->L, "clarity.progress", p, &res) : CLARITY_ENOMEM;
+    free(p);
+    json_t *j = rc == CLARITY_OK ? result_json(&res) : NULL;
+    loader_release(&run->c->L, &res);
+    json_t *runs = json_object_get(j, "runs"), *r;
+    size_t i, n = json_array_size(runs);
+    eval_progress *g = &run->prog;
+    if (n) g->sessions_with_runs++;
+    g->runs += n;
+    double best = -1;
+    int64_t streak = 0, longest = 0, last_turn = -1;
+    json_array_foreach(runs, i, r) {
+        double passed = (double)json_integer_value(json_object_get(r, "passed"));
+        double total = passed + (double)json_integer_value(json_object_get(r, "failed"));
+        double frac = total > 0 ? passed / total : 0;
+        if (frac > best + 1e-12) best = frac, streak = 0;
+        else if (++streak > longest) longest = streak;
+        if (json_is_false(json_object_get(r, "editsSincePrevious"))) {
+            int64_t turn = json_integer_value(json_object_get(r, "turn"));
+            g->reruns_no_edit++;
+            g->turns_rerun += turn != last_turn;
+            last_turn = turn;
+        }
+    }
+    if (longest > g->longest_streak) g->longest_streak = longest;
+    g->sessions_streak3 += longest >= 3;
+    json_decref(j);
+}
+
 static void on_session_end(void *ud, const char *session)
 {
     eval_run *run = ud;
+    add_progress(run, session);
     run->sessions++;
     if (ev_acc_add(&run->acc, &run->cur, run->c->horizon) != 0) run->oom = 1;
     eb_session_score(&run->bacc, &run->bcur, &run->cur, run->c->horizon);
@@ -378,7 +417,7 @@ static int metrics_report(cli *c, const char *path, eval_run *runs, char **names
 {
     int ex = EXIT_OK;
     eval_report rep = {path, c->horizon, runs[0].sessions, runs[0].turns, cols, ncfg + 2,
-                       repos ? (long)evr_prepared(repos) : -1};
+                       repos ? (long)evr_prepared(repos) : -1, &runs[0].prog};
     for (size_t i = 0; i < ncfg; i++) {
         cols[i].name = names[i];
         ev_acc_metrics(&runs[i].acc, EV_CLARITY, &cols[i].m);
@@ -497,6 +536,15 @@ json_t *eval_report_json(const eval_report *r)
     json_t *o = json_pack("{s:I,s:I,s:o,s:o}", "sessions", (json_int_t)r->sessions, "turns",
                           (json_int_t)r->turns, "configs", configs, "baselines", baselines);
     if (o && r->with_repo >= 0) json_object_set_new(o, "with_repo", json_integer(r->with_repo));
+    const eval_progress *g = r->progress;
+    if (o && g)
+        json_object_set_new(
+            o, "progress",
+            json_pack("{s:I,s:I,s:I,s:f,s:I,s:I}", "sessions_with_runs", (json_int_t)g->sessions_with_runs,
+                      "runs", (json_int_t)g->runs, "reruns_without_edit", (json_int_t)g->reruns_no_edit,
+                      "turn_share_rerun_without_edit", r->turns ? (double)g->turns_rerun / (double)r->turns : 0.0,
+                      "longest_no_improvement_streak", (json_int_t)g->longest_streak,
+                      "sessions_streak_3_or_more", (json_int_t)g->sessions_streak3));
     return o;
 }
 
@@ -552,4 +600,11 @@ void eval_report_print(FILE *f, const eval_report *r)
     if (r->with_repo >= 0)
         fprintf(f, "%ld of %zu sessions ran in their repository at its base commit (--repos).\n",
                 r->with_repo, r->sessions);
+    const eval_progress *g = r->progress;
+    if (g)
+        fprintf(f, "test runs recognised: %zu in %zu sessions; %zu re-run with no edit since the "
+                "previous run (%.1f%% of turns);\nlongest run of runs without improvement %lld, "
+                "%zu sessions with 3 or more.\n", g->runs, g->sessions_with_runs, g->reruns_no_edit,
+                r->turns ? 100.0 * (double)g->turns_rerun / (double)r->turns : 0.0,
+                (long long)g->longest_streak, g->sessions_streak3);
 }

@@ -25,6 +25,15 @@ typedef struct eval_column {
     ev_metrics m;
 } eval_column;
 
+/* Test runs the plugin recognised (clarity.progress at each session's end). */
+typedef struct eval_progress {
+    size_t sessions_with_runs, runs;
+    size_t reruns_no_edit;  /* runs with no edit since the previous one */
+    size_t turns_rerun;     /* turns holding such a run */
+    int64_t longest_streak; /* runs in a row not beating the session's best */
+    size_t sessions_streak3; /* sessions with such a streak of 3 or more */
+} eval_progress;
+
 typedef struct eval_report {
     const char *corpus;
     int horizon;
@@ -32,6 +41,7 @@ typedef struct eval_report {
     eval_column *cols; /* the configs, then "lru" and "frequency" */
     size_t ncols;
     long with_repo; /* sessions run in their repository (--repos), -1 without it */
+    const eval_progress *progress; /* of the first config's replay */
 } eval_report;
 
 /* The --json object. */

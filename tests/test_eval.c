@@ -396,8 +396,9 @@ Test(eval_cli, json_matrix_on_a_tiny_corpus)
     json_t *j = json_loadb(r.out, r.out_len, 0, &je);
     cr_assert_not_null(j, "not one JSON value (%s): %s", je.text, r.out);
     cr_assert(json_is_object(j));
-    cr_expect_eq(json_object_size(j), 4);
+    cr_expect_eq(json_object_size(j), 5);
     cr_expect_eq(json_integer_value(json_object_get(j, "sessions")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(j, "progress"), "runs")), 0);
     cr_expect_eq(json_integer_value(json_object_get(j, "turns")), 9);
     json_t *configs = json_object_get(j, "configs"), *base = json_object_get(j, "baselines");
     cr_assert(json_is_object(configs) && json_is_object(base));
@@ -520,6 +521,32 @@ Test(eval_cli, repos_replay_each_session_at_its_commit)
     cr_expect_not_null(strstr(r.out, "2 of 3 sessions ran in their repository at its base commit"), "%s", r.out);
     runproc_free(&r);
     free(repos), free(src), free(cache), free(corpus);
+}
+
+/* Test runs over a corpus: p1 runs pytest five times: turns 2 and 3 re-run
+ * with no edit, turn 4 after an edit, turn 5 (all green) with none since
+ * turn 4's run; runs 2..4 do not beat the first (a streak of 3).  p2's
+ * "passed" is prose, not a run.  Of 6 turns, 3 re-ran tests with no edit. */
+Test(eval_cli, test_runs_over_a_corpus)
+{
+    runproc_result r;
+    run_cli(&r, "eval", FIX "progress.jsonl", "--json", NULL);
+    cr_assert_eq(r.status, 0, "status %d; stderr:\n%s", r.status, r.err);
+    json_t *j = json_loadb(r.out, r.out_len, 0, NULL);
+    cr_assert_not_null(j, "not JSON: %s", r.out);
+    json_t *p = json_object_get(j, "progress");
+    cr_expect_eq(json_integer_value(json_object_get(p, "sessions_with_runs")), 1, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(p, "runs")), 5);
+    cr_expect_eq(json_integer_value(json_object_get(p, "reruns_without_edit")), 3, "%s", r.out);
+    cr_expect(fabs(json_number_value(json_object_get(p, "turn_share_rerun_without_edit")) - 3.0 / 6) < 1e-9,
+              "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(p, "longest_no_improvement_streak")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(p, "sessions_streak_3_or_more")), 1);
+    json_decref(j);
+    runproc_free(&r);
+    run_cli(&r, "eval", FIX "progress.jsonl", NULL);
+    cr_expect_not_null(strstr(r.out, "test runs recognised: 5 in 1 sessions; 3 re-run with no edit"), "%s", r.out);
+    runproc_free(&r);
 }
 
 Test(eval_cli, table_and_html_report)
