@@ -190,6 +190,35 @@ Test(hook, stop_takes_the_last_turn_of_the_transcript)
     json_decref(j);
 }
 
+/* The tools' results reach the engine too: two pytest runs in one turn,
+ * the second with no edit in between, show in clarity.progress. */
+Test(hook, stop_reads_test_runs_from_tool_results)
+{
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    clihelp_append("tests/fixtures/claude/transcript_tests.jsonl", transcript);
+    hook_quiet("stop_tests.json");
+    const char *argv[] = {"rpc", "clarity.progress", "{\"session\":\"" SESSION "\"}", "--state", db, NULL};
+    clihelp_run(&r, NULL, NULL, argv);
+    cr_assert_eq(r.status, 0, "progress: %s %s", r.out, r.err);
+    json_t *j = clihelp_json(r.out);
+    runproc_free(&r);
+    json_t *runs = json_object_get(j, "runs");
+    cr_assert_eq(json_array_size(runs), 2, "runs: %s", json_dumps(j, 0));
+    json_t *second = json_array_get(runs, 1);
+    cr_expect_str_eq(json_string_value(json_object_get(second, "command")), "pytest -q tests");
+    cr_expect_eq(num(second, "passed"), 3);
+    cr_expect_eq(num(second, "failed"), 1);
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(second, "failing"), 0)), "test_wire");
+    cr_expect(json_is_false(json_object_get(second, "editsSincePrevious")));
+    json_decref(j);
+    json_t *s = scores();
+    cr_expect_not_null(item(s, "test:test_wire"), "the failing test is not an item");
+    json_decref(s);
+}
+
 /* Claude Code 2.1.x may write the transcript after the Stop hook started: a
  * Stop that cannot read it does not advance the turn (it says so), and the
  * next hook of the session ends that turn first, exactly once. */

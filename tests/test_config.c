@@ -99,6 +99,12 @@ static void assert_defaults(const clarity_config *c)
     cr_assert_float_eq(c->scoring.frequency_scale, 3.0, 1e-12);
     cr_assert_float_eq(c->scoring.anchor_bonus, 100.0, 1e-12);
     cr_assert_float_eq(c->pruning.prune_threshold, 8.0, 1e-12);
+    /* five targets down to a tenth of the best (measured: README, Evaluating relevance) */
+    cr_assert_eq(c->prediction.max_targets, 5);
+    cr_assert_float_eq(c->prediction.min_score, 0.1, 1e-12);
+    cr_assert_eq(c->progress.enabled, 1);
+    cr_assert_float_eq(c->progress.ema_alpha, 0.3, 1e-12);
+    cr_assert_eq(c->progress.streak_runs, 3);
     cr_assert_float_eq(c->pruning.strict_preserve_threshold, 25.0, 1e-12);
     cr_assert_eq(c->pruning.max_items_per_category, 20);
     cr_assert_eq(c->pruning.target_context_items, 30);

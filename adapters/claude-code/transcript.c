@@ -1,4 +1,6 @@
-/* transcript.c: assistant messages of a Claude Code transcript (JSONL). */
+/* transcript.c: a Claude Code transcript (JSONL) as the turn's messages:
+ * the assistant's text and tool calls, and the tools' results (role "tool",
+ * read by the progress signal for test runs). */
 #include "transcript.h"
 
 #include <errno.h>
@@ -38,11 +40,12 @@ static int is_prompt(json_t *line, json_t *msg)
     return json_array_size(content) > 0;
 }
 
-static int push(msgvec *mv, const char *text, size_t tlen, const char *tool, json_t *input)
+static int push_role(msgvec *mv, const char *role, const char *text, size_t tlen, const char *tool,
+                     json_t *input)
 {
     json_t *m = json_object();
     if (!m) return -1;
-    json_object_set_new(m, "role", json_string("assistant"));
+    json_object_set_new(m, "role", json_string(role));
     json_object_set_new(m, "text", json_string_lossy(text ? text : "", text ? tlen : 0));
     if (tool) json_object_set_new(m, "tool_name", json_string_lossy(tool, strlen(tool)));
     if (input && json_is_object(input)) json_object_set(m, "tool_args", input);
@@ -50,6 +53,45 @@ static int push(msgvec *mv, const char *text, size_t tlen, const char *tool, jso
     int rc = msgvec_push_json(mv, m, &why);
     json_decref(m);
     return rc;
+}
+
+static int push(msgvec *mv, const char *text, size_t tlen, const char *tool, json_t *input)
+{
+    return push_role(mv, "assistant", text, tlen, tool, input);
+}
+
+/* The text of a tool_result block: a string, or text blocks joined. */
+static int push_result(msgvec *mv, json_t *block)
+{
+    json_t *c = json_object_get(block, "content");
+    if (json_is_string(c)) return push_role(mv, "tool", json_string_value(c), json_string_length(c), NULL, NULL);
+    buf b;
+    buf_init(&b);
+    size_t i;
+    json_t *part;
+    json_array_foreach(c, i, part)
+    {
+        json_t *t = json_object_get(part, "text");
+        if (!json_is_string(t)) continue;
+        if (b.len) buf_putc(&b, '\n');
+        buf_append(&b, json_string_value(t), json_string_length(t));
+    }
+    int rc = buf_failed(&b) ? -1 : b.len ? push_role(mv, "tool", b.p, b.len, NULL, NULL) : 0;
+    buf_free(&b);
+    return rc;
+}
+
+/* A user line holding tool results. */
+static int take_results(json_t *msg, msgvec *mv)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(msg, "content"), i, b)
+    {
+        const char *t = json_string_value(json_object_get(b, "type"));
+        if (t && strcmp(t, "tool_result") == 0 && push_result(mv, b) != 0) return -1;
+    }
+    return 0;
 }
 
 /* One transcript line; *reset is set when it is a prompt. */
@@ -63,6 +105,7 @@ static int take_line(json_t *line, int flags, msgvec *mv, size_t *last_text, int
     if (!type || !json_is_object(msg)) return 0;
     if (strcmp(type, "user") == 0) {
         if (is_prompt(line, msg)) *reset = 1;
+        else if (!json_is_true(json_object_get(line, "isMeta"))) return take_results(msg, mv);
         return 0;
     }
     if (strcmp(type, "assistant") != 0) return 0;
