@@ -160,6 +160,64 @@ static int on_tool_file(void *ud, const char *id, int category)
     return 0;
 }
 
+/* An assistant message: the items it mentions or uses. */
+static void scan_assistant(ref_ctx *r, const clarity_message *m)
+{
+    engine *e = r->e;
+    session *s = r->s;
+    if (m->text && m->text_len) {
+        buf clean;
+        buf_init(&clean);
+        const char *text;
+        size_t text_len;
+        if (without_own_blocks(m->text, m->text_len, &clean, &text, &text_len) != CLARITY_OK)
+            r->oom = 1;
+        else if (text_len)
+            extract_candidates_filtered(e->ex, text, text_len, s->workspace, &s->t.names,
+                                        on_candidate, r);
+        buf_free(&clean);
+    }
+    if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
+        extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_tool_file, r);
+        extract_candidates_json_filtered(e->ex, m->tool_args_json, s->workspace, &s->t.names,
+                                         on_candidate, r);
+    }
+    if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
+        char id[128];
+        snprintf(id, sizeof id, "tool:%s", m->tool_name);
+        for (char *c = id; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+        on_candidate(r, id, CAT_TOOL);
+    }
+}
+
+/* The turn's messages in order: the assistant's for items, the tools'
+ * outputs for test runs (progress.c), which need the tool call before. */
+static void scan_turn(ref_ctx *r, const clarity_message *msgs, size_t n)
+{
+    engine *e = r->e;
+    session *s = r->s;
+    char *command = NULL; /* what the latest tool call ran */
+    for (size_t i = 0; e->cfg.enabled && i < n && !r->oom; i++) {
+        const clarity_message *m = &msgs[i];
+        if (tool_output_role(m->role)) {
+            int rec;
+            if (progress_output(e, s, s->t.current_turn, command, m->text, m->text ? m->text_len : 0,
+                                &rec) != CLARITY_OK)
+                r->oom = 1;
+            continue;
+        }
+        if (!m->role || strcmp(m->role, "assistant") != 0) continue;
+        if (e->cfg.progress.enabled && CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) &&
+            m->tool_name) {
+            if (progress_is_edit(m->tool_name, m->tool_args_json)) progress_note_edit(s);
+            free(command);
+            command = progress_command(m->tool_name, m->tool_args_json);
+        }
+        scan_assistant(r, m);
+    }
+    free(command);
+}
+
 static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err)
 {
     const clarity_message *msgs = p->messages;
@@ -182,47 +240,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
         return CLARITY_OK;
     }
     ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
-    char *command = NULL; /* what the latest tool call ran (progress.c) */
-    for (size_t i = 0; e->cfg.enabled && i < n && !r.oom; i++) {
-        const clarity_message *m = &msgs[i];
-        if (tool_output_role(m->role)) {
-            int rec;
-            if (progress_output(e, s, s->t.current_turn, command, m->text, m->text ? m->text_len : 0,
-                                &rec) != CLARITY_OK)
-                r.oom = 1;
-            continue;
-        }
-        if (!m->role || strcmp(m->role, "assistant") != 0) continue;
-        if (e->cfg.progress.enabled && CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_name) {
-            if (progress_is_edit(m->tool_name, m->tool_args_json)) progress_note_edit(s);
-            free(command);
-            command = progress_command(m->tool_name, m->tool_args_json);
-        }
-        if (m->text && m->text_len) {
-            buf clean;
-            buf_init(&clean);
-            const char *text;
-            size_t text_len;
-            if (without_own_blocks(m->text, m->text_len, &clean, &text, &text_len) != CLARITY_OK)
-                r.oom = 1;
-            else if (text_len)
-                extract_candidates_filtered(e->ex, text, text_len, s->workspace, &s->t.names,
-                                            on_candidate, &r);
-            buf_free(&clean);
-        }
-        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
-            extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_tool_file, &r);
-            extract_candidates_json_filtered(e->ex, m->tool_args_json, s->workspace,
-                                             &s->t.names, on_candidate, &r);
-        }
-        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
-            char id[128];
-            snprintf(id, sizeof id, "tool:%s", m->tool_name);
-            for (char *c = id; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
-            on_candidate(&r, id, CAT_TOOL);
-        }
-    }
-    free(command);
+    scan_turn(&r, msgs, n);
     if (r.oom) rc = CLARITY_ENOMEM;
     engine_enforce_cap(e, s);
     if (s->reinject_shown) {
