@@ -44,33 +44,42 @@ static void run_error(eval_run *run, const char *session, const char *fmt, const
     fputc('\n', stderr);
 }
 
-/* The session's items now (clarity.getScores; none when clarity has not
- * made the session: nothing was tracked yet).  Returns 0, or -1 (reported). */
-static int snapshot(eval_run *run, const char *session, int64_t turn, ev_snap *snap)
+/* method {"session": session} through the plugin: its rc, and *out the
+ * parsed answer (NULL unless CLARITY_OK); *why the error text otherwise
+ * (malloc()ed). */
+static int session_rpc(eval_run *run, const char *method, const char *session, json_t **out, char **why)
 {
     json_t *params = json_pack("{s:s}", "session", session);
     char *p = params ? json_compact(params) : NULL;
     json_decref(params);
     clarity_result res;
-    int rc = p ? loader_rpc(&run->c->L, "clarity.getScores", p, &res) : CLARITY_ENOMEM;
+    int rc = p ? loader_rpc(&run->c->L, method, p, &res) : CLARITY_ENOMEM;
     free(p);
-    if (rc == CLARITY_ENOTFOUND) { /* nothing tracked yet: no session made */
-        loader_release(&run->c->L, &res);
-        json_t *none = json_array();
-        int bad = !none || ev_snap_from_json(snap, turn, none) != 0;
-        json_decref(none);
-        if (bad) run->oom = 1;
-        return bad ? -1 : 0;
-    }
-    if (rc != CLARITY_OK) {
-        run_error(run, session, "clarity.getScores: %s", loader_errtext(&run->c->L, rc, &res));
-        loader_release(&run->c->L, &res);
+    *out = rc == CLARITY_OK ? result_json(&res) : NULL;
+    *why = rc == CLARITY_OK ? NULL : strdup(loader_errtext(&run->c->L, rc, &res));
+    loader_release(&run->c->L, &res);
+    return rc;
+}
+
+/* The session's items now (clarity.getScores; none when clarity has not
+ * made the session: nothing was tracked yet).  Returns 0, or -1 (reported). */
+static int snapshot(eval_run *run, const char *session, int64_t turn, ev_snap *snap)
+{
+    json_t *j;
+    char *why;
+    int rc = session_rpc(run, "clarity.getScores", session, &j, &why);
+    if (rc != CLARITY_OK && rc != CLARITY_ENOTFOUND) {
+        run_error(run, session, "clarity.getScores: %s", why ? why : "out of memory");
+        free(why);
         return -1;
     }
-    json_t *j = result_json(&res);
-    loader_release(&run->c->L, &res);
-    int bad = ev_snap_from_json(snap, turn, json_object_get(j, "items")) != 0;
-    if (bad) run_error(run, session, "%s", "clarity.getScores: unexpected answer");
+    free(why);
+    /* unknown session: nothing tracked yet, no session made */
+    json_t *items = rc == CLARITY_OK ? json_incref(json_object_get(j, "items")) : json_array();
+    int bad = !items || ev_snap_from_json(snap, turn, items) != 0;
+    if (bad && rc == CLARITY_OK) run_error(run, session, "%s", "clarity.getScores: unexpected answer");
+    else if (bad) run->oom = 1;
+    json_decref(items);
     json_decref(j);
     return bad ? -1 : 0;
 }
@@ -113,14 +122,10 @@ static void on_meta(void *ud, const char *session, json_t *meta)
  * no edit, and the longest run of runs not beating the best so far. */
 static void add_progress(eval_run *run, const char *session)
 {
-    json_t *params = json_pack("{s:s}", "session", session);
-    char *p = params ? json_compact(params) : NULL;
-    json_decref(params);
-    clarity_result res;
-    int rc = p ? loader_rpc(&run->c->L, "clarity.progress", p, &res) : CLARITY_ENOMEM;
-    free(p);
-    json_t *j = rc == CLARITY_OK ? result_json(&res) : NULL;
-    loader_release(&run->c->L, &res);
+    json_t *j;
+    char *why;
+    session_rpc(run, "clarity.progress", session, &j, &why); /* unknown session: no runs */
+    free(why);
     json_t *runs = json_object_get(j, "runs"), *r;
     size_t i, n = json_array_size(runs);
     eval_progress *g = &run->prog;
