@@ -427,7 +427,7 @@ struct cfg_list_ops {
     int (*defaults)(clarity_config *c);                 /* NULL: empty by default */
 };
 
-static const char *const backend_names[] = {"auto", "sqlite", "host", "memory", NULL};
+static const char *const backend_names[] = {"auto", "sqlite", "host", "memory", "redis", NULL};
 static const char *const scoring_models[] = {"use", "original", NULL};
 
 #define CO(m) offsetof(clarity_config, m)
@@ -483,6 +483,9 @@ static const cfg_entry settings[] = {
     {"storage.backend", CT_ENUM, CO(storage.backend), CFG_STORE_AUTO, 0, 0, 0, backend_names, NULL},
     {"storage.path", CT_PATH, CO(storage.path), 0, 1, 4096, 0, NULL, NULL},
     INT("storage.maxResidentSessions", storage.max_resident_sessions, 256, 1, 1000000, 0),
+    {"storage.url", CT_PATH, CO(storage.url), 0, 1, 4096, 0, NULL, NULL},
+    {"storage.keyPrefix", CT_PATH, CO(storage.key_prefix), 0, 1, 256, 0, NULL, NULL},
+    INT("storage.timeoutMs", storage.timeout_ms, 1000, 1, 600000, 0),
     INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),
     SIZE("limits.maxPromptBytes", limits.max_prompt_bytes, 64.0 * 1024 * 1024, 1024, 1073741824.0),
     INT("limits.historyLength", limits.history_length, 16, 1, ITEM_HISTORY_MAX, 0),
@@ -720,6 +723,24 @@ static void original_weights(clarity_config *c, const json_t *root)
     if (!json_object_get(sc, "frequencyScale")) c->scoring.frequency_scale = 10;
 }
 
+/* The Redis backend needs its URL, and a build with hiredis; a URL names
+ * its scheme (the rest is checked when the store connects). */
+static void check_storage(pctx *p, const clarity_config *c)
+{
+    const char *url = c->storage.url;
+    if (url && strncmp(url, "redis://", 8) != 0 && strncmp(url, "unix://", 7) != 0) {
+        fail(p, CLARITY_ECONFIG, "storage.url", "must start with redis:// or unix://, got \"%.60s\"", url);
+        return;
+    }
+    if (c->storage.backend != CFG_STORE_REDIS) return;
+#ifndef CLARITY_WITH_REDIS
+    fail(p, CLARITY_ECONFIG, "storage.backend",
+         "\"redis\" needs clarity built with hiredis (install libhiredis-dev and rebuild)");
+#else
+    if (!url) fail(p, CLARITY_ECONFIG, "storage.url", "required with storage.backend \"redis\"");
+#endif
+}
+
 int config_parse(clarity_config *cfg, const char *json, char **err)
 {
     if (err) *err = NULL;
@@ -758,6 +779,7 @@ int config_parse(clarity_config *cfg, const char *json, char **err)
     if (p.rc == CLARITY_OK && tmp.assemble.low_water >= tmp.assemble.high_water)
         fail(&p, CLARITY_ECONFIG, "assemble.lowWater", "must be below assemble.highWater (%g), got %g",
              tmp.assemble.high_water, tmp.assemble.low_water);
+    if (p.rc == CLARITY_OK) check_storage(&p, &tmp);
     if (p.rc != CLARITY_OK) {
         config_free(&tmp);
         if (err) *err = p.err;

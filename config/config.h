@@ -15,7 +15,7 @@
 #define CFG_MAX_TOOLS 128
 #define CFG_MAX_PATTERNS 64
 
-enum cfg_backend { CFG_STORE_AUTO = 0, CFG_STORE_SQLITE, CFG_STORE_HOST, CFG_STORE_MEMORY };
+enum cfg_backend { CFG_STORE_AUTO = 0, CFG_STORE_SQLITE, CFG_STORE_HOST, CFG_STORE_MEMORY, CFG_STORE_REDIS };
 /* What recency and staleness count from.  "use": a file's last use (a
  * mention, or a reference: a tool call on it or the agent naming it,
  * whichever is newer), other items' last mention; with the default weights
@@ -62,6 +62,9 @@ typedef struct clarity_config {
         char *path; /* owned; NULL = $CLARITY_STATE, else $XDG_STATE_HOME/clarity/clarity.db,
                      * else ~/.local/state/clarity/clarity.db */
         int max_resident_sessions;
+        char *url;        /* owned; backend redis: redis://[user:password@]host[:port][/db] or unix:///path[?db=N] */
+        char *key_prefix; /* owned; NULL = "clarity:" */
+        int timeout_ms;   /* bound on one Redis round trip, and on connecting */
     } storage;
     struct {
         int max_tracked_items;

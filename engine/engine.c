@@ -27,6 +27,9 @@ static int open_store(engine *e, char **err)
     switch (want) {
     case CFG_STORE_HOST: return store_open_host(&e->host, &e->st, err);
     case CFG_STORE_MEMORY: return store_open_memory(&e->st, err);
+    case CFG_STORE_REDIS:
+        return store_open_redis(e->cfg.storage.url, e->cfg.storage.key_prefix, e->cfg.storage.timeout_ms,
+                                &e->st, err);
     default: {
         char *path = e->cfg.storage.path ? util_strdup(e->cfg.storage.path)
                                          : util_default_state_path(err);
@@ -152,6 +155,15 @@ static void evict_idle(engine *e)
     }
 }
 
+/* Whether another process committed the session since we loaded it.  An
+ * unreachable store is not staleness: the state in memory goes on, and the
+ * commit will say what failed. */
+static int stale(engine *e, session *s)
+{
+    uint64_t v;
+    return store_version(e->st, s->ns, &v) == CLARITY_OK && v != s->version;
+}
+
 int engine_acquire(engine *e, const char *session_id, int create, session **out)
 {
     *out = NULL;
@@ -179,6 +191,8 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     if (!s->loaded) {
         rc = persist_load(e, s);
         if (rc == CLARITY_OK) s->loaded = 1;
+    } else if (s->versioned && stale(e, s)) {
+        rc = persist_load(e, s); /* another process committed it: its state, not ours */
     }
     if (rc == CLARITY_OK && !create && !s->exists_in_store && s->t.count == 0 &&
         s->t.current_turn == 0 && !s->asm_)

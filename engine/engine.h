@@ -47,6 +47,10 @@ typedef struct session {
     size_t n_reinject;
     int reinject_shown;
     struct progress *progress; /* test runs (progress.c); NULL until the first; stored in the meta */
+    /* A store shared by several processes (Redis): the namespace version
+     * this state was loaded at; a commit is fenced on it (persist.c). */
+    uint64_t version;
+    int versioned;
     UT_hash_handle hh;
 } session;
 

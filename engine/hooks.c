@@ -124,6 +124,15 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
             s->t.meta_dirty = 1;
         }
     }
+    /* In a store other processes share, the prompt's mentions are committed
+     * now: the turn's agent_end may be served by another process. */
+    if (rc == CLARITY_OK && s->versioned) {
+        rc = persist_flush(e, s);
+        if (rc != CLARITY_OK && rc != STORE_ECONFLICT) {
+            engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %s", s->id, store_errmsg(e->st));
+            rc = CLARITY_OK; /* the block stands; the state is kept and retried */
+        }
+    }
     engine_release(e, s);
     return rc;
 }
@@ -250,6 +259,10 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
     tracker_advance_turn(&s->t);
     if (key) tracker_turn_key_add(&s->t, kh); /* persisted with the turn */
     int prc = persist_flush(e, s);
+    if (prc == STORE_ECONFLICT) { /* hooks_on_event reloads and runs the turn again */
+        engine_release(e, s);
+        return prc;
+    }
     if (prc != CLARITY_OK) {
         *err = errf("%sturn %llu was not persisted: store error (%llu); it will be retried", "",
                     (unsigned long long)s->t.current_turn, (unsigned long long)-prc);
@@ -303,6 +316,22 @@ static int session_end(engine *e, const clarity_session_end *p)
 
 /* ---- dispatch ---------------------------------------------------------- */
 
+/* A fenced commit lost to another process (a shared store): the session is
+ * reloaded with what that process committed (engine_acquire sees the new
+ * version) and the event runs again, at most this many times in all. */
+#define CONFLICT_TRIES 8
+
+static int conflict_result(engine *e, int rc, const char *session_id, char **err)
+{
+    if (rc != STORE_ECONFLICT) return rc;
+    engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %d commits in a row lost to other processes",
+               session_id, CONFLICT_TRIES);
+    free(*err);
+    *err = util_format("the session changed under each of %d tries (other processes commit it): "
+                       "not counted; send it again", CONFLICT_TRIES);
+    return CLARITY_ESTORE;
+}
+
 /* Payload structs must at least hold their session id. */
 #define PAYLOAD_OK(p, type) ((p) && CLARITY_HAS_MEMBER((p), type, session_id) && (p)->session_id)
 
@@ -318,12 +347,22 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
     case CLARITY_EV_BEFORE_AGENT_START: {
         const clarity_before_agent_start *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_before_agent_start)) goto bad;
-        return before_agent_start(e, p, out, err);
+        int rc = STORE_ECONFLICT;
+        for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
+            buf_reset(out);
+            rc = before_agent_start(e, p, out, err);
+        }
+        return conflict_result(e, rc, p->session_id, err);
     }
     case CLARITY_EV_AGENT_END: {
         const clarity_agent_end *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_agent_end)) goto bad;
-        return agent_end(e, p, out, err);
+        int rc = STORE_ECONFLICT;
+        for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
+            buf_reset(out);
+            rc = agent_end(e, p, out, err);
+        }
+        return conflict_result(e, rc, p->session_id, err);
     }
     case CLARITY_EV_BEFORE_COMPACTION: {
         const clarity_before_compaction *p = ev->data;

@@ -223,8 +223,20 @@ int persist_load(engine *e, session *s)
 {
     char *val = NULL;
     size_t len = 0;
-    int rc = store_get(e->st, s->ns, "meta", &val, &len);
+    /* the version first: a commit landing while we read makes our state
+     * newer than it, and our next commit's fence fails (safe); the other
+     * order could pass a fence with stale state */
+    uint64_t version = 0;
+    int rc = store_version(e->st, s->ns, &version);
+    if (rc != CLARITY_OK && rc != CLARITY_DECLINED) return rc;
+    s->versioned = rc == CLARITY_OK;
+    s->version = version;
+    rc = store_get(e->st, s->ns, "meta", &val, &len);
     if (rc == CLARITY_ENOTFOUND) {
+        if (s->exists_in_store) { /* erased by another process since */
+            tracker_free(&s->t);
+            tracker_init(&s->t, e->cfg.limits.history_length);
+        }
         s->exists_in_store = 0;
         return CLARITY_OK;
     }
@@ -330,6 +342,14 @@ static int put_item(engine *e, session *s, const item *it, buf *b, buf *key)
     return store_put(e->st, s->ns, key->p, b->p, b->len);
 }
 
+/* In a shared store, the commit holds only while nobody else committed
+ * the session since we loaded it. */
+static int fence(engine *e, session *s)
+{
+    if (!s->versioned) return CLARITY_OK;
+    return store_fence(e->st, s->ns, s->version, s->version + 1);
+}
+
 int persist_flush(engine *e, session *s)
 {
     tracker *t = &s->t;
@@ -350,14 +370,16 @@ int persist_flush(engine *e, session *s)
         rc = buf_failed(&key) ? CLARITY_ENOMEM : store_del(e->st, s->ns, key.p);
     }
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
+    if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
     else if (began) store_rollback(e->st);
     buf_free(&b);
     buf_free(&key);
     if (rc != CLARITY_OK) {
         t->last_persist_ms = prev_persist; /* dirty state kept: retried next turn */
-        return rc == CLARITY_ENOMEM ? rc : CLARITY_ESTORE;
+        return rc == CLARITY_ENOMEM || rc == STORE_ECONFLICT ? rc : CLARITY_ESTORE;
     }
+    if (s->versioned) s->version++;
     tracker_clear_dirty(t);
     s->exists_in_store = 1;
     return CLARITY_OK;
@@ -487,14 +509,18 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
         buf_free(&b);
         buf_free(&key);
     }
+    if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
     else if (began) store_rollback(e->st);
     if (rc != CLARITY_OK) {
         tracker_free(&s->t);
         s->t = old;
-        *err = msg("state: could not be written to the store");
+        *err = msg(rc == STORE_ECONFLICT ? "state: another process changed the session meanwhile; "
+                                           "import again"
+                                         : "state: could not be written to the store");
         return CLARITY_ESTORE;
     }
+    if (s->versioned) s->version++;
     tracker_free(&old);
     tracker_clear_dirty(&s->t);
     s->exists_in_store = 1;

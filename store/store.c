@@ -220,6 +220,28 @@ void store_rollback(store *s)
     unlock(s);
 }
 
+int store_version(store *s, const char *ns, uint64_t *out)
+{
+    *out = 0;
+    if (!s || !ns) return CLARITY_EINVAL;
+    if (!s->vt->version) return CLARITY_DECLINED;
+    lock(s);
+    int rc = s->vt->version(s, ns, out);
+    unlock(s);
+    return rc;
+}
+
+int store_fence(store *s, const char *ns, uint64_t expect, uint64_t next)
+{
+    if (!s || !ns) return CLARITY_EINVAL;
+    if (!s->vt->fence) return CLARITY_DECLINED;
+    lock(s);
+    int rc = s->in_txn ? s->vt->fence(s, ns, expect, next)
+                       : store_fail(s, CLARITY_EINVAL, "store_fence: outside a transaction");
+    unlock(s);
+    return rc;
+}
+
 const char *store_errmsg(const store *s)
 {
     if (!s) return "no store";

@@ -15,6 +15,7 @@
 #define STORE_STORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../include/clarity.h"
 
@@ -45,6 +46,25 @@ int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, v
 int store_begin(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
+
+/* ---- stores shared by several processes (Redis) ----
+ * A namespace carries a version the backend bumps on every fenced commit.
+ * store_version reads it (0 before the first); store_fence, inside a
+ * transaction, makes its commit conditional: it succeeds only while the
+ * version is still expect, and sets it to next.  A commit that lost
+ * answers STORE_ECONFLICT and writes nothing.  Backends one process owns
+ * (SQLite, the host's kv, memory) answer CLARITY_DECLINED to both. */
+#define STORE_ECONFLICT (-100) /* internal: never returned through the ABI */
+int store_version(store *s, const char *ns, uint64_t *out);
+int store_fence(store *s, const char *ns, uint64_t expect, uint64_t next);
+
+/* Opens the Redis backend (store_redis.c): url redis://[user:password@]
+ * host[:port][/db] or unix:///path[?db=N], keys "<prefix><ns>" (hashes),
+ * every round trip bounded by timeout_ms.  A server that cannot be reached
+ * is not an error here: calls fail with CLARITY_ESTORE and the Redis error
+ * until it comes back (reconnecting with backoff).  A malformed url is
+ * CLARITY_ECONFIG with *err naming it. */
+int store_open_redis(const char *url, const char *prefix, int timeout_ms, store **out, char **err);
 
 /* Last error text of the store (static or store-owned), for messages. */
 const char *store_errmsg(const store *s);

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -30,6 +31,10 @@ typedef struct store_vt {
     int (*begin)(store *s);
     int (*commit)(store *s);
     void (*rollback)(store *s);
+    /* Optional (NULL: CLARITY_DECLINED): the namespace versions of a store
+     * several processes share (store.h). */
+    int (*version)(store *s, const char *ns, uint64_t *out);
+    int (*fence)(store *s, const char *ns, uint64_t expect, uint64_t next);
     /* Frees the backend state (s->impl); an open transaction was already
      * rolled back by store_close. */
     void (*close)(store *s);

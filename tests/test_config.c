@@ -576,10 +576,26 @@ Test(config, tool_names_validated)
 
 Test(config, storage_values)
 {
-    parse_bad("{\"storage\":{\"backend\":\"redis\"}}",
-              "storage.backend: must be one of \"auto\", \"sqlite\", \"host\", \"memory\", "
-              "got \"redis\"",
+    parse_bad("{\"storage\":{\"backend\":\"mongo\"}}",
+              "storage.backend: must be one of \"auto\", \"sqlite\", \"host\", \"memory\", \"redis\", "
+              "got \"mongo\"",
               NULL);
+    parse_bad("{\"storage\":{\"url\":\"http://x\"}}",
+              "storage.url: must start with redis:// or unix://, got \"http://x\"", NULL);
+#ifdef CLARITY_WITH_REDIS
+    parse_bad("{\"storage\":{\"backend\":\"redis\"}}",
+              "storage.url: required with storage.backend \"redis\"", NULL);
+    clarity_config r = parse_ok("{\"storage\":{\"backend\":\"redis\",\"url\":\"redis://h:1/2\","
+                                "\"keyPrefix\":\"app:\",\"timeoutMs\":250}}");
+    cr_assert_eq(r.storage.backend, CFG_STORE_REDIS);
+    cr_assert_str_eq(r.storage.url, "redis://h:1/2");
+    cr_assert_str_eq(r.storage.key_prefix, "app:");
+    cr_assert_eq(r.storage.timeout_ms, 250);
+    config_free(&r);
+#else
+    parse_bad("{\"storage\":{\"backend\":\"redis\",\"url\":\"redis://h\"}}",
+              "storage.backend: \"redis\" needs clarity built with hiredis", NULL);
+#endif
     parse_bad("{\"storage\":{\"backend\":\"SQLite\"}}", "storage.backend: must be one of", NULL);
     parse_bad("{\"storage\":{\"path\":\"\"}}", "storage.path: must be 1 to 4096 bytes long, got 0",
               NULL);
@@ -707,7 +723,9 @@ static void non_default(const cfg_entry *e, char *v, size_t n)
     switch (e->type) {
     case CT_BOOL: snprintf(v, n, "%s", e->def ? "false" : "true"); break;
     case CT_ENUM: snprintf(v, n, "\"%s\"", e->names[(int)e->def + 1] ? e->names[(int)e->def + 1] : e->names[0]); break;
-    case CT_PATH: snprintf(v, n, "\"/tmp/clarity-roundtrip.db\""); break;
+    case CT_PATH:
+        snprintf(v, n, strcmp(e->key, "storage.url") == 0 ? "\"redis://127.0.0.1:6379/0\"" : "\"/tmp/clarity-roundtrip.db\"");
+        break;
     case CT_LIST:
         if (strstr(e->key, "customPatterns")) snprintf(v, n, "[{\"name\":\"ticket\",\"pattern\":\"[A-Z]+-\\\\d+\"}]");
         else if (strstr(e->key, "exclude")) snprintf(v, n, "[\"^keyword:lorem\"]");
