@@ -17,6 +17,18 @@ static char *errf(const char *fmt, const char *a, unsigned long long n, unsigned
     return strdup(b);
 }
 
+/* A session that could not be loaded: the store's own words. */
+static int acquire_failed(engine *e, int rc, const char *session_id, char **err)
+{
+    if (rc == CLARITY_ESTORE) {
+        const char *why = store_errmsg(e->st);
+        engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %s", session_id, why);
+        free(*err);
+        *err = util_format("session %.200s could not be loaded: %s", session_id, why);
+    }
+    return rc;
+}
+
 /* Roles hosts give a tool's output. */
 static int tool_output_role(const char *role)
 {
@@ -92,7 +104,7 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
     }
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
-    if (rc != CLARITY_OK) return rc;
+    if (rc != CLARITY_OK) return acquire_failed(e, rc, p->session_id, err);
     const char *ws = CLARITY_HAS_MEMBER(p, clarity_before_agent_start, workspace_dir)
                          ? p->workspace_dir
                          : NULL;
@@ -240,7 +252,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
     }
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
-    if (rc != CLARITY_OK) return rc;
+    if (rc != CLARITY_OK) return acquire_failed(e, rc, p->session_id, err);
     const char *key = CLARITY_HAS_MEMBER(p, clarity_agent_end, turn_key) ? p->turn_key : NULL;
     uint64_t kh = key ? tracker_key_hash(key) : 0;
     if (key && tracker_turn_key_seen(&s->t, kh)) { /* a retry of a counted turn */
@@ -264,8 +276,8 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
         return prc;
     }
     if (prc != CLARITY_OK) {
-        *err = errf("%sturn %llu was not persisted: store error (%llu); it will be retried", "",
-                    (unsigned long long)s->t.current_turn, (unsigned long long)-prc);
+        *err = util_format("turn %lld was not persisted (%s); it will be retried",
+                           (long long)s->t.current_turn, store_errmsg(e->st));
         engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %s", s->id, store_errmsg(e->st));
         if (rc == CLARITY_OK) rc = prc;
     }
@@ -349,6 +361,8 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
         if (!PAYLOAD_OK(p, clarity_before_agent_start)) goto bad;
         int rc = STORE_ECONFLICT;
         for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
+            if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed "
+                              "first; reloaded, running the prompt again", p->session_id);
             buf_reset(out);
             rc = before_agent_start(e, p, out, err);
         }
@@ -359,6 +373,8 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
         if (!PAYLOAD_OK(p, clarity_agent_end)) goto bad;
         int rc = STORE_ECONFLICT;
         for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
+            if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed "
+                              "first; reloaded, running the turn again", p->session_id);
             buf_reset(out);
             rc = agent_end(e, p, out, err);
         }

@@ -139,6 +139,8 @@ static void th_log(void *ud, int level, const char *msg)
         __atomic_add_fetch(&h->error_lines, 1, __ATOMIC_SEQ_CST);
         snprintf(h->last_error, sizeof h->last_error, "%s", msg ? msg : "");
     }
+    if (h->count_match[0] && msg && strstr(msg, h->count_match))
+        __atomic_add_fetch(&h->matched_lines, 1, __ATOMIC_SEQ_CST);
     if (getenv("CLARITY_TEST_LOG")) fprintf(stderr, "[plugin %d] %s\n", level, msg);
 }
 
@@ -198,6 +200,7 @@ static int send_event(th_host *h, uint32_t id, const void *data, char **out)
     clarity_event ev = {sizeof ev, id, 1, data};
     clarity_result r = {.struct_size = sizeof r};
     int rc = h->p.on_event(h->p.self, &ev, &r);
+    snprintf(h->event_error, sizeof h->event_error, "%s", r.error ? r.error : "");
     if (out) *out = r.data ? strdup(r.data) : NULL;
     h->p.release(h->p.self, &r);
     return rc;

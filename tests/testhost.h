@@ -15,6 +15,9 @@ typedef struct th_host {
     int log_lines;
     int error_lines;        /* lines at CLARITY_LOG_WARN or above */
     char last_error[512];   /* the last of them */
+    char event_error[512];  /* result.error of the last event ("" when none) */
+    char count_match[64];   /* when set: log lines containing it are counted... */
+    int matched_lines;      /* ...here (any level) */
 } th_host;
 
 /* Path of a file in the build directory ($CLARITY_BUILD or "build"). */
