@@ -22,6 +22,16 @@ static void cfg_sqlite(char *out, size_t cap, const char *db, uint64_t items)
              db, (unsigned long long)(items * 2 + 1000));
 }
 
+/* Redis (storage.backend redis), a fresh key prefix per run. */
+static void cfg_redis(char *out, size_t cap, const char *url, uint64_t items)
+{
+    static int run;
+    snprintf(out, cap,
+             "{\"storage\":{\"backend\":\"redis\",\"url\":\"%s\",\"keyPrefix\":\"bench%d-%llu:\"},"
+             "\"limits\":{\"maxTrackedItems\":%llu}}",
+             url, ++run, (unsigned long long)items, (unsigned long long)(items * 2 + 1000));
+}
+
 static void seed(bplug *b, uint64_t n)
 {
     char *items = seed_items_json(n, 10);
@@ -205,8 +215,9 @@ int mode_prune(int argc, char **argv)
     return 0;
 }
 
-/* ---- persist: sqlite vs memory per turn --------------------------------- */
+/* ---- persist: memory vs sqlite (vs redis) per turn ---------------------- */
 
+/* argv[1], when given, is a Redis URL: a third column on that server. */
 int mode_persist(int argc, char **argv)
 {
     static const uint64_t items_list[] = {1000, 10000};
@@ -214,6 +225,8 @@ int mode_persist(int argc, char **argv)
         const char *name;
         size_t prompt, reply;
     } shapes[] = {{"small", 256, 1024}, {"standard", 4096, 16384}};
+    const char *redis_url = argc > 1 ? argv[1] : NULL;
+    int nb = redis_url ? 3 : 2;
     int turns = g_smoke ? 10 : 400;
     bplug b;
     bp_open_lib(&b, g_plugin_path);
@@ -225,16 +238,17 @@ int mode_persist(int argc, char **argv)
     for (size_t ii = 0; ii < (g_smoke ? 1u : 2u); ii++) {
         uint64_t n = g_smoke ? 100 : items_list[ii];
         for (size_t si = 0; si < 2; si++) {
-            bstats res[2][3];
-            for (int backend = 0; backend < 2; backend++) {
+            bstats res[3][3];
+            for (int backend = 0; backend < nb; backend++) {
                 char cfg[1024], db[512];
                 tmp_db(db, sizeof db, "persist");
-                if (backend) cfg_sqlite(cfg, sizeof cfg, db, n);
+                if (backend == 2) cfg_redis(cfg, sizeof cfg, redis_url, n);
+                else if (backend) cfg_sqlite(cfg, sizeof cfg, db, n);
                 else cfg_memory(cfg, sizeof cfg, n);
                 bp_init(&b, cfg);
                 seed(&b, n);
                 brng r;
-                rng_seed(&r, 0x9E57u + n + si); /* same text for both stores */
+                rng_seed(&r, 0x9E57u + n + si); /* same text for every store */
                 turn_times tt;
                 tt_alloc(&tt, (size_t)turns);
                 run_turns(&b, &r, n, shapes[si].prompt, shapes[si].reply, turns, 3, &tt);
@@ -245,8 +259,8 @@ int mode_persist(int argc, char **argv)
                 bp_unload(&b);
                 rm_db(db);
             }
-            static const char *const bk[2] = {"memory", "sqlite"};
-            for (int backend = 0; backend < 2; backend++) {
+            static const char *const bk[3] = {"memory", "sqlite", "redis"};
+            for (int backend = 0; backend < nb; backend++) {
                 fprintf(f, "%s{\"items\":%llu,\"shape\":\"%s\",\"promptBytes\":%zu,\"replyBytes\":%zu,\"store\":\"%s\"",
                         first ? "" : ",", (unsigned long long)n, shapes[si].name, shapes[si].prompt,
                         shapes[si].reply, bk[backend]);
@@ -256,9 +270,12 @@ int mode_persist(int argc, char **argv)
                 fprintf(f, "}");
                 first = 0;
             }
-            fprintf(stderr, "persist: %6llu items %-8s: turn p50 memory %8.1f us, sqlite %8.1f us (+%.1f us); p99 %8.1f / %8.1f us\n",
-                    (unsigned long long)n, shapes[si].name, res[0][2].p50, res[1][2].p50,
-                    res[1][2].p50 - res[0][2].p50, res[0][2].p99, res[1][2].p99);
+            fprintf(stderr, "persist: %6llu items %-8s: turn p50 memory %8.1f us, sqlite %8.1f us",
+                    (unsigned long long)n, shapes[si].name, res[0][2].p50, res[1][2].p50);
+            if (nb == 3) fprintf(stderr, ", redis %8.1f us", res[2][2].p50);
+            fprintf(stderr, "; p99 %8.1f / %8.1f", res[0][2].p99, res[1][2].p99);
+            if (nb == 3) fprintf(stderr, " / %8.1f", res[2][2].p99);
+            fprintf(stderr, " us\n");
         }
     }
     fprintf(f, "]}\n");

@@ -23,7 +23,7 @@
 #endif
 
 /* The options every subcommand takes. */
-enum { O_CONFIG, O_STATE, O_PLUGIN, O_HOST_KV, O_VERBOSE, O_QUIET, O_HELP, O_VERSION, O_GLOBAL };
+enum { O_CONFIG, O_STATE, O_PLUGIN, O_HOST_KV, O_STORE, O_VERBOSE, O_QUIET, O_HELP, O_VERSION, O_GLOBAL };
 _Static_assert((int)O_GLOBAL == (int)CLI_O_JSON, "the global options come first");
 
 typedef struct cli_option {
@@ -45,6 +45,9 @@ static const cli_option options[CLI_O__COUNT] = {
     [O_HOST_KV] = {"host-kv", 0, "FILE",
                    "persist through the host's kv service, kept in FILE (JSON)\n"
                    "instead of the plugin's SQLite store"},
+    [O_STORE] = {"store", 0, "URL",
+                 "keep the state on Redis (storage.backend redis):\n"
+                 "redis://[user:password@]host[:port][/db] or unix:///path"},
     [O_VERBOSE] = {"verbose", 'v', NULL, "log debug messages to stderr"},
     [O_QUIET] = {"quiet", 'q', NULL, "log errors only"},
     [O_HELP] = {"help", 'h', NULL, "this text"},
@@ -122,6 +125,11 @@ static int apply(cli *c, int id, const char *v)
     case O_STATE: c->state_path = v; return 0;
     case O_PLUGIN: c->plugin_path = v; return 0;
     case O_HOST_KV: c->kv_path = v; return 0;
+    case O_STORE:
+        if (strncmp(v, "redis://", 8) != 0 && strncmp(v, "unix://", 7) != 0)
+            return usage_error("--store needs a redis:// or unix:// URL, got '%s'", v);
+        c->store_url = v;
+        return 0;
     case O_VERBOSE: c->log_level = CLARITY_LOG_DEBUG; return 0;
     case O_QUIET: c->log_level = CLARITY_LOG_ERROR; return 0;
     case CLI_O_JSON: c->json = 1; return 0;

@@ -152,9 +152,14 @@ static char *build_config(const cli *c)
         json_object_set_new(root, "storage", storage);
     }
     /* A storage that is not an object is left for the plugin to refuse. */
+    if (json_is_object(storage) && c->store_url) {
+        json_object_set_new(storage, "backend", json_string("redis"));
+        json_object_set_new(storage, "url", json_string(c->store_url));
+    }
     if (json_is_object(storage)) {
         const char *backend = json_string_value(json_object_get(storage, "backend"));
         int uses_file = !backend || strcmp(backend, "auto") == 0 || strcmp(backend, "sqlite") == 0;
+        if (c->store_url) uses_file = 0;
         if (c->state_path) {
             json_object_set_new(storage, "path", json_string(c->state_path));
         } else if (!json_object_get(storage, "path") && uses_file &&

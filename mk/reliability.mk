@@ -10,6 +10,9 @@ EXTRA_CHECKS += tsan crashtest-quick
 TSAN_BUILD ?= build-tsan
 CRASH_KILLS ?= 200
 CRASH_SECONDS ?= 900
+# every backend this build has: redis when hiredis and redis-server are here
+CRASH_BACKENDS ?= sqlite,hostkv$(if $(and $(filter -DCLARITY_WITH_REDIS,$(XCFLAGS)),$(shell command -v redis-server)),$(comma)redis)
+comma := ,
 
 .PHONY: tsan tsan-quick crashtest crashtest-quick
 $(TSAN_BUILD)/tsan_stress: tests/tsan/stress.c tests/testhost.c tests/testhost.h include/clarity.h
@@ -27,7 +30,8 @@ tsan-quick:
 
 crashtest: all
 	python3 tests/crashtest.py --clarity $(abspath $(CLI)) --kills $(CRASH_KILLS) \
-	  --seconds $(CRASH_SECONDS) $(CRASH_ARGS)
+	  --seconds $(CRASH_SECONDS) --backend $(CRASH_BACKENDS) $(CRASH_ARGS)
 
 crashtest-quick: all
-	python3 tests/crashtest.py --clarity $(abspath $(CLI)) --kills 20 --seconds 300
+	python3 tests/crashtest.py --clarity $(abspath $(CLI)) --kills 20 --seconds 300 \
+	  --backend $(CRASH_BACKENDS)

@@ -12,12 +12,13 @@ with SIGKILL and restarted on the same state.  After every kill:
     committed before the kill (then it counts as done, and is not resent);
   - every item of those sessions equals a serial replay of the same turns in a
     reference server on the memory store (counts, turns, anchors, score).
-Backends: sqlite, hostkv (and redis when a backend module registers it).
+Backends: sqlite, hostkv, redis (a redis-server this script starts on
+127.0.0.1 at a free port, appendfsync always; `clarity serve --store`).
 
   tests/crashtest.py --clarity build/clarity [--kills 200] [--seconds 900]
-                     [--backend sqlite,hostkv] [--corpus FILE] [--seed N]
+                     [--backend sqlite,hostkv,redis] [--corpus FILE] [--seed N]
 """
-import argparse, json, os, random, shutil, signal, sqlite3, subprocess, sys, tempfile, threading, time
+import argparse, json, os, random, shutil, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
 
 ITEM_FIELDS = ("id", "mentionCount", "referenceCount", "firstSeenTurn", "lastMentionTurn",
                "lastReferenceTurn", "anchored", "tier", "pruned", "score")
@@ -60,21 +61,65 @@ def requests_of(turn, base_id):
     return json.dumps(before) + "\n" + json.dumps(end) + "\n"
 
 
+class RedisServer:
+    """redis-server on 127.0.0.1 at a free port, its files in dir."""
+
+    def __init__(self, dir, extra=("--appendonly", "yes", "--appendfsync", "always")):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        self.port = s.getsockname()[1]
+        s.close()
+        self.url = "redis://127.0.0.1:%d" % self.port
+        self.p = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                                   "--dir", dir, "--save", "", "--logfile", "redis.log"] + list(extra),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            if self.cli("PING") == "PONG":
+                return
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def cli(self, *args):
+        r = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(self.port)] + list(args),
+                           capture_output=True, text=True)
+        return r.stdout.strip()
+
+    def stop(self):
+        self.p.terminate()
+        self.p.wait(timeout=10)
+
+
 class Backend:
     def __init__(self, name, tmp):
         self.name, self.tmp = name, tmp
         self.db = os.path.join(tmp, "state.db")
         self.kv = os.path.join(tmp, "kv.json")
+        self.redis = RedisServer(tmp) if name == "redis" else None
 
     def args(self):
         if self.name == "sqlite":
             return ["--state", self.db]
         if self.name == "hostkv":
             return ["--host-kv", self.kv, "--state", self.db]
+        if self.name == "redis":
+            return ["--store", self.redis.url]
         raise ValueError(self.name)
+
+    def reset(self):
+        for p in (self.db, self.db + "-wal", self.db + "-shm", self.kv, self.kv + ".log"):
+            if os.path.exists(p):
+                os.unlink(p)
+        if self.redis:
+            self.redis.cli("FLUSHALL")
+
+    def close(self):
+        if self.redis:
+            self.redis.stop()
 
     def integrity(self):
         """None when intact, else what is wrong."""
+        if self.redis:
+            return None if self.redis.cli("PING") == "PONG" else "redis-server is not answering"
         if self.name == "sqlite" and os.path.exists(self.db):
             c = sqlite3.connect(self.db)
             try:
@@ -161,9 +206,7 @@ def run_backend(args, name, turns):
         while kills < args.kills and time.time() - t0 < args.seconds:
             if done >= len(turns):
                 done, acked_per = 0, {}   # start over on fresh state
-                for p in (be.db, be.db + "-wal", be.db + "-shm", be.kv, be.kv + ".log"):
-                    if os.path.exists(p):
-                        os.unlink(p)
+                be.reset()
                 ref.stop()
                 ref = Server(args.clarity, ["--config", os.path.join(tmp, "mem.json")])
             srv = Server(args.clarity, be.args())
@@ -230,6 +273,7 @@ def run_backend(args, name, turns):
             sys.stderr.write("\n")
     finally:
         ref.stop()
+        be.close()
         shutil.rmtree(tmp, ignore_errors=True)
     return kills, checked_turns, time.time() - t0
 
