@@ -423,6 +423,13 @@ static void session_query(engine *e, session *s, buf *q)
  * the session used so far is the query; "limit" is another name for "k". */
 static int m_graph_session(rpc_call *c, const char *name)
 {
+    static const char *const strings[] = {"repo", "session", "prompt"};
+    for (size_t i = 0; i < sizeof strings / sizeof *strings; i++) { /* present: of the right type */
+        json_t *v = json_object_get(c->params, strings[i]);
+        if (v && !json_is_null(v) && (!json_is_string(v) || json_string_length(v) == 0))
+            return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "param \"%s\" must be a non-empty string",
+                        strings[i]);
+    }
     int is_predict = strcmp(name, "clarity.predict") == 0;
     json_t *repo = json_object_get(c->params, "repo");
     const char *sid = json_string_value(json_object_get(c->params, "session"));

@@ -3,6 +3,7 @@
  * Each case asserts the exit status, that the message names the problem,
  * and that the state database holds byte for byte what it held before. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -283,4 +284,41 @@ Test(bad, disk_full)
     free(before), free(after), free(line), free(turns);
     umount2(mnt, MNT_DETACH);
     free(mnt), free(sdb), free(fill);
+}
+
+/* The table of tests/fixtures/bad_inputs.jsonl (125 cases written here):
+ * every RPC method with params of the wrong shape and each bad field, slash
+ * commands, the command line, serve lines per method, Claude Code hook
+ * events.  Each: the exit status, a message naming what was wrong, and the
+ * state database byte-identical before and after. */
+Test(bad, table)
+{
+    FILE *f = fopen("tests/fixtures/bad_inputs.jsonl", "r");
+    cr_assert_not_null(f);
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *c = json_loads(line, 0, NULL);
+        cr_assert_not_null(c, "case %d: not JSON", n + 1);
+        const char *argv[32];
+        size_t k = 0, i;
+        json_t *a;
+        json_array_foreach(json_object_get(c, "argv"), i, a)
+        {
+            const char *v = json_string_value(a);
+            argv[k++] = strcmp(v, "@DB@") == 0 ? db : v;
+            if (k == 31) break;
+        }
+        argv[k] = NULL;
+        json_t *in = json_object_get(c, "stdin");
+        expect(argv, json_string_value(in), json_string_length(in),
+               (int)json_integer_value(json_object_get(c, "status")),
+               json_string_value(json_object_get(c, "want")));
+        json_decref(c);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    cr_expect_eq(n, 125);
 }

@@ -147,6 +147,11 @@ static void on_prompt(hook *h)
 {
     complete_deferred(h);
     json_t *p = json_object_get(h->in, "prompt");
+    if (p && !json_is_string(p)) { /* said, and nothing done: Claude Code goes on */
+        warn("UserPromptSubmit: \"prompt\" is not a string (%s); the prompt is not read",
+             json_is_number(p) ? "a number" : "another type");
+        return;
+    }
     buf block;
     buf_init(&block);
     if (before_agent_start(h, json_string_value(p) ? json_string_value(p) : "",
