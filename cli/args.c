@@ -74,6 +74,9 @@ static const cli_option options[CLI_O__COUNT] = {
                      "a session whose meta names repo and base_commit runs in a clone of\n"
                      "DIR/<owner>/<name> (or DIR/<owner>+<name>/repo) at that commit,\n"
                      "with its code graph built, as in a user's workspace"},
+    [CLI_O_LEVEL] = {"level", 0, "N", "0: the public contract (default), 1: every symbol, 2: the content"},
+    [CLI_O_FILE] = {"file", 0, "PATH", "the definition in this file (a name defined in several)"},
+    [CLI_O_DEPTH] = {"depth", 0, "N", "callers of callers down to N levels (default 3, at most 10)"},
     [CLI_O_REPO_CACHE] = {"repo-cache", 0, "DIR",
                           "where --repos keeps those clones (default\n"
                           "$XDG_CACHE_HOME/clarity/eval-repos, else ~/.cache/...)"},
@@ -155,6 +158,9 @@ static int apply(cli *c, int id, const char *v)
     case CLI_O_BUDGET: return budget(c, v);
     case CLI_O_REPOS: c->repos = v; return 0;
     case CLI_O_REPO_CACHE: c->repo_cache = v; return 0;
+    case CLI_O_LEVEL: return number("level", v, 0, 2, &c->level) ? EXIT_USAGE : 0;
+    case CLI_O_FILE: c->file = v; return 0;
+    case CLI_O_DEPTH: return number("depth", v, 1, 10, &c->depth) ? EXIT_USAGE : 0;
     }
     return 0;
 }

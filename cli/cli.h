@@ -30,6 +30,8 @@ typedef struct cli {
     /* options every subcommand takes */
     const char *config_path, *state_path, *plugin_path, *kv_path;
     const char *store_url; /* --store: storage.backend redis at this URL */
+    long level, depth;     /* zoom --level, impact --depth */
+    const char *file;      /* impact --file */
     int log_level; /* CLARITY_LOG_*: -v debug, -q errors only */
     /* options of some subcommands (cli/args.c says which) */
     const char *session;   /* --session; NULL when not given */
@@ -76,7 +78,7 @@ typedef struct cli_command {
 enum {
     CLI_O_JSON = 9, CLI_O_SESSION, CLI_O_WORKSPACE, CLI_O_HTML, CLI_O_HORIZON, CLI_O_PROJECT,
     CLI_O_USER, CLI_O_UNINSTALL, CLI_O_REGEX, CLI_O_MAX_COMMITS, CLI_O_NO_LEARN, CLI_O_K,
-    CLI_O_REPEAT, CLI_O_NO_REFRESH, CLI_O_BUDGET, CLI_O_REPOS, CLI_O_REPO_CACHE, CLI_O__COUNT
+    CLI_O_REPEAT, CLI_O_NO_REFRESH, CLI_O_BUDGET, CLI_O_REPOS, CLI_O_REPO_CACHE, CLI_O_LEVEL, CLI_O_FILE, CLI_O_DEPTH, CLI_O__COUNT
 };
 #define CLI_OPT(o) (1u << (o))
 

@@ -26,6 +26,7 @@
 #include "../util/fs.h"
 #include "eval.h"
 #include "graphcmd.h"
+#include "intelcmd.h"
 #include "hostsvc.h"
 #include "jsonconv.h"
 #include "loader.h"
@@ -88,6 +89,13 @@ static const cli_command commands[] = {
     {"predict", "REPO PROMPT", 2, 2, "predict takes REPO and PROMPT",
      O(JSON) | O(K) | O(REPEAT) | O(NO_REFRESH), NEEDS_GRAPH, 0, cli_predict,
      "the files PROMPT will most likely edit"},
+    {"zoom", "REPO PATH", 2, 2, "zoom takes REPO and PATH", O(JSON) | O(LEVEL), NEEDS_GRAPH, 0, cli_zoom,
+     "a file's or a directory's public contract: signatures and doc comments\n"
+     "without bodies (--level 1: every symbol, 2: the file)"},
+    {"impact", "REPO SYMBOL", 2, 2, "impact takes REPO and SYMBOL", O(JSON) | O(FILE) | O(DEPTH), NEEDS_GRAPH,
+     0, cli_impact, "who calls SYMBOL, and who calls them, to --depth levels"},
+    {"cochange", "REPO PATH", 2, 2, "cochange takes REPO and PATH", O(JSON) | O(K), NEEDS_GRAPH, 0,
+     cli_cochange, "the files that change together with PATH in the git history"},
     {"help", "", 0, 0, "help takes no arguments", 0, NEEDS_NOTHING, 0, NULL, "this text"},
 };
 #undef O

@@ -423,14 +423,14 @@ static void session_query(engine *e, session *s, buf *q)
  * the session used so far is the query; "limit" is another name for "k". */
 static int m_graph_session(rpc_call *c, const char *name)
 {
-    static const char *const strings[] = {"repo", "session", "prompt"};
+    static const char *const strings[] = {"repo", "session", "prompt", "path", "symbol", "file"};
     for (size_t i = 0; i < sizeof strings / sizeof *strings; i++) { /* present: of the right type */
         json_t *v = json_object_get(c->params, strings[i]);
         if (v && !json_is_null(v) && (!json_is_string(v) || json_string_length(v) == 0))
             return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "param \"%s\" must be a non-empty string",
                         strings[i]);
     }
-    int is_predict = strcmp(name, "clarity.predict") == 0;
+    int is_predict = strcmp(name, "clarity.predict") == 0, is_status = strcmp(name, "clarity.graphStatus") == 0;
     json_t *repo = json_object_get(c->params, "repo");
     const char *sid = json_string_value(json_object_get(c->params, "session"));
     int need_query = is_predict && !json_object_get(c->params, "prompt");
@@ -439,7 +439,7 @@ static int m_graph_session(rpc_call *c, const char *name)
     session *s = NULL;
     if (rc == CLARITY_OK) {
         rc = engine_acquire(c->e, c->session_id, 0, &s);
-        if (rc == CLARITY_ENOTFOUND && !is_predict) { /* graphStatus: no session, no graph */
+        if (rc == CLARITY_ENOTFOUND && is_status) { /* graphStatus: no session, no graph */
             buf_puts(c->out, "{\"available\":false}");
             return CLARITY_OK;
         }
@@ -457,12 +457,12 @@ static int m_graph_session(rpc_call *c, const char *name)
     }
     engine_release(c->e, s);
     if (!json_is_string(json_object_get(c->params, "repo"))) {
-        if (!is_predict) {
+        if (is_status) {
             buf_puts(c->out, "{\"available\":false}");
             return CLARITY_OK;
         }
-        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS,
-                    "clarity.predict: the session has no workspace; pass \"repo\"%s", NULL);
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "%s: the session has no workspace; pass \"repo\"",
+                    name);
     }
     return m_graph(c, name);
 }
@@ -475,6 +475,10 @@ static int m_predict(rpc_call *c)
     return m_graph_session(c, "clarity.predict");
 }
 static int m_graph_build(rpc_call *c) { return m_graph(c, "clarity.graphBuild"); }
+/* code intelligence (graph/intel.c): a repo, or a session's workspace */
+static int m_zoom(rpc_call *c) { return m_graph_session(c, "clarity.zoom"); }
+static int m_impact(rpc_call *c) { return m_graph_session(c, "clarity.impact"); }
+static int m_cochange(rpc_call *c) { return m_graph_session(c, "clarity.cochange"); }
 static int m_graph_status(rpc_call *c) { return m_graph_session(c, "clarity.graphStatus"); }
 
 typedef struct method {
@@ -496,6 +500,8 @@ static const method methods[] = {
     {"clarity.graphStatus", 0, m_graph_status}, {"clarity.context", 1, m_context},
     {"clarity.keepList", 1, m_keep_list},     {"clarity.compacted", 1, m_compacted},
     {"clarity.trimOutput", 0, m_trim_output}, {"clarity.progress", 1, m_progress},
+    {"clarity.zoom", 0, m_zoom},              {"clarity.impact", 0, m_impact},
+    {"clarity.cochange", 0, m_cochange},
 };
 
 int gateway_rpc(engine *e, const char *method_name, const char *params_json, buf *out, char **err)

@@ -637,6 +637,9 @@ int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json,
     if (strcmp(method, "clarity.predict") == 0) rc = predict(gc, params, out, msg);
     else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(gc, params, out, msg);
     else if (strcmp(method, "clarity.graphStatus") == 0) rc = status(params, out, msg);
+    else if (strcmp(method, "clarity.zoom") == 0 || strcmp(method, "clarity.impact") == 0 ||
+             strcmp(method, "clarity.cochange") == 0)
+        rc = graph_intel_call(method, params, out, msg);
     else rc = CLARITY_ENOTFOUND;
     json_decref(params);
     return rc;

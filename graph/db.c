@@ -19,6 +19,7 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);"
     "CREATE TABLE IF NOT EXISTS calls(file_id INT NOT NULL, name TEXT NOT NULL, line INT);"
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file_id);"
+    "CREATE INDEX IF NOT EXISTS calls_name ON calls(name);" /* impact: who calls N */
     /* the content field of a file, counted at build time: its distinct
      * words in byte order, each NUL-terminated and followed by its count
      * (LEB128); n = the number of words with repeats (the field length) */

@@ -205,7 +205,9 @@ size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out,
 typedef struct graph_cache graph_cache;
 graph_cache *graph_cache_new(void);
 void graph_cache_free(graph_cache *gc);
-/* clarity.graphBuild, clarity.predict and clarity.graphStatus: params as
+/* clarity.graphBuild, clarity.predict, clarity.graphStatus and the code
+ * intelligence methods clarity.zoom, clarity.impact, clarity.cochange
+ * (intel.c): params as
  * JSON text; the result object appended to out; on error a CLARITY_E*
  * code and *msg (malloc'ed, the caller frees).  CLARITY_ENOTFOUND: not a
  * graph method (or no graph support in this build: graph/none.c). */
@@ -228,5 +230,17 @@ typedef void (*graph_pred_cb)(void *ud, const graph_pred *p);
  * the number of files, or -1 when repo has no graph (or it cannot load). */
 int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt,
                          size_t len, size_t k, graph_pred_cb cb, void *ud);
+
+/* ---- intel.c: what the engine's block asks (co-change hints) ---- */
+typedef struct graph_partner {
+    char path[512];     /* repository-relative */
+    int64_t commits;    /* commits that changed both files */
+    int64_t of;         /* commits that changed the file asked about */
+    double score;       /* its decayed share: how often, when the file changes, this one does */
+} graph_partner;
+/* The k files that change most with rel in repo's history, best first,
+ * from the graph cache as it is (never built or refreshed here).  0 and
+ * *n (0 when there is no graph or no history), or -1. */
+int graph_cochange_hints(const char *repo, const char *rel, size_t k, graph_partner *out, size_t *n);
 
 #endif

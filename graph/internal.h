@@ -2,6 +2,7 @@
 #ifndef GRAPH_INTERNAL_H
 #define GRAPH_INTERNAL_H
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "graph.h"
@@ -109,5 +110,10 @@ static inline uint64_t graph_fnv64(const void *p, size_t n)
     for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
     return h;
 }
+
+/* ---- intel.c ---- */
+/* clarity.zoom / clarity.impact / clarity.cochange with parsed params. */
+int graph_intel_call(const char *method, json_t *params, buf *out, char **msg);
+int graph_cochange_partners(sqlite3 *db, const char *rel, size_t k, graph_partner *out, size_t *n_out);
 
 #endif

@@ -36,3 +36,10 @@ int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, co
     (void)gc, (void)repo, (void)auto_refresh, (void)prompt, (void)len, (void)k, (void)cb, (void)ud;
     return -1;
 }
+
+int graph_cochange_hints(const char *repo, const char *rel, size_t k, graph_partner *out, size_t *n)
+{
+    (void)repo, (void)rel, (void)k, (void)out;
+    *n = 0;
+    return 0;
+}
