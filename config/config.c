@@ -512,6 +512,8 @@ static const cfg_entry settings[] = {
     INT("progress.streakRuns", progress.streak_runs, 3, 1, 1000, 0),
     INT("progress.historyRuns", progress.history_runs, 20, 1, 200, 0),
     INT("progress.blockNames", progress.block_names, 3, 0, 16, 0),
+    BOOL("codeintel.cochangeHints", codeintel.cochange_hints, 1),
+    INT("codeintel.maxHints", codeintel.max_hints, 3, 0, 10, 0),
 };
 
 const cfg_entry *config_table(size_t *n)

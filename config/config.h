@@ -108,6 +108,11 @@ typedef struct clarity_config {
         int history_runs; /* runs kept per session */
         int block_names;  /* failing names the block line shows */
     } progress;
+    /* Code intelligence in the block (engine/intel.c). */
+    struct {
+        int cochange_hints; /* after an edit: the files that change with it, not yet touched */
+        int max_hints;
+    } codeintel;
 } clarity_config;
 
 /* ---- the table of settings (config.c) ---- */

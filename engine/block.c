@@ -7,6 +7,7 @@
 
 #include "compact.h"
 #include "engine.h"
+#include "hints.h"
 #include "progress.h"
 
 typedef struct top_entry {
@@ -25,7 +26,7 @@ void block_write(engine *e, session *s, buf *out)
     const clarity_config *c = &e->cfg;
     size_t k = (size_t)c->context.max_items;
     int with_progress = s->progress && e->cfg.progress.enabled;
-    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress) return;
+    if (k == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress && !s->n_hints) return;
     top_entry stack_top[32];
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
@@ -47,7 +48,7 @@ void block_write(engine *e, session *s, buf *out)
         }
         top[pos] = cand;
     }
-    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress) goto done;
+    if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress && !s->n_hints) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
     buf_puts(out, BLOCK_OPEN "\n");
@@ -80,6 +81,8 @@ void block_write(engine *e, session *s, buf *out)
         buf_putc(out, '\n');
     }
     size_t used = out->len - start + closing;
+    if (used < budget) hints_block_lines(s, out, budget - used);
+    used = out->len - start + closing;
     if (used < budget) compact_block_lines(e, s, budget - used, out);
     if (out->len - start == sizeof(BLOCK_OPEN "\n") - 1) { /* nothing fit */
         out->len = start;

@@ -2,6 +2,7 @@
 #include "../util/errors.h"
 #include "assemble.h"
 #include "compact.h"
+#include "hints.h"
 #include "progress.h"
 
 #include <math.h>
@@ -83,6 +84,7 @@ static void session_free(session *s)
     asm_state_free(s->asm_);
     compact_reinject_clear(s);
     progress_free(s->progress);
+    hints_clear(s);
     tracker_free(&s->t);
     pthread_mutex_destroy(&s->mu);
     free(s->id);

@@ -47,6 +47,12 @@ typedef struct session {
     size_t n_reinject;
     int reinject_shown;
     struct progress *progress; /* test runs (progress.c); NULL until the first; stored in the meta */
+    /* Files the latest turn edited, and the co-change hints they gave
+     * (hints.c): shown in the blocks until the next turn ends. */
+    char **edited;
+    size_t n_edited;
+    char **hints;
+    size_t n_hints;
     /* A store shared by several processes (Redis): the namespace version
      * this state was loaded at; a commit is fenced on it (persist.c). */
     uint64_t version;

@@ -7,6 +7,7 @@
 #include "assemble.h"
 #include "engine.h"
 #include "compact.h"
+#include "hints.h"
 #include "progress.h"
 
 
@@ -228,9 +229,13 @@ static void scan_turn(ref_ctx *r, const clarity_message *msgs, size_t n)
             continue;
         }
         if (!m->role || strcmp(m->role, "assistant") != 0) continue;
+        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_name &&
+            progress_is_edit(m->tool_name, m->tool_args_json)) {
+            hints_note_edit(s, m->tool_args_json);
+            if (e->cfg.progress.enabled) progress_note_edit(s);
+        }
         if (e->cfg.progress.enabled && CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) &&
             m->tool_name) {
-            if (progress_is_edit(m->tool_name, m->tool_args_json)) progress_note_edit(s);
             free(command);
             command = progress_command(m->tool_name, m->tool_args_json);
         }
@@ -262,6 +267,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
     }
     ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
     scan_turn(&r, msgs, n);
+    hints_update(e, s);
     if (r.oom) rc = CLARITY_ENOMEM;
     engine_enforce_cap(e, s);
     if (s->reinject_shown) {

@@ -281,6 +281,18 @@ static int is_public(int lang, const zsym *s, const char *all)
     return s->exported;
 }
 
+/* A class member: TypeScript/JavaScript members are public unless marked
+ * private or protected (or named #x); elsewhere as the language says. */
+static int member_public(int lang, const zsym *s, const lines *l)
+{
+    if ((lang == LANG_TS || lang == LANG_TSX || lang == LANG_JS) && s->line >= 1 && s->line <= l->n) {
+        const char *t = ltrim(l->v[s->line - 1]);
+        return !(strncmp(t, "private ", 8) == 0 || strncmp(t, "protected ", 10) == 0 || t[0] == '#' ||
+                 s->name[0] == '#');
+    }
+    return is_public(lang, s, NULL);
+}
+
 static int file_id(sqlite3 *db, const char *rel, int *lang)
 {
     sqlite3_stmt *st;
@@ -340,16 +352,17 @@ static size_t zoom_sym(const zsym *v, size_t n, size_t i, int level, int lang, c
     buf_init(&doc);
     signature(l, lang, s->kind, s->line, &sig);
     doc_comment(l, lang, s->kind, s->line, &doc);
+    int pub = s->kind == SYM_METHOD ? member_public(lang, s, l) : is_public(lang, s, all);
     json_t *o = json_pack("{s:s,s:s,s:s%,s:s%,s:b,s:i}", "name", s->name, "kind", kind_name(s->kind),
                           "signature", sig.p ? sig.p : "", sig.len, "doc", doc.p ? doc.p : "", doc.len,
-                          "exported", is_public(lang, s, all), "line", s->line);
+                          "exported", pub, "line", s->line);
     buf_free(&sig);
     buf_free(&doc);
     size_t k = i + 1;
     if (o && (s->kind == SYM_CLASS || s->kind == SYM_TYPE)) {
         json_t *kids = json_array();
         while (k < n && v[k].line <= s->end_line && v[k].line > s->line) {
-            if (level >= 1 || is_public(lang, &v[k], NULL)) k = zoom_sym(v, n, k, level, lang, NULL, l, kids);
+            if (level >= 1 || member_public(lang, &v[k], l)) k = zoom_sym(v, n, k, level, lang, NULL, l, kids);
             else k++;
         }
         if (json_array_size(kids)) json_object_set_new(o, "children", kids);

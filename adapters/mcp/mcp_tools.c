@@ -7,8 +7,11 @@
  *   clarity_stats     {session?}                               clarity.stats
  *   clarity_progress  {session?}                               clarity.progress
  *   clarity_predict   {session?, limit?, prompt?}              clarity.predict
+ *   clarity_zoom      {session?, path, level?}                 clarity.zoom
+ *   clarity_impact    {session?, symbol, file?, depth?}        clarity.impact
+ *   clarity_cochange  {session?, path, k?}                     clarity.cochange
  *
- * clarity_predict is listed only when there is a code graph to ask: the
+ * The graph tools (predict, zoom, impact, cochange) are listed only when there is a code graph to ask: the
  * server asks once, with clarity.graphStatus {session, repo?} ->
  * {"available": true, ...}, where repo is --workspace and otherwise the
  * plugin takes the session's workspace (the one its hooks were told).  A
@@ -94,6 +97,36 @@ static const mcp_tool tools[] = {
      "most this many files (default 10)\"},\"prompt\":{\"type\":\"string\",\"minLength\":1,"
      "\"description\":\"The task, e.g. an issue text (default: the session's recent items)\"}",
      NULL, 1, 1, 1},
+    {"clarity_zoom", "Zoom into code",
+     "The public contract of a file or directory without its implementation: signatures and doc "
+     "comments, classes reduced to their public members (level 0); every symbol (level 1); the "
+     "file's content (level 2). Read shallow first, drill where needed.",
+     "clarity.zoom",
+     {{"path", "path", 's', 1}, {"level", "level", 'i', 0}},
+     ",\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"A file or directory of the "
+     "repository, relative to its root\"},\"level\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":2,"
+     "\"description\":\"0 public contract (default), 1 every symbol, 2 content\"}",
+     "path", 1, 1, 1},
+    {"clarity_impact", "Who calls this",
+     "The transitive callers of a symbol (the blast radius of a change), to a depth; calls are "
+     "resolved by name through imports, not types. A name defined in several files answers its "
+     "candidates: pass file to pick one.",
+     "clarity.impact",
+     {{"symbol", "symbol", 's', 1}, {"file", "file", 's', 0}, {"depth", "depth", 'i', 0}},
+     ",\"symbol\":{\"type\":\"string\",\"minLength\":1,\"description\":\"A function, method or class "
+     "name\"},\"file\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The file that defines "
+     "it, when several do\"},\"depth\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10,"
+     "\"description\":\"Levels of callers (default 3)\"}",
+     "symbol", 1, 1, 1},
+    {"clarity_cochange", "Files that change together",
+     "The files that change together with a file in the git history (implicit contracts), with "
+     "the share of its commits and the commits shared.",
+     "clarity.cochange",
+     {{"path", "path", 's', 1}, {"k", "k", 'i', 0}},
+     ",\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"A file of the repository\"},"
+     "\"k\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"How many (default "
+     "20)\"}",
+     "path", 1, 1, 1},
 };
 #define N_TOOLS (sizeof tools / sizeof tools[0])
 
@@ -254,8 +287,10 @@ json_t *mcp_tool_call(mcp_server *s, const mcp_tool *t, json_t *args)
             out = tool_error("the plugin answered with something that is not a JSON object");
         } else {
             char *text = json_compact(data);
+            /* a structured refusal ({"error": "graph_unavailable", ...}) is a tool error */
+            int refused = json_is_string(json_object_get(data, "error"));
             out = text ? json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text",
-                                   text, "structuredContent", data, "isError", 0)
+                                   text, "structuredContent", data, "isError", refused)
                        : NULL;
             if (!text) json_decref(data); /* json_pack owns data from the call on */
             free(text);
