@@ -213,7 +213,7 @@ static void *write_turns(void *arg)
     writer *w = arg;
     unsigned s = (unsigned)w->seed;
     for (int i = 0; i < 40; i++) {
-        char session[8];
+        char session[16];
         int k = (int)(rand_r(&s) % 8);
         snprintf(session, sizeof session, "c%d", k);
         if (th_end(w->h, session, "ClaraCore", NULL, NULL) == 0) w->done[k]++;
@@ -246,7 +246,7 @@ Test(redis, concurrent_writers_lose_no_turn)
         int want = 0;
         for (int i = 0; i < 6; i++) want += w[i].done[k];
         total += want;
-        char session[8];
+        char session[16];
         snprintf(session, sizeof session, "c%d", k);
         th_host fresh;
         open_on(&fresh, "t4:", NULL);
