@@ -171,5 +171,48 @@ step = 'errors';
 }
 
 await client.close();
+
+// The graph tools, with a repository that has a code graph: a second server
+// started with --workspace lists them and answers from the graph.
+step = 'graph tools';
+{
+  const repo = path.join(tmp, 'repo');
+  fs.mkdirSync(path.join(repo, 'app'), { recursive: true });
+  fs.writeFileSync(path.join(repo, 'app', 'core.py'),
+    'def parse(text):\n    """Parse text."""\n    return helper(text)\n\n\ndef helper(text):\n    return text\n\n\n' +
+    'def _hidden():\n    pass\n');
+  fs.writeFileSync(path.join(repo, 'app', 'cli.py'), 'from app.core import parse\n\n\ndef main():\n    parse("x")\n');
+  const git = (...a) => spawnSync('git', a, { cwd: repo, encoding: 'utf8', env: { ...process.env,
+    GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_CONFIG_NOSYSTEM: '1' } });
+  git('init', '-q', '.');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'init');
+  const b = spawnSync(clarity, ['graph', 'build', repo], { encoding: 'utf8' });
+  check(b.status === 0, `clarity graph build exited with ${b.status}`, b.stderr);
+  const t2 = new StdioClientTransport({ command: clarity, args: ['mcp', '--state', state, '--session', 'demo', '--workspace', repo], stderr: 'pipe' });
+  const c2 = new Client({ name: 'clarity-e2e-graph', version: '1.0.0' });
+  await c2.connect(t2);
+  const { tools } = await c2.listTools();
+  const names = tools.map((t) => t.name);
+  for (const n of ['clarity_predict', 'clarity_zoom', 'clarity_impact', 'clarity_cochange'])
+    check(names.includes(n), `${n} is not listed with a code graph`, names);
+  const callOn = async (name, args) => c2.callTool({ name, arguments: args });
+  let r = await callOn('clarity_zoom', { path: 'app/core.py' });
+  check(!r.isError, 'clarity_zoom: tool error', r);
+  const syms = r.structuredContent.symbols.map((x) => x.name);
+  check(JSON.stringify(syms) === '["parse","helper"]', 'clarity_zoom level 0: the public functions', syms);
+  check(r.structuredContent.symbols[0].signature === 'def parse(text):' && r.structuredContent.symbols[0].doc === 'Parse text.',
+    'clarity_zoom: signature and doc', r.structuredContent.symbols[0]);
+  r = await callOn('clarity_impact', { symbol: 'parse', depth: 2 });
+  check(!r.isError && r.structuredContent.callers.length === 1 && r.structuredContent.callers[0].name === 'main' &&
+    r.structuredContent.callers[0].via === 'import', 'clarity_impact: main calls parse through an import', r.structuredContent);
+  r = await callOn('clarity_cochange', { path: 'app/core.py' });
+  check(!r.isError && r.structuredContent.neighbours[0]?.path === 'app/cli.py', 'clarity_cochange: cli.py changed with core.py', r.structuredContent);
+  r = await callOn('clarity_zoom', { path: '../../etc/passwd', level: 2 });
+  check(r.isError === true && /leaves the repository/.test(r.content[0].text), 'a path outside the repository must be refused', r);
+  await c2.close();
+  ok('graph tools: clarity_zoom (public contract), clarity_impact (main <- parse via import), clarity_cochange, a path outside refused');
+}
+
 fs.rmSync(tmp, { recursive: true, force: true });
 console.log('e2e-mcp: all checks passed');
