@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../include/clarity.h"
 #include "../util/fs.h"
@@ -29,6 +31,40 @@
 #define IMPACT_MAX_NODES 400
 
 /* ---- the repository and its paths ------------------------------------- */
+
+/* Whether repo's staleness is due for a check (it runs git): at most every
+ * RECHECK_MS per repository, as predict's cache does. */
+#define RECHECK_MS 5000
+#define RECHECK_SLOTS 16
+static pthread_mutex_t recheck_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char repo[PATH_MAX];
+    int64_t at;
+} recheck[RECHECK_SLOTS];
+
+static int due_check(const char *repo)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    int64_t now = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    int due = 1, oldest = 0;
+    pthread_mutex_lock(&recheck_mu);
+    for (int i = 0; i < RECHECK_SLOTS; i++) {
+        if (strcmp(recheck[i].repo, repo) == 0) {
+            due = now - recheck[i].at >= RECHECK_MS;
+            if (due) recheck[i].at = now;
+            oldest = -1;
+            break;
+        }
+        if (recheck[i].at < recheck[oldest].at) oldest = i;
+    }
+    if (oldest >= 0 && strlen(repo) < sizeof recheck[0].repo) {
+        snprintf(recheck[oldest].repo, sizeof recheck[oldest].repo, "%s", repo);
+        recheck[oldest].at = now;
+    }
+    pthread_mutex_unlock(&recheck_mu);
+    return due;
+}
 
 /* The canonical repository and its graph, refreshed when stale.  On a
  * missing graph the answer is the structured graph_unavailable object in
@@ -56,7 +92,7 @@ static int open_graph(const char *repo_in, char **repo, sqlite3 **db, buf *out, 
         free(r);
         return 1;
     }
-    if (graph_is_stale(r, dbp) > 0) { /* as predict: refresh, or answer from the old graph */
+    if (due_check(r) && graph_is_stale(r, dbp) > 0) { /* as predict: refresh, or answer from the old graph */
         graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
         graph_build_stats st;
         char *berr = NULL;
@@ -76,8 +112,10 @@ static int open_graph(const char *repo_in, char **repo, sqlite3 **db, buf *out, 
 }
 
 /* path (relative to repo, or absolute inside it) as a clean relative path;
- * NULL with *msg when it leaves the repository.  "" is the root. */
-static char *confine(const char *repo, const char *path, char **msg)
+ * NULL with *msg when it leaves the repository.  "" is the root.  With
+ * may_be_gone, a path that no longer exists (co-change history) passes the
+ * syntactic checks alone: nothing is read from it. */
+static char *confine(const char *repo, const char *path, int may_be_gone, char **msg)
 {
     size_t rl = strlen(repo);
     const char *p = path;
@@ -105,6 +143,11 @@ static char *confine(const char *repo, const char *path, char **msg)
         s += len + (e != NULL);
     }
     char *full = util_format("%s/%s", repo, rel), *real = full ? realpath(full, NULL) : NULL;
+    struct stat lsb;
+    if (!real && may_be_gone && full && lstat(full, &lsb) != 0) {
+        free(full);
+        return rel;
+    }
     if (!real) {
         *msg = util_format("path %s: no such file or directory in %s", path, repo);
         free(full), free(rel);
@@ -765,7 +808,7 @@ int graph_intel_call(const char *method, json_t *params, buf *out, char **msg)
     char *rel = NULL;
     int rc = CLARITY_OK;
     if (!is_impact || file) {
-        rel = confine(repo, is_impact ? file : target, msg);
+        rel = confine(repo, is_impact ? file : target, !is_zoom && !is_impact, msg);
         if (!rel) rc = *msg ? CLARITY_EINVAL : CLARITY_ENOMEM;
     }
     if (rc == CLARITY_OK) {

@@ -206,7 +206,9 @@ Test(intel, paths_stay_in_the_repository)
                   json_dumps(j, 0));
         json_decref(j);
     }
-    cr_assert_eq(symlink("/etc", runproc_join(repo, "out")), 0);
+    char *link = runproc_join(repo, "out");
+    cr_assert_eq(symlink("/etc", link), 0);
+    free(link);
     json_t *j = NULL;
     char params[4400];
     snprintf(params, sizeof params, "{\"repo\":\"%s\",\"path\":\"out/passwd\",\"level\":2}", repo);

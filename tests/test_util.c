@@ -52,7 +52,9 @@ Test(util, default_state_path_follows_the_documented_order)
     snprintf(want, sizeof want, "%s/clarity/clarity.db", xdg);
     cr_assert_str_eq(p, want);
     struct stat st;
-    cr_assert_eq(stat(runproc_join(xdg, "clarity"), &st), 0, "the directory was not made");
+    char *made = runproc_join(xdg, "clarity");
+    cr_assert_eq(stat(made, &st), 0, "the directory was not made");
+    free(made);
     free(p);
     setenv("XDG_STATE_HOME", "relative/dir", 1); /* not absolute: ignored */
     p = state_path();
