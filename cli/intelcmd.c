@@ -90,11 +90,14 @@ static void print_callers(json_t *arr, int indent)
     size_t i;
     json_t *n;
     json_array_foreach(arr, i, n) {
-        printf("%*s<- %s  %s:%lld (%s%s)\n", indent, "", json_string_value(json_object_get(n, "name")),
+        size_t calls = json_array_size(json_object_get(n, "callLines"));
+        printf("%*s<- %s  %s:%lld (%s%s", indent, "", json_string_value(json_object_get(n, "name")),
                json_string_value(json_object_get(n, "path")),
                (long long)json_integer_value(json_object_get(n, "callLine")),
                json_string_value(json_object_get(n, "via")),
                json_is_true(json_object_get(n, "seen")) ? ", shown above" : "");
+        if (calls > 1) printf(", %zu calls", calls);
+        printf(")\n");
         print_callers(json_object_get(n, "callers"), indent + 3);
     }
 }

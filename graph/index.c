@@ -446,7 +446,10 @@ static int push_edge(edges *e, uint32_t a, uint32_t b)
 static int load_refs(loader *l, edges *e)
 {
     static const char *const q2[2] = {"SELECT file_id, spec, target FROM imports",
-                                      "SELECT file_id, name, 0 FROM calls"};
+                                      /* a name once per file, where it first occurs: the
+                                       * table holds every call site (impact) */
+                                      "SELECT file_id, name, 0 FROM calls GROUP BY file_id, name "
+                                      "ORDER BY min(rowid)"};
     tok_ctx *tc = &l->tc;
     for (int k = 0; k < 2 && !tc->oom; k++) {
         sqlite3_stmt *st;

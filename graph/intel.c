@@ -613,9 +613,24 @@ static json_t *callers(impact_ctx *c, const char *name, int d, int depth)
         }
         const char *cname = caller ? caller : "<module>";
         char *p = path_of(c, sites[i].file);
+        json_t *same = NULL; /* the caller already listed here: one more call line */
+        size_t ai;
+        json_t *an;
+        json_array_foreach(arr, ai, an) {
+            if (json_integer_value(json_object_get(an, "line")) == cline &&
+                strcmp(json_string_value(json_object_get(an, "name")), cname) == 0 &&
+                strcmp(json_string_value(json_object_get(an, "path")), p ? p : "?") == 0)
+                same = an;
+        }
+        if (same) {
+            json_array_append_new(json_object_get(same, "callLines"), json_integer(sites[i].line));
+            free(p);
+            free(caller);
+            continue;
+        }
         int again = seen(c, sites[i].file, cline, cname);
-        json_t *node = json_pack("{s:s,s:s,s:i,s:i,s:s}", "name", cname, "path", p ? p : "?", "line", cline,
-                                 "callLine", sites[i].line, "via", via);
+        json_t *node = json_pack("{s:s,s:s,s:i,s:i,s:[i],s:s}", "name", cname, "path", p ? p : "?", "line",
+                                 cline, "callLine", sites[i].line, "callLines", sites[i].line, "via", via);
         if (node && again) json_object_set_new(node, "seen", json_true()); /* expanded elsewhere */
         else if (node && caller) json_object_set_new(node, "callers", callers(c, caller, sites[i].file, depth - 1));
         if (node) json_array_append_new(arr, node);

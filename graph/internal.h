@@ -7,7 +7,7 @@
 
 #include "graph.h"
 
-#define GRAPH_SCHEMA_VERSION "2"
+#define GRAPH_SCHEMA_VERSION "3" /* 3: every call site, not one per callee and file */
 /* Co-change weights decay with this half-life (seconds): 180 days. */
 #define GRAPH_HALF_LIFE_S (180.0 * 86400.0)
 /* Commits touching more files than this say nothing about pairs. */

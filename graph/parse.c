@@ -327,7 +327,8 @@ static int add_import(gfile *f, const char *spec, size_t n)
     return 0;
 }
 
-/* Callees are kept once per file (first line), via a small open hash. */
+/* Call sites are kept once per (callee, line), via a small open hash: impact
+ * (intel.c) needs every site; the index reads distinct names per file. */
 typedef struct call_set {
     uint64_t *h;
     size_t cap;
@@ -357,7 +358,7 @@ static int add_call(gfile *f, call_set *cs, const char *name, size_t n, uint32_t
         cs->h = h;
         cs->cap = cap;
     }
-    uint64_t k = fnv(name, n);
+    uint64_t k = (fnv(name, n) ^ ((uint64_t)line * 0x9E3779B97F4A7C15ULL)) | 1;
     size_t j = k & (cs->cap - 1);
     while (cs->h[j]) {
         if (cs->h[j] == k) return 0;

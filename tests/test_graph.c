@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../graph/graph.h"
+#include "../graph/internal.h"
 #include "../include/clarity.h"
 #include "gitrepo.h"
 #include "graphdb.h"
@@ -577,8 +578,8 @@ Test(graph_repo, content_words_are_counted_at_build_time)
     graph_index_free(g);
     /* the same rows under this schema: read from the table */
     cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, "UPDATE meta SET value = '2' WHERE key = 'schema'", NULL, NULL,
-                              NULL),
+    cr_assert_eq(sqlite3_exec(h, "UPDATE meta SET value = '" GRAPH_SCHEMA_VERSION "' WHERE key = 'schema'",
+                              NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(h);
     cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
