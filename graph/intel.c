@@ -646,7 +646,7 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
     sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)", NULL, NULL, NULL);
     sqlite3_stmt *st;
     if (prep(db, "SELECT s.file_id, f.path, s.line, s.kind FROM symbols s JOIN files f ON f.id = s.file_id "
-                 "WHERE s.name = ? AND s.kind IN (0, 1, 2, 6) ORDER BY f.path, s.line", &st) != 0)
+                 "WHERE s.name = ? AND s.kind IN (0, 1, 2, 3, 6) ORDER BY f.path, s.line", &st) != 0)
         return CLARITY_ESTORE;
     sqlite3_bind_text(st, 1, symbol, -1, SQLITE_STATIC);
     json_t *cands = json_array();
@@ -682,10 +682,11 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
         json_decref(cands);
         impact_ctx c = {db, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
         int ok = prep(db, "SELECT file_id, line FROM calls WHERE name = ? ORDER BY file_id, line", &c.calls) == 0 &&
-                 prep(db, "SELECT name, line FROM symbols WHERE file_id = ? AND kind IN (0, 2) AND line <= ?2 "
+                 /* the innermost function, method, or variable holding one (const f = () => ...) */
+                 prep(db, "SELECT name, line FROM symbols WHERE file_id = ? AND kind IN (0, 2, 3) AND line <= ?2 "
                           "AND end_line >= ?2 ORDER BY line DESC LIMIT 1", &c.encl) == 0 &&
                  prep(db, "SELECT 1 FROM imports WHERE file_id = ? AND target = ? LIMIT 1", &c.imports) == 0 &&
-                 prep(db, "SELECT count(DISTINCT file_id) FROM symbols WHERE name = ? AND kind IN (0, 1, 2, 6)",
+                 prep(db, "SELECT count(DISTINCT file_id) FROM symbols WHERE name = ? AND kind IN (0, 1, 2, 3, 6)",
                       &c.defs) == 0 &&
                  prep(db, "SELECT path FROM files WHERE id = ?", &c.path) == 0;
         json_t *tree = ok ? callers(&c, symbol, d, depth) : NULL;
