@@ -21,8 +21,7 @@
 #include "cli.h"
 #include "graphcmd.h"
 
-/* Calls method on the loaded plugin; *out gets the answer. */
-static int call(cli *c, const char *method, json_t *params, json_t **out)
+int graphcmd_call(cli *c, const char *method, json_t *params, json_t **out)
 {
     char *p = json_dumps(params, JSON_COMPACT);
     clarity_result res;
@@ -89,7 +88,7 @@ int cli_predict(cli *c, char **args, int n)
     if (!params) return EXIT_FAIL;
     if (c->repeat > 1) json_object_set_new(params, "repeat", json_integer(c->repeat));
     if (c->no_refresh) json_object_set_new(params, "refresh", json_false());
-    int ex = call(c, "clarity.predict", params, &out);
+    int ex = graphcmd_call(c, "clarity.predict", params, &out);
     if (ex == EXIT_OK) {
         say_staleness(out, args[0]);
         if (c->json) print_json(out);
@@ -138,7 +137,7 @@ int cli_graph(cli *c, char **args, int n)
     if (c->regex) json_object_set_new(params, "parser", json_string("regex"));
     if (c->no_learn) json_object_set_new(params, "learn", json_false());
     if (c->max_commits >= 0) json_object_set_new(params, "maxCommits", json_integer(c->max_commits));
-    int ex = call(c, "clarity.graphBuild", params, &out);
+    int ex = graphcmd_call(c, "clarity.graphBuild", params, &out);
     if (ex == EXIT_OK && c->json) print_json(out);
     else if (ex == EXIT_OK) print_build(out, args[1]);
     json_decref(out);

@@ -12,33 +12,25 @@
 #include <string.h>
 
 #include "cli.h"
+#include "graphcmd.h"
 #include "intelcmd.h"
 
 /* Calls method; prints --json answers as they are.  A missing graph is said
  * on stderr (exit 1), an error of the plugin too (exit 2). */
 static int call(cli *c, const char *method, json_t *params, json_t **out)
 {
-    *out = NULL;
-    char *p = json_dumps(params, JSON_COMPACT);
-    clarity_result res;
-    int rc = p ? loader_rpc(&c->L, method, p, &res) : CLARITY_ENOMEM;
-    free(p);
-    int ex = EXIT_OK;
-    if (rc < 0) {
-        fprintf(stderr, "clarity: %s: %s\n", method, loader_errtext(&c->L, rc, &res));
-        ex = EXIT_PLUGIN;
-    } else if (!(*out = res.data ? json_loads(res.data, 0, NULL) : NULL)) {
-        ex = EXIT_PLUGIN;
-    } else if (json_object_get(*out, "error")) {
+    int ex = graphcmd_call(c, method, params, out);
+    if (ex != EXIT_OK) return ex;
+    if (json_object_get(*out, "error")) {
         fprintf(stderr, "clarity: %s\n", json_string_value(json_object_get(*out, "message")));
-        ex = EXIT_FAIL;
-    } else if (c->json) {
+        return EXIT_FAIL;
+    }
+    if (c->json) {
         char *s = json_dumps(*out, JSON_COMPACT);
         if (s) puts(s);
         free(s);
     }
-    loader_release(&c->L, &res);
-    return ex;
+    return EXIT_OK;
 }
 
 static void print_syms(json_t *syms, int indent)

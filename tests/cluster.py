@@ -17,7 +17,7 @@ twice, whatever the interleaving.
 import argparse, json, os, random, shutil, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from crashtest import RedisServer, Server, load_turns, requests_of, scores  # noqa: E402
+from crashtest import RedisServer, Server, default_corpus, load_turns, requests_of, scores  # noqa: E402
 
 
 def main():
@@ -29,13 +29,7 @@ def main():
     ap.add_argument("--corpus")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    corpus = args.corpus
-    if not corpus:
-        shared = os.environ.get("CLARITY_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-        cand = os.path.join(shared, "data", "dev-sessions.jsonl")
-        corpus = cand if os.path.exists(cand) else os.path.join(os.path.dirname(__file__), "..",
-                                                                "examples", "demo.jsonl")
-    pool = load_turns(corpus)
+    pool = load_turns(args.corpus or default_corpus())
     rng = random.Random(args.seed)
     # session k replays a run of consecutive turns of the corpus, renamed
     plan = {}

@@ -52,6 +52,14 @@ def load_turns(path):
     return turns
 
 
+def default_corpus():
+    """dev-sessions.jsonl from $CLARITY_SHARED/data (or ../shared), else the demo."""
+    shared = os.environ.get("CLARITY_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+    cand = os.path.join(shared, "data", "dev-sessions.jsonl")
+    return cand if os.path.exists(cand) else os.path.join(os.path.dirname(__file__), "..", "examples",
+                                                          "demo.jsonl")
+
+
 def requests_of(turn, base_id):
     s = turn["session"]
     before = {"jsonrpc": "2.0", "id": base_id, "method": "hook.before_agent_start",
@@ -287,12 +295,7 @@ def main():
     ap.add_argument("--corpus")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", 1)))
     args = ap.parse_args()
-    corpus = args.corpus
-    if not corpus:
-        shared = os.environ.get("CLARITY_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
-        cand = os.path.join(shared, "data", "dev-sessions.jsonl")
-        corpus = cand if os.path.exists(cand) else os.path.join(os.path.dirname(__file__), "..",
-                                                                "examples", "demo.jsonl")
+    corpus = args.corpus or default_corpus()
     turns = load_turns(corpus)
     print("crashtest: %d turns from %s" % (len(turns), corpus))
     failed = 0
