@@ -278,7 +278,7 @@ static int rd_get(store *s, const char *ns, const char *key, char **val, size_t 
     rds *r = R(s);
     const rop *o = NULL;
     int b = r->in_txn ? buffered(r, ns, key, &o) : -1;
-    if (b == 0) return CLARITY_ENOTFOUND;
+    if (b == 0) return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
     if (b == 1) {
         *val = store_dup_val(o->val, o->len);
         *len = o->len;
@@ -292,7 +292,7 @@ static int rd_get(store *s, const char *ns, const char *key, char **val, size_t 
     int rc = command(s, 3, argv, lens, &rep);
     free(k);
     if (rc != CLARITY_OK) return rc;
-    if (rep->type == REDIS_REPLY_NIL) rc = CLARITY_ENOTFOUND;
+    if (rep->type == REDIS_REPLY_NIL) rc = store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
     else if (rep->type != REDIS_REPLY_STRING) rc = store_fail(s, CLARITY_ESTORE, "redis: HGET: unexpected reply");
     else if (!(*val = store_dup_val(rep->str, rep->len))) rc = store_fail(s, CLARITY_ENOMEM, "out of memory");
     else *len = rep->len;
@@ -346,15 +346,74 @@ static char *glob_of(const char *prefix)
     return buf_failed(&b) ? (buf_free(&b), NULL) : buf_steal(&b, NULL);
 }
 
-static int rd_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+/* One entry of an iteration: key and value, owned. */
+typedef struct kv {
+    char *key, *val;
+    size_t len;
+} kv;
+
+typedef struct kvs {
+    kv *v;
+    size_t n, cap;
+} kvs;
+
+static void kvs_free(kvs *a)
+{
+    for (size_t i = 0; i < a->n; i++) free(a->v[i].key), free(a->v[i].val);
+    free(a->v);
+    memset(a, 0, sizeof *a);
+}
+
+static int kvs_find(const kvs *a, const char *key)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->v[i].key, key) == 0) return (int)i;
+    return -1;
+}
+
+/* Appends key (copies), or with replace sets an entry of that key. */
+static int kvs_set(kvs *a, const char *key, const char *val, size_t len, int replace)
+{
+    char *v = store_dup_val(val, len);
+    if (!v) return -1;
+    int i = replace ? kvs_find(a, key) : -1;
+    if (i >= 0) {
+        free(a->v[i].val);
+        a->v[i].val = v;
+        a->v[i].len = len;
+        return 0;
+    }
+    if (a->n == a->cap) {
+        kv *g = realloc(a->v, (a->cap = a->cap ? a->cap * 2 : 64) * sizeof *g);
+        if (!g) return free(v), -1;
+        a->v = g;
+    }
+    char *k = strdup(key);
+    if (!k) return free(v), -1;
+    a->v[a->n++] = (kv){k, v, len};
+    return 0;
+}
+
+static void kvs_del(kvs *a, const char *key)
+{
+    int i = kvs_find(a, key);
+    if (i < 0) return;
+    free(a->v[i].key), free(a->v[i].val);
+    a->v[i] = a->v[--a->n];
+}
+
+static int cmp_kv(const void *x, const void *y)
+{
+    return strcmp(((const kv *)x)->key, ((const kv *)y)->key); /* bytewise, as the other stores */
+}
+
+/* The stored entries of ns under prefix (HSCAN MATCH "<prefix>*"). */
+static int scan(store *s, const char *ns, const char *prefix, kvs *out)
 {
     rds *r = R(s);
-    if (r->in_txn && r->n_ops)
-        return store_fail(s, CLARITY_EINVAL, "redis: iteration inside a transaction with writes");
     char *k = hkey(r, ns), *match = glob_of(prefix);
     int rc = k && match ? CLARITY_OK : store_fail(s, CLARITY_ENOMEM, "out of memory");
     char cursor[32] = "0";
-    int stop = 0;
     do {
         if (rc != CLARITY_OK) break;
         const char *argv[] = {"HSCAN", k, cursor, "MATCH", match, "COUNT", "1000"};
@@ -367,16 +426,46 @@ static int rd_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
             rc = store_fail(s, CLARITY_ESTORE, "redis: HSCAN: unexpected reply");
         } else {
             snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
-            redisReply *kv = rep->element[1];
-            for (size_t i = 0; i + 1 < kv->elements && !stop; i += 2) {
-                if (strcmp(kv->element[i]->str, VERSION_FIELD) == 0) continue;
-                stop = cb(ud, kv->element[i]->str, kv->element[i + 1]->str, kv->element[i + 1]->len);
+            redisReply *f = rep->element[1];
+            for (size_t i = 0; i + 1 < f->elements && rc == CLARITY_OK; i += 2) {
+                if (strcmp(f->element[i]->str, VERSION_FIELD) == 0) continue;
+                if (kvs_set(out, f->element[i]->str, f->element[i + 1]->str, f->element[i + 1]->len, 0) != 0)
+                    rc = store_fail(s, CLARITY_ENOMEM, "out of memory");
             }
         }
         freeReplyObject(rep);
-    } while (!stop && strcmp(cursor, "0") != 0);
+    } while (rc == CLARITY_OK && strcmp(cursor, "0") != 0);
     free(k);
     free(match);
+    return rc;
+}
+
+/* In key order, with the open transaction's own writes: the entries are
+ * collected first, so a callback may call back into the store. */
+static int rd_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+{
+    rds *r = R(s);
+    kvs a = {0};
+    int rc = scan(s, ns, prefix, &a);
+    size_t pl = strlen(prefix);
+    for (size_t i = 0; rc == CLARITY_OK && r->in_txn && i < r->n_ops; i++) {
+        const rop *o = &r->ops[i];
+        if (strcmp(o->ns, ns) != 0) continue;
+        if (o->kind == 'x') {
+            kvs_free(&a);
+        } else if (strncmp(o->key, prefix, pl) == 0) {
+            if (o->kind == 'd') kvs_del(&a, o->key);
+            else if (kvs_set(&a, o->key, o->val, o->len, 1) != 0) rc = store_fail(s, CLARITY_ENOMEM, "out of memory");
+        }
+    }
+    if (rc == CLARITY_OK) {
+        qsort(a.v, a.n, sizeof *a.v, cmp_kv);
+        for (size_t i = 0; i < a.n; i++) {
+            if (i && strcmp(a.v[i].key, a.v[i - 1].key) == 0) continue; /* HSCAN may repeat a field */
+            if (cb(ud, a.v[i].key, a.v[i].val, a.v[i].len)) break;
+        }
+    }
+    kvs_free(&a);
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../store/store.h"
+#include "redisserver.h"
 
 /* ---- temp directory ------------------------------------------------------ */
 
@@ -235,6 +236,21 @@ static clarity_host make_host(thost *h)
     return host;
 }
 
+#ifdef CLARITY_WITH_REDIS
+/* A redis-server of this test's own (stopped by teardown_redis). */
+static redis_srv g_redis;
+static int g_redis_up;
+
+static int open_redis(store **s, char **err)
+{
+    if (!g_redis_up) {
+        if (redis_start(&g_redis, NULL) != 0) cr_assert_fail("redis-server could not be started");
+        g_redis_up = 1;
+    }
+    return store_open_redis(g_redis.url, "st:", 2000, s, err);
+}
+#endif
+
 static clarity_host g_host;
 
 static void setup(void)
@@ -248,6 +264,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+#ifdef CLARITY_WITH_REDIS
+    if (g_redis_up) redis_stop(&g_redis, 0);
+    g_redis_up = 0;
+#endif
     rm_tree(g_dir);
     free_all(g_th.v, g_th.n);
     if (g_th.snap) free_all(g_th.snap, g_th.n_snap);
@@ -258,7 +278,9 @@ TestSuite(store, .init = setup, .fini = teardown);
 
 /* ---- opening each backend ------------------------------------------------- */
 
-enum { K_SQLITE, K_MEMORY, K_HOST };
+enum { K_SQLITE, K_MEMORY, K_HOST, K_REDIS };
+
+
 
 static store *open_kind(int kind)
 {
@@ -271,13 +293,17 @@ static store *open_kind(int kind)
         rc = store_open_sqlite(p, &s, &err);
     } else if (kind == K_MEMORY) {
         rc = store_open_memory(&s, &err);
+#ifdef CLARITY_WITH_REDIS
+    } else if (kind == K_REDIS) {
+        rc = open_redis(&s, &err);
+#endif
     } else {
         rc = store_open_host(&g_host, &s, &err);
     }
     cr_assert_eq(rc, CLARITY_OK, "open failed: %s", err ? err : "(no message)");
     cr_assert_null(err);
     cr_assert_not_null(s);
-    static const char *const names[] = {"sqlite", "memory", "host"};
+    static const char *const names[] = {"sqlite", "memory", "host", "redis"};
     cr_assert_str_eq(store_backend_name(s), names[kind]);
     return s;
 }
@@ -858,6 +884,9 @@ static void check_errmsg(store *s)
 BACKEND_TESTS(sqlite, K_SQLITE)
 BACKEND_TESTS(memory, K_MEMORY)
 BACKEND_TESTS(host, K_HOST)
+#ifdef CLARITY_WITH_REDIS
+BACKEND_TESTS(redis, K_REDIS) /* against a real redis-server */
+#endif
 
 /* ---- sqlite only ---------------------------------------------------------- */
 
