@@ -29,6 +29,7 @@
 #define SIG_MAX_LINES 8
 #define DOC_MAX 600
 #define IMPACT_MAX_NODES 400
+#define IMPACT_MAX_SITES 4000 /* call sites looked at in all: bounds a name called everywhere */
 
 /* ---- the repository and its paths ------------------------------------- */
 
@@ -521,21 +522,46 @@ typedef struct inode {
     char *name, *path;
 } inode;
 
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+}
+
 typedef struct impact_ctx {
     sqlite3 *db;
     sqlite3_stmt *calls, *encl, *imports, *defs, *path;
     inode *seen;
     size_t n_seen, cap_seen;
     int truncated;
+    size_t sites;      /* call sites looked at so far */
+    char **paths;      /* file id -> path, read once */
+    size_t n_paths;
 } impact_ctx;
 
-static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+/* Every file's path by id, in one query (a node needs its file's). */
+static void load_paths(impact_ctx *c)
 {
-    return sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -1;
+    sqlite3_stmt *st;
+    int64_t max = 0;
+    if (prep(c->db, "SELECT max(id) FROM files", &st) == 0) {
+        if (sqlite3_step(st) == SQLITE_ROW) max = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (max <= 0 || max > 10000000 || !(c->paths = calloc((size_t)max + 1, sizeof *c->paths))) return;
+    c->n_paths = (size_t)max + 1;
+    if (prep(c->db, "SELECT id, path FROM files", &st) != 0) return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id >= 0 && (size_t)id < c->n_paths)
+            c->paths[id] = util_strdup((const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
 }
+
 
 static char *path_of(impact_ctx *c, int fid)
 {
+    if (fid >= 0 && (size_t)fid < c->n_paths && c->paths[fid]) return util_strdup(c->paths[fid]);
     sqlite3_reset(c->path);
     sqlite3_bind_int(c->path, 1, fid);
     return sqlite3_step(c->path) == SQLITE_ROW ? util_strdup((const char *)sqlite3_column_text(c->path, 0))
@@ -595,10 +621,14 @@ static json_t *callers(impact_ctx *c, const char *name, int d, int depth)
         }
         sites[n++] = (site){sqlite3_column_int(c->calls, 0), sqlite3_column_int(c->calls, 1)};
     }
+    int last_file = -1;
+    const char *last_via = NULL; /* sites come by file: one import lookup per file */
     for (size_t i = 0; i < n; i++) {
-        const char *via = resolves(c, sites[i].file, d, ndefs);
+        const char *via = sites[i].file == last_file ? last_via : resolves(c, sites[i].file, d, ndefs);
+        last_file = sites[i].file;
+        last_via = via;
         if (!via) continue;
-        if (c->n_seen >= IMPACT_MAX_NODES) {
+        if (c->n_seen >= IMPACT_MAX_NODES || ++c->sites > IMPACT_MAX_SITES) {
             c->truncated = 1;
             break;
         }
@@ -680,7 +710,7 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
                       "several files define it: pass file (--file PATH) to pick one");
     } else {
         json_decref(cands);
-        impact_ctx c = {db, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0};
+        impact_ctx c = {db, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0};
         int ok = prep(db, "SELECT file_id, line FROM calls WHERE name = ? ORDER BY file_id, line", &c.calls) == 0 &&
                  /* the innermost function, method, or variable holding one (const f = () => ...) */
                  prep(db, "SELECT name, line FROM symbols WHERE file_id = ? AND kind IN (0, 2, 3) AND line <= ?2 "
@@ -689,6 +719,7 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
                  prep(db, "SELECT count(DISTINCT file_id) FROM symbols WHERE name = ? AND kind IN (0, 1, 2, 3, 6)",
                       &c.defs) == 0 &&
                  prep(db, "SELECT path FROM files WHERE id = ?", &c.path) == 0;
+        if (ok) load_paths(&c);
         json_t *tree = ok ? callers(&c, symbol, d, depth) : NULL;
         o = json_pack("{s:s,s:{s:s,s:i},s:i,s:s,s:o*,s:b,s:i}", "symbol", symbol, "definition", "path",
                       dpath, "line", dline, "depth", depth, "resolution",
@@ -696,6 +727,8 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
                       "callers", tree, "truncated", c.truncated, "nodes", (int)c.n_seen);
         for (size_t i = 0; i < c.n_seen; i++) free(c.seen[i].name);
         free(c.seen);
+        for (size_t i = 0; i < c.n_paths; i++) free(c.paths[i]);
+        free(c.paths);
         sqlite3_finalize(c.calls), sqlite3_finalize(c.encl), sqlite3_finalize(c.imports);
         sqlite3_finalize(c.defs), sqlite3_finalize(c.path);
     }
