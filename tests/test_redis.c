@@ -281,7 +281,7 @@ Test(redis, server_down_and_back)
     int rc = th_end(&h, "s", "ClaraCore while down", NULL, NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     cr_expect_eq(rc, CLARITY_ESTORE);
-    cr_expect(strstr(h.event_error, "redis:") != NULL, "error: %s", h.event_error);
+    cr_expect(strstr(th_event_error(), "redis:") != NULL, "error: %s", th_event_error());
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     cr_expect(secs < 5, "a dead server held the hook %.1f s", secs);
     cr_assert_eq(redis_restart(&srv, aof), 0);
@@ -318,7 +318,7 @@ Test(redis, bad_url_password_and_foreign_keys)
              srv.port);
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     cr_expect_eq(th_end(&h, "s", "x", NULL, NULL), CLARITY_ESTORE);
-    cr_expect(strstr(h.event_error, "AUTH") != NULL, "error: %s", h.event_error);
+    cr_expect(strstr(th_event_error(), "AUTH") != NULL, "error: %s", th_event_error());
     th_close(&h);
     /* the right one works; a key of another type under the prefix is an
      * error naming it, and it is left as it was */
@@ -331,7 +331,7 @@ Test(redis, bad_url_password_and_foreign_keys)
     cr_assert_eq(redis_cli(&srv, out, sizeof out, "-a s3cret --no-auth-warning SET w:clarity:s:taken keep"), 0);
     int rc = th_before(&h, "taken", NULL, "ClaraCore", 9, NULL);
     cr_expect_eq(rc, CLARITY_ESTORE);
-    cr_expect(strstr(h.event_error, "WRONGTYPE") != NULL, "error: %s", h.event_error);
+    cr_expect(strstr(th_event_error(), "WRONGTYPE") != NULL, "error: %s", th_event_error());
     redis_cli(&srv, out, sizeof out, "-a s3cret --no-auth-warning GET w:clarity:s:taken");
     cr_expect_str_eq(out, "keep");
     th_close(&h);

@@ -195,12 +195,16 @@ void th_close(th_host *h)
     memset(h, 0, sizeof *h);
 }
 
+static _Thread_local char tl_event_error[512];
+
+const char *th_event_error(void) { return tl_event_error; }
+
 static int send_event(th_host *h, uint32_t id, const void *data, char **out)
 {
     clarity_event ev = {sizeof ev, id, 1, data};
     clarity_result r = {.struct_size = sizeof r};
     int rc = h->p.on_event(h->p.self, &ev, &r);
-    snprintf(h->event_error, sizeof h->event_error, "%s", r.error ? r.error : "");
+    snprintf(tl_event_error, sizeof tl_event_error, "%s", r.error ? r.error : "");
     if (out) *out = r.data ? strdup(r.data) : NULL;
     h->p.release(h->p.self, &r);
     return rc;

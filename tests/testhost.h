@@ -15,7 +15,6 @@ typedef struct th_host {
     int log_lines;
     int error_lines;        /* lines at CLARITY_LOG_WARN or above */
     char last_error[512];   /* the last of them */
-    char event_error[512];  /* result.error of the last event ("" when none) */
     char count_match[64];   /* when set: log lines containing it are counted... */
     int matched_lines;      /* ...here (any level) */
 } th_host;
@@ -37,6 +36,9 @@ int th_before(th_host *h, const char *session, const char *workspace, const char
               size_t len, char **out);
 int th_end(th_host *h, const char *session, const char *assistant, const char *tool_name,
            const char *tool_args);
+/* result.error of this thread's last event ("" when none): per thread, as
+ * a th_host may be shared by threads. */
+const char *th_event_error(void);
 /* agent_end with the turn's messages as given. */
 int th_end_msgs(th_host *h, const char *session, const clarity_message *msgs, size_t n);
 int th_compact(th_host *h, const char *session, char **out);
