@@ -15,6 +15,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS symbols(file_id INT NOT NULL, name TEXT NOT NULL, kind INT,"
     " exported INT, line INT, end_line INT);"
     "CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);"
+    "CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);" /* impact: who defines N */
     "CREATE TABLE IF NOT EXISTS imports(file_id INT NOT NULL, spec TEXT NOT NULL, target INT);"
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);"
     "CREATE TABLE IF NOT EXISTS calls(file_id INT NOT NULL, name TEXT NOT NULL, line INT);"

@@ -29,7 +29,8 @@
 #define SIG_MAX_LINES 8
 #define DOC_MAX 600
 #define IMPACT_MAX_NODES 400
-#define IMPACT_MAX_SITES 4000 /* call sites looked at in all: bounds a name called everywhere */
+#define IMPACT_MAX_SITES 4000  /* resolved call sites expanded in all */
+#define IMPACT_MAX_ROWS 20000  /* call sites read in all: bounds names called everywhere (eval, __new__) */
 
 /* ---- the repository and its paths ------------------------------------- */
 
@@ -533,10 +534,79 @@ typedef struct impact_ctx {
     inode *seen;
     size_t n_seen, cap_seen;
     int truncated;
-    size_t sites;      /* call sites looked at so far */
+    size_t sites;      /* resolved call sites looked at so far */
+    size_t rows;       /* call sites read so far */
     char **paths;      /* file id -> path, read once */
     size_t n_paths;
+    struct fmap *maps; /* per file: the innermost definition around each line */
+    size_t n_maps, cap_maps;
 } impact_ctx;
+
+/* A file's definitions (functions, methods, variables holding one) and,
+ * per line, the index of the innermost one around it (-1: module level);
+ * built once per file, so a call site's caller is an array lookup. */
+typedef struct fmap {
+    int file, n, lines;
+    char **name;
+    int *start;
+    int *at; /* lines + 1 entries */
+} fmap;
+
+static void fmap_free(fmap *m)
+{
+    for (int i = 0; i < m->n; i++) free(m->name[i]);
+    free(m->name), free(m->start), free(m->at);
+}
+
+static fmap *fmap_of(impact_ctx *c, int file)
+{
+    for (size_t i = 0; i < c->n_maps; i++)
+        if (c->maps[i].file == file) return &c->maps[i];
+    if (c->n_maps == c->cap_maps) {
+        fmap *v = realloc(c->maps, (c->cap_maps = c->cap_maps ? c->cap_maps * 2 : 16) * sizeof *v);
+        if (!v) return NULL;
+        c->maps = v;
+    }
+    fmap *m = &c->maps[c->n_maps];
+    memset(m, 0, sizeof *m);
+    m->file = file;
+    sqlite3_stmt *st;
+    if (prep(c->db, "SELECT name, line, end_line FROM symbols WHERE file_id = ? AND kind IN (0, 2, 3) "
+                    "ORDER BY line, end_line DESC", &st) != 0)
+        return NULL;
+    sqlite3_bind_int(st, 1, file);
+    int cap = 0, *end = NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (m->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nm = realloc(m->name, (size_t)cap * sizeof *nm);
+            int *sv = nm ? realloc(m->start, (size_t)cap * sizeof *sv) : NULL;
+            int *ev = sv ? realloc(end, (size_t)cap * sizeof *ev) : NULL;
+            if (nm) m->name = nm;
+            if (sv) m->start = sv;
+            if (ev) end = ev;
+            if (!ev) break;
+        }
+        m->name[m->n] = util_strdup((const char *)sqlite3_column_text(st, 0));
+        m->start[m->n] = sqlite3_column_int(st, 1);
+        end[m->n] = sqlite3_column_int(st, 2);
+        if (end[m->n] > m->lines) m->lines = end[m->n];
+        m->n++;
+    }
+    sqlite3_finalize(st);
+    if (m->lines > 5000000) m->lines = 5000000;
+    m->at = malloc(((size_t)m->lines + 1) * sizeof *m->at);
+    if (m->at) {
+        for (int l = 0; l <= m->lines; l++) m->at[l] = -1;
+        /* outer definitions come first: inner ones overwrite their lines */
+        for (int i = 0; i < m->n; i++)
+            for (int l = m->start[i]; l <= end[i] && l <= m->lines; l++)
+                if (l >= 0) m->at[l] = i;
+    }
+    free(end);
+    c->n_maps++;
+    return m;
+}
 
 /* Every file's path by id, in one query (a node needs its file's). */
 static void load_paths(impact_ctx *c)
@@ -614,6 +684,10 @@ static json_t *callers(impact_ctx *c, const char *name, int d, int depth)
     sqlite3_reset(c->calls);
     sqlite3_bind_text(c->calls, 1, name, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(c->calls) == SQLITE_ROW) {
+        if (++c->rows > IMPACT_MAX_ROWS) {
+            c->truncated = 1;
+            break;
+        }
         if (n == cap) {
             site *v = realloc(sites, (cap = cap ? cap * 2 : 32) * sizeof *v);
             if (!v) break;
@@ -632,14 +706,13 @@ static json_t *callers(impact_ctx *c, const char *name, int d, int depth)
             c->truncated = 1;
             break;
         }
-        sqlite3_reset(c->encl); /* the innermost definition around the call */
-        sqlite3_bind_int(c->encl, 1, sites[i].file);
-        sqlite3_bind_int(c->encl, 2, sites[i].line);
+        fmap *fm = fmap_of(c, sites[i].file); /* the innermost definition around the call */
         char *caller = NULL;
         int cline = sites[i].line;
-        if (sqlite3_step(c->encl) == SQLITE_ROW) {
-            caller = util_strdup((const char *)sqlite3_column_text(c->encl, 0));
-            cline = sqlite3_column_int(c->encl, 1);
+        int k = fm && fm->at && sites[i].line >= 0 && sites[i].line <= fm->lines ? fm->at[sites[i].line] : -1;
+        if (k >= 0) {
+            caller = util_strdup(fm->name[k]);
+            cline = fm->start[k];
         }
         const char *cname = caller ? caller : "<module>";
         char *p = path_of(c, sites[i].file);
@@ -673,7 +746,9 @@ static json_t *callers(impact_ctx *c, const char *name, int d, int depth)
 
 static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int depth, buf *out, char **msg)
 {
-    sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)", NULL, NULL, NULL);
+    /* graphs built before these indexes get them on first use */
+    sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS calls_name ON calls(name);"
+                     "CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name)", NULL, NULL, NULL);
     sqlite3_stmt *st;
     if (prep(db, "SELECT s.file_id, f.path, s.line, s.kind FROM symbols s JOIN files f ON f.id = s.file_id "
                  "WHERE s.name = ? AND s.kind IN (0, 1, 2, 3, 6) ORDER BY f.path, s.line", &st) != 0)
@@ -710,7 +785,7 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
                       "several files define it: pass file (--file PATH) to pick one");
     } else {
         json_decref(cands);
-        impact_ctx c = {db, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0};
+        impact_ctx c = {db, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL, 0, NULL, 0, 0};
         int ok = prep(db, "SELECT file_id, line FROM calls WHERE name = ? ORDER BY file_id, line", &c.calls) == 0 &&
                  /* the innermost function, method, or variable holding one (const f = () => ...) */
                  prep(db, "SELECT name, line FROM symbols WHERE file_id = ? AND kind IN (0, 2, 3) AND line <= ?2 "
@@ -729,6 +804,8 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
         free(c.seen);
         for (size_t i = 0; i < c.n_paths; i++) free(c.paths[i]);
         free(c.paths);
+        for (size_t i = 0; i < c.n_maps; i++) fmap_free(&c.maps[i]);
+        free(c.maps);
         sqlite3_finalize(c.calls), sqlite3_finalize(c.encl), sqlite3_finalize(c.imports);
         sqlite3_finalize(c.defs), sqlite3_finalize(c.path);
     }

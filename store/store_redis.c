@@ -459,7 +459,7 @@ static int rd_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
         }
     }
     if (rc == CLARITY_OK) {
-        qsort(a.v, a.n, sizeof *a.v, cmp_kv);
+        if (a.n) qsort(a.v, a.n, sizeof *a.v, cmp_kv); /* never with a NULL array (UBSan) */
         for (size_t i = 0; i < a.n; i++) {
             if (i && strcmp(a.v[i].key, a.v[i - 1].key) == 0) continue; /* HSCAN may repeat a field */
             if (cb(ud, a.v[i].key, a.v[i].val, a.v[i].len)) break;
