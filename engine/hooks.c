@@ -218,30 +218,29 @@ static void scan_turn(ref_ctx *r, const clarity_message *msgs, size_t n)
 {
     engine *e = r->e;
     session *s = r->s;
-    char *command = NULL; /* what the latest tool call ran */
+    int edits = e->cfg.progress.enabled || e->cfg.codeintel.cochange_hints;
+    const clarity_message *call = NULL; /* the latest tool call: what ran the output that follows */
     for (size_t i = 0; e->cfg.enabled && i < n && !r->oom; i++) {
         const clarity_message *m = &msgs[i];
+        int has_args = CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json);
         if (tool_output_role(m->role)) {
             int rec;
-            if (progress_output(e, s, s->t.current_turn, command, m->text, m->text ? m->text_len : 0,
-                                &rec) != CLARITY_OK)
+            if (progress_output(e, s, s->t.current_turn, call && has_args ? call->tool_name : NULL,
+                                call && has_args ? call->tool_args_json : NULL, m->text,
+                                m->text ? m->text_len : 0, &rec) != CLARITY_OK)
                 r->oom = 1;
             continue;
         }
         if (!m->role || strcmp(m->role, "assistant") != 0) continue;
-        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_name &&
-            progress_is_edit(m->tool_name, m->tool_args_json)) {
-            hints_note_edit(s, m->tool_args_json);
-            if (e->cfg.progress.enabled) progress_note_edit(s);
-        }
-        if (e->cfg.progress.enabled && CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) &&
-            m->tool_name) {
-            free(command);
-            command = progress_command(m->tool_name, m->tool_args_json);
+        if (has_args && m->tool_name) {
+            call = m;
+            if (edits && progress_is_edit(m->tool_name, m->tool_args_json)) {
+                if (e->cfg.codeintel.cochange_hints) hints_note_edit(s, m->tool_args_json);
+                if (e->cfg.progress.enabled) progress_note_edit(s);
+            }
         }
         scan_assistant(r, m);
     }
-    free(command);
 }
 
 static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err)
@@ -339,8 +338,27 @@ static int session_end(engine *e, const clarity_session_end *p)
  * version) and the event runs again, at most this many times in all. */
 #define CONFLICT_TRIES 8
 
-static int conflict_result(engine *e, int rc, const char *session_id, char **err)
+static int run_before(engine *e, const void *p, buf *out, char **err)
 {
+    return before_agent_start(e, p, out, err);
+}
+
+static int run_end(engine *e, const void *p, buf *out, char **err)
+{
+    return agent_end(e, p, out, err);
+}
+
+/* Runs an event that commits, again while its commit loses the fence. */
+static int fenced(engine *e, int (*run)(engine *, const void *, buf *, char **), const void *p,
+                  const char *session_id, buf *out, char **err)
+{
+    int rc = STORE_ECONFLICT;
+    for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
+        if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed first; "
+                          "reloaded, running the event again", session_id);
+        buf_reset(out);
+        rc = run(e, p, out, err);
+    }
     if (rc != STORE_ECONFLICT) return rc;
     engine_log(e, CLARITY_LOG_ERROR, "clarity: session %s: %d commits in a row lost to other processes",
                session_id, CONFLICT_TRIES);
@@ -365,26 +383,12 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err)
     case CLARITY_EV_BEFORE_AGENT_START: {
         const clarity_before_agent_start *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_before_agent_start)) goto bad;
-        int rc = STORE_ECONFLICT;
-        for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
-            if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed "
-                              "first; reloaded, running the prompt again", p->session_id);
-            buf_reset(out);
-            rc = before_agent_start(e, p, out, err);
-        }
-        return conflict_result(e, rc, p->session_id, err);
+        return fenced(e, run_before, p, p->session_id, out, err);
     }
     case CLARITY_EV_AGENT_END: {
         const clarity_agent_end *p = ev->data;
         if (!PAYLOAD_OK(p, clarity_agent_end)) goto bad;
-        int rc = STORE_ECONFLICT;
-        for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
-            if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed "
-                              "first; reloaded, running the turn again", p->session_id);
-            buf_reset(out);
-            rc = agent_end(e, p, out, err);
-        }
-        return conflict_result(e, rc, p->session_id, err);
+        return fenced(e, run_end, p, p->session_id, out, err);
     }
     case CLARITY_EV_BEFORE_COMPACTION: {
         const clarity_before_compaction *p = ev->data;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../util/buf.h"
 
@@ -44,13 +45,6 @@ int progress_note_edit(session *s)
     return CLARITY_OK;
 }
 
-static int lower_eq(const char *a, const char *b)
-{
-    for (; *a && *b; a++, b++)
-        if ((*a | 0x20) != (*b | 0x20)) return 0;
-    return *a == *b;
-}
-
 int progress_is_edit(const char *tool_name, const char *args_json)
 {
     static const char *const editors[] = {"edit",        "multiedit",  "write",      "notebookedit",
@@ -58,8 +52,8 @@ int progress_is_edit(const char *tool_name, const char *args_json)
                                           "replace_in_file", "patch"};
     if (!tool_name) return 0;
     for (size_t i = 0; i < sizeof editors / sizeof *editors; i++)
-        if (lower_eq(tool_name, editors[i])) return 1;
-    if (lower_eq(tool_name, "str_replace_editor") || lower_eq(tool_name, "str_replace_based_edit_tool")) {
+        if (!strcasecmp(tool_name, editors[i])) return 1;
+    if (!strcasecmp(tool_name, "str_replace_editor") || !strcasecmp(tool_name, "str_replace_based_edit_tool")) {
         /* one tool for viewing and editing: its "command" says which */
         json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
         const char *cmd = json_string_value(json_object_get(a, "command"));
@@ -78,7 +72,7 @@ char *progress_command(const char *tool_name, const char *args_json)
                                          "execute_command", "run_terminal_cmd", "local_shell"};
     if (!tool_name) return NULL;
     int shell = 0;
-    for (size_t i = 0; i < sizeof shells / sizeof *shells; i++) shell |= lower_eq(tool_name, shells[i]);
+    for (size_t i = 0; i < sizeof shells / sizeof *shells; i++) shell |= !strcasecmp(tool_name, shells[i]);
     if (shell && args_json) { /* the command line, not the tool's name */
         json_t *a = json_loads(args_json, 0, NULL);
         const char *cmd = json_string_value(json_object_get(a, "command"));
@@ -169,8 +163,8 @@ static void mention_failing(engine *e, session *s, const testrun *tr)
     }
 }
 
-int progress_output(engine *e, session *s, int64_t turn, const char *command, const char *text,
-                    size_t len, int *recognised)
+int progress_output(engine *e, session *s, int64_t turn, const char *tool_name, const char *args_json,
+                    const char *text, size_t len, int *recognised)
 {
     *recognised = 0;
     testrun tr;
@@ -178,7 +172,10 @@ int progress_output(engine *e, session *s, int64_t turn, const char *command, co
     if (!s->progress && !(s->progress = progress_new())) return CLARITY_ENOMEM;
     progress *p = s->progress;
     progress_run r;
-    if (run_make(&r, turn, command, &tr, p->total ? p->edited : -1) != CLARITY_OK) return CLARITY_ENOMEM;
+    char *command = progress_command(tool_name, args_json); /* only for a run: its arguments parsed here */
+    int rc = run_make(&r, turn, command, &tr, p->total ? p->edited : -1);
+    free(command);
+    if (rc != CLARITY_OK) return CLARITY_ENOMEM;
     if (push_run(e, p, &r) != CLARITY_OK) {
         run_free(&r);
         return CLARITY_ENOMEM;

@@ -32,12 +32,13 @@ typedef struct progress {
 void progress_free(progress *p);
 
 /* agent_end, in message order: an edit (from a tool call), then an output
- * that may hold a run.  turn is the turn the messages belong to.  A run's
+ * that may hold a run, with the tool call before it (its command is read
+ * only when the output is a run).  turn is the turn the messages belong to.  A run's
  * failing tests are mentioned as items "test:<name>".  Return CLARITY_OK
  * or CLARITY_ENOMEM (state unchanged). */
 int progress_note_edit(session *s);
-int progress_output(engine *e, session *s, int64_t turn, const char *command, const char *text,
-                    size_t len, int *recognised);
+int progress_output(engine *e, session *s, int64_t turn, const char *tool_name, const char *args_json,
+                    const char *text, size_t len, int *recognised);
 
 /* What ran a tool call: a shell tool's command line, else the tool's name
  * (malloc()ed, at most PROGRESS_COMMAND_MAX bytes), or NULL. */

@@ -621,8 +621,36 @@ static int status(json_t *params, buf *out, char **msg)
     return CLARITY_OK;
 }
 
-/* Called by gateway/rpc.c for clarity.graphBuild, clarity.predict and
- * clarity.graphStatus. */
+/* A repository with a graph whose staleness check is due (at most every
+ * GRAPH_RECHECK_MS, the clock predictions use) and that is stale gets an
+ * incremental refresh; its index is not loaded (a loaded one is reloaded by
+ * the next prediction, as the cache's data version changed). */
+static void refresh_if_due(graph_cache *gc, const char *repo_in)
+{
+    char *repo = canon(repo_in), *dbp = repo ? graph_db_path(repo) : NULL;
+    struct stat sb;
+    centry *c = dbp && stat(dbp, &sb) == 0 ? entry_for(gc, repo) : NULL;
+    free(dbp);
+    if (c) {
+        pthread_mutex_lock(&c->mu);
+        int64_t now = mono_ms();
+        if (now - c->checked_ms >= GRAPH_RECHECK_MS) {
+            c->checked_ms = now;
+            if (graph_is_stale(repo, NULL) > 0) {
+                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+                graph_build_stats st;
+                char *berr = NULL;
+                graph_build(repo, &o, &st, &berr); /* on failure: the old graph answers */
+                free(berr);
+            }
+        }
+        entry_release(gc, c);
+    }
+    free(repo);
+}
+
+/* Called by gateway/rpc.c for clarity.graphBuild, clarity.predict,
+ * clarity.graphStatus and the code intelligence methods. */
 int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json, buf *out,
                    char **msg)
 {
@@ -638,8 +666,11 @@ int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json,
     else if (strcmp(method, "clarity.graphBuild") == 0) rc = build(gc, params, out, msg);
     else if (strcmp(method, "clarity.graphStatus") == 0) rc = status(params, out, msg);
     else if (strcmp(method, "clarity.zoom") == 0 || strcmp(method, "clarity.impact") == 0 ||
-             strcmp(method, "clarity.cochange") == 0)
+             strcmp(method, "clarity.cochange") == 0) {
+        const char *repo = json_string_value(json_object_get(params, "repo"));
+        if (repo) refresh_if_due(gc, repo); /* as predictions do: the same per-repository check */
         rc = graph_intel_call(method, params, out, msg);
+    }
     else rc = CLARITY_ENOTFOUND;
     json_decref(params);
     return rc;

@@ -2,8 +2,8 @@
  * directory's public contract), impact (the transitive callers of a
  * symbol) and co-change (the files that change with a file).
  *
- * Every answer comes from <repo>/.clarity/graph.db (refreshed first when
- * the repository moved, as predict does) and, for signatures and doc
+ * Every answer comes from <repo>/.clarity/graph.db (api.c refreshes it
+ * first when the repository moved, as for predictions) and, for signatures and doc
  * comments, from the source file itself.  Calls are resolved by name and
  * imports, not types: a call of N from file F reaches the definition of N
  * in F, in a file F imports, or the only file that defines N.
@@ -17,9 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "../include/clarity.h"
 #include "../util/fs.h"
@@ -34,41 +32,7 @@
 
 /* ---- the repository and its paths ------------------------------------- */
 
-/* Whether repo's staleness is due for a check (it runs git): at most every
- * RECHECK_MS per repository, as predict's cache does. */
-#define RECHECK_MS 5000
-#define RECHECK_SLOTS 16
-static pthread_mutex_t recheck_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    char repo[PATH_MAX];
-    int64_t at;
-} recheck[RECHECK_SLOTS];
-
-static int due_check(const char *repo)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    int64_t now = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-    int due = 1, oldest = 0;
-    pthread_mutex_lock(&recheck_mu);
-    for (int i = 0; i < RECHECK_SLOTS; i++) {
-        if (strcmp(recheck[i].repo, repo) == 0) {
-            due = now - recheck[i].at >= RECHECK_MS;
-            if (due) recheck[i].at = now;
-            oldest = -1;
-            break;
-        }
-        if (recheck[i].at < recheck[oldest].at) oldest = i;
-    }
-    if (oldest >= 0 && strlen(repo) < sizeof recheck[0].repo) {
-        snprintf(recheck[oldest].repo, sizeof recheck[oldest].repo, "%s", repo);
-        recheck[oldest].at = now;
-    }
-    pthread_mutex_unlock(&recheck_mu);
-    return due;
-}
-
-/* The canonical repository and its graph, refreshed when stale.  On a
+/* The canonical repository and its graph (api.c refreshed it when due).  On a
  * missing graph the answer is the structured graph_unavailable object in
  * out and 1 is returned; -1 with *msg on failure; 0 ok. */
 static int open_graph(const char *repo_in, char **repo, sqlite3 **db, buf *out, char **msg)
@@ -93,13 +57,6 @@ static int open_graph(const char *repo_in, char **repo, sqlite3 **db, buf *out, 
         free(dbp);
         free(r);
         return 1;
-    }
-    if (due_check(r) && graph_is_stale(r, dbp) > 0) { /* as predict: refresh, or answer from the old graph */
-        graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-        graph_build_stats st;
-        char *berr = NULL;
-        graph_build(r, &o, &st, &berr);
-        free(berr);
     }
     char *err = NULL;
     if (graph_db_open(dbp, 0, db, &err) != 0) {
