@@ -486,6 +486,7 @@ static const cfg_entry settings[] = {
     {"storage.url", CT_PATH, CO(storage.url), 0, 1, 4096, 0, NULL, NULL},
     {"storage.keyPrefix", CT_PATH, CO(storage.key_prefix), 0, 1, 256, 0, NULL, NULL},
     INT("storage.timeoutMs", storage.timeout_ms, 1000, 1, 600000, 0),
+    INT("storage.snapshotEvery", storage.snapshot_every, 256, 1, 4096, 0),
     INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),
     SIZE("limits.maxPromptBytes", limits.max_prompt_bytes, 64.0 * 1024 * 1024, 1024, 1073741824.0),
     INT("limits.historyLength", limits.history_length, 16, 1, ITEM_HISTORY_MAX, 0),

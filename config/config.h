@@ -65,6 +65,7 @@ typedef struct clarity_config {
         char *url;        /* owned; backend redis: redis://[user:password@]host[:port][/db] or unix:///path[?db=N] */
         char *key_prefix; /* owned; NULL = "clarity:" */
         int timeout_ms;   /* bound on one Redis round trip, and on connecting */
+        int snapshot_every; /* turn-log records between snapshots (persist.c) */
     } storage;
     struct {
         int max_tracked_items;

@@ -86,6 +86,7 @@ static void session_free(session *s)
     progress_free(s->progress);
     hints_clear(s);
     tracker_free(&s->t);
+    persist_session_free(s);
     pthread_mutex_destroy(&s->mu);
     free(s->id);
     free(s->ns);
@@ -99,7 +100,7 @@ void engine_free(engine *e)
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {
-        if (s->loaded && persist_flush(e, s) != CLARITY_OK)
+        if (s->loaded && persist_fold(e, s) != CLARITY_OK)
             engine_log(e, CLARITY_LOG_ERROR, "clarity: could not persist session %s: %s", s->id,
                        store_errmsg(e->st));
         HASH_DEL(e->sessions, s);
@@ -146,7 +147,7 @@ static void evict_idle(engine *e)
             if (s->refs == 0 && (!victim || s->last_used < victim->last_used)) victim = s;
         }
         if (!victim) return;
-        if (victim->loaded && persist_flush(e, victim) != CLARITY_OK) {
+        if (victim->loaded && persist_fold(e, victim) != CLARITY_OK) {
             engine_log(e, CLARITY_LOG_WARN, "clarity: keeping session %s resident: %s", victim->id,
                        store_errmsg(e->st));
             return;
@@ -219,7 +220,7 @@ void engine_release(engine *e, session *s)
      * before_agent_start is kept for the agent_end that follows). */
     int empty = !s->exists_in_store && s->t.count == 0 && s->t.current_turn == 0 && !s->t.dirty &&
                 !s->t.meta_dirty && !s->asm_;
-    int clean = !s->t.dirty && !s->t.meta_dirty && s->t.n_deleted == 0;
+    int clean = !s->t.dirty && !s->t.meta_dirty && !s->t.turn_dirty && s->t.n_deleted == 0;
     int drop = s->refs == 0 && (empty || (s->unload && clean));
     if (drop) {
         HASH_DEL(e->sessions, s);

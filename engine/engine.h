@@ -57,6 +57,16 @@ typedef struct session {
      * this state was loaded at; a commit is fenced on it (persist.c). */
     uint64_t version;
     int versioned;
+    /* The turn log (persist.c, turnlog.h): the seq of the last record
+     * written, the seq the stored snapshot covers, the ids removed since
+     * that snapshot (their rows go at the next fold), whether the next
+     * flush must fold, whether this process wrote records since the
+     * snapshot, and the record buffer kept between turns. */
+    uint64_t log_seq, snap_seq;
+    char **snap_del;
+    size_t n_snap_del, cap_snap_del;
+    int fold_next, log_writer;
+    buf logbuf;
     UT_hash_handle hh;
 } session;
 
@@ -100,12 +110,17 @@ void engine_enforce_cap(engine *e, session *s);
 
 /* ---- persist.c ---- */
 int persist_load(engine *e, session *s);
-/* Writes the dirty items, deleted ids and meta in one transaction. */
+/* Persists what changed since the last flush as one turn-log record (one
+ * store write), or folds into the snapshot every storage.snapshotEvery
+ * records; either is one transaction. */
 int persist_flush(engine *e, session *s);
+/* The same, always folding: the store then holds a snapshot and no live
+ * record (session end, eviction, unload). */
+int persist_fold(engine *e, session *s);
+/* Frees the turn-log bookkeeping of a session. */
+void persist_session_free(session *s);
 /* Erases a session's stored state (used by import). */
 int persist_erase(engine *e, session *s);
-/* Encodes an item as the compact JSON stored per key. */
-void persist_item_json(const item *it, buf *out);
 /* The original plugin's storage shape:
  * {currentTurn, lastPersistAt, items:[{id, mentionCount, referenceCount,
  *  lastMentionTurn, anchored, createdAt}]} */

@@ -1,10 +1,14 @@
 /* persist.c: a session's state in the kv store.
  *
- * Namespace "clarity:s:<session>"; key "meta" holds
- * {"v":1,"currentTurn","lastPersistAt","workspace"}; key "i:<item id>" holds
- * one item as compact JSON.  A turn writes only the items it changed, the
- * ids it evicted and the meta record, in one transaction, so after a crash
- * the store holds exactly the turns whose agent_end returned.
+ * Namespace "clarity:s:<session>".  The snapshot: key "meta" holds
+ * {"v":1,"currentTurn","lastPersistAt","workspace","seq",...} and key
+ * "i:<item id>" one item (turnlog.h's binary row; JSON in earlier
+ * versions).  A turn appends one record of its deltas (the items it
+ * changed, the ids it evicted, the turn) under "l:<slot>", one store write;
+ * every storage.snapshotEvery records, and when a session ends, the items
+ * changed since the snapshot are folded into their rows with the meta in one
+ * transaction.  Restore = snapshot + the records above its seq, in order, so
+ * after a crash the store holds exactly the turns whose agent_end returned.
  */
 #include <jansson.h>
 #include <math.h>
@@ -15,43 +19,9 @@
 #include "engine.h"
 #include "compact.h"
 #include "progress.h"
+#include "turnlog.h"
 
 #define PERSIST_VERSION 1
-
-static void field(buf *out, const char *key, long long v)
-{
-    buf_puts(out, key);
-    buf_put_i64(out, v);
-}
-
-void persist_item_json(const item *it, buf *out)
-{
-    field(out, "{\"cat\":", it->category);
-    field(out, ",\"tier\":", it->tier);
-    field(out, ",\"m\":", (long long)it->mention_count);
-    field(out, ",\"r\":", (long long)it->reference_count);
-    field(out, ",\"f\":", (long long)it->first_seen_turn);
-    field(out, ",\"lm\":", (long long)it->last_mention_turn);
-    field(out, ",\"lr\":", (long long)it->last_reference_turn);
-    field(out, ",\"a\":", it->anchored);
-    field(out, ",\"at\":", (long long)it->anchor_at_ms);
-    field(out, ",\"p\":", it->pruned);
-    field(out, ",\"pt\":", (long long)it->pruned_turn);
-    field(out, ",\"c\":", (long long)it->created_at_ms);
-    if (it->anchor_reason) {
-        buf_puts(out, ",\"ar\":");
-        buf_json_str(out, it->anchor_reason, strlen(it->anchor_reason));
-    }
-    int64_t h[ITEM_HISTORY_MAX];
-    size_t n = tracker_history(it, h, ITEM_HISTORY_MAX);
-    buf_puts(out, ",\"h\":[");
-    /* oldest first, so a reload can push them back in order */
-    for (size_t i = 0; i < n; i++) {
-        if (i) buf_putc(out, ',');
-        buf_put_i64(out, (long long)h[n - 1 - i]);
-    }
-    buf_puts(out, "]}");
-}
 
 /* A number of the state: an integer (or an integral real, as JavaScript
  * writes them) in lo..hi.  Absent: def.  Returns 0, or -1 with *err
@@ -185,16 +155,29 @@ typedef struct load_ctx {
     int rc;
 } load_ctx;
 
+/* A binary row (turnlog.h): 0, or -1 with *err. */
+static int item_from_row(tracker *t, item *it, const char *val, size_t len, const char *where, char **err)
+{
+    tl_reader r = {(const unsigned char *)val + 1, (const unsigned char *)val + len, NULL};
+    if (len && (unsigned char)val[0] == TL_ROW_V1 && tl_get_item(&r, t, it) == 0 && r.p == r.end) return 0;
+    *err = util_format("%s: \"%s\" is out of range or cut short", where,
+                       len && (unsigned char)val[0] == TL_ROW_V1 ? (r.what ? r.what : "length") : "format");
+    return -1;
+}
+
 static int load_item(void *ud, const char *key, const char *val, size_t len)
 {
     load_ctx *c = ud;
-    json_error_t jerr;
-    json_t *o = json_loadb(val, len, 0, &jerr);
-    if (!json_is_object(o)) {
-        engine_log(c->e, CLARITY_LOG_WARN, "clarity: session %s: skipping unreadable item %s",
-                   c->s->id, key);
-        json_decref(o);
-        return 0;
+    json_t *o = NULL;
+    if (len && val[0] == '{') { /* the JSON rows of earlier versions */
+        json_error_t jerr;
+        o = json_loadb(val, len, 0, &jerr);
+        if (!json_is_object(o)) {
+            engine_log(c->e, CLARITY_LOG_WARN, "clarity: session %s: skipping unreadable item %s",
+                       c->s->id, key);
+            json_decref(o);
+            return 0;
+        }
     }
     if (tracker_find(&c->s->t, key + 2)) { /* cannot happen in a kv store: keys are unique */
         json_decref(o);
@@ -208,7 +191,8 @@ static int load_item(void *ud, const char *key, const char *val, size_t len)
     }
     char where[300], *err = NULL;
     snprintf(where, sizeof where, "session %.100s: stored item %.150s", c->s->id, key);
-    if (item_from_json(&c->s->t, it, o, where, &err) != 0) {
+    int bad = o ? item_from_json(&c->s->t, it, o, where, &err) : item_from_row(&c->s->t, it, val, len, where, &err);
+    if (bad) {
         /* a corrupted or hand-edited row is never trusted: left out, and
          * left in the store as it is */
         engine_log(c->e, CLARITY_LOG_ERROR, "clarity: %s; the item is left out", err ? err : where);
@@ -219,49 +203,13 @@ static int load_item(void *ud, const char *key, const char *val, size_t len)
     return 0;
 }
 
-int persist_load(engine *e, session *s)
+/* The meta's JSON parts (workspace, turn keys, re-injected items, test
+ * runs), from the snapshot's meta or a turn-log record's. */
+static void meta_apply(engine *e, session *s, json_t *meta, const char *where)
 {
-    char *val = NULL;
-    size_t len = 0;
-    /* the version first: a commit landing while we read makes our state
-     * newer than it, and our next commit's fence fails (safe); the other
-     * order could pass a fence with stale state */
-    uint64_t version = 0;
-    int rc = store_version(e->st, s->ns, &version);
-    if (rc != CLARITY_OK && rc != CLARITY_DECLINED) return rc;
-    s->versioned = rc == CLARITY_OK;
-    s->version = version;
-    rc = store_get(e->st, s->ns, "meta", &val, &len);
-    if (rc == CLARITY_ENOTFOUND) {
-        if (s->exists_in_store) { /* erased by another process since */
-            tracker_free(&s->t);
-            tracker_init(&s->t, e->cfg.limits.history_length);
-        }
-        s->exists_in_store = 0;
-        return CLARITY_OK;
-    }
-    if (rc != CLARITY_OK) return rc;
-    json_error_t jerr;
-    json_t *meta = json_loadb(val, len, 0, &jerr);
-    free(val);
-    tracker_free(&s->t);
-    tracker_init(&s->t, e->cfg.limits.history_length);
-    char where[200], *err = NULL;
-    snprintf(where, sizeof where, "session %.100s: stored meta", s->id);
-    int64_t turn = 0, persisted = 0;
-    if (!json_is_object(meta) ||
-        get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
-        get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err)) {
-        /* the session's turn cannot be trusted: the session is refused */
-        engine_log(e, CLARITY_LOG_ERROR, "clarity: %s", err ? err : "session: unreadable stored meta");
-        free(err);
-        json_decref(meta);
-        return CLARITY_ESTORE;
-    }
-    s->t.current_turn = turn;
-    s->t.last_persist_ms = persisted;
     size_t ki;
     json_t *kv;
+    s->t.n_turn_keys = 0;
     json_array_foreach(json_object_get(meta, "turnKeys"), ki, kv) {
         const char *hex = json_string_value(kv);
         char *end;
@@ -283,13 +231,239 @@ int persist_load(engine *e, session *s)
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     free(s->workspace);
     s->workspace = ws ? strdup(ws) : NULL;
+}
+
+/* ---- the turn log on load ---------------------------------------------- */
+
+typedef struct rec {
+    uint64_t seq;
+    char *p;
+    size_t n;
+} rec;
+
+typedef struct log_ctx {
+    rec *v;
+    size_t n, cap;
+    uint64_t above; /* the snapshot's seq: records at or below are stale */
+    int oom;
+} log_ctx;
+
+static int collect_rec(void *ud, const char *key, const char *val, size_t len)
+{
+    (void)key;
+    log_ctx *c = ud;
+    tl_reader r = {(const unsigned char *)val, (const unsigned char *)val + len, NULL};
+    tl_header h;
+    if (tl_get_header(&r, &h) != 0 || h.seq <= c->above) return 0; /* stale, or reported when applied */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        rec *v = realloc(c->v, cap * sizeof *v);
+        if (!v) return c->oom = 1;
+        c->v = v;
+        c->cap = cap;
+    }
+    char *p = malloc(len ? len : 1);
+    if (!p) return c->oom = 1;
+    memcpy(p, val, len);
+    c->v[c->n++] = (rec){h.seq, p, len};
+    return 0;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    uint64_t x = ((const rec *)a)->seq, y = ((const rec *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+static int snap_del_add(session *s, char *id)
+{
+    if (s->n_snap_del == s->cap_snap_del) {
+        size_t cap = s->cap_snap_del ? s->cap_snap_del * 2 : 16;
+        char **v = realloc(s->snap_del, cap * sizeof *v);
+        if (!v) return -1;
+        s->snap_del = v;
+        s->cap_snap_del = cap;
+    }
+    s->snap_del[s->n_snap_del++] = id;
+    return 0;
+}
+
+/* Checks (apply 0) or applies (apply 1) one record.  Returns 0, -1 with
+ * r->what naming what is wrong, or -2 out of memory. */
+static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *where)
+{
+    tl_header h;
+    if (tl_get_header(r, &h) != 0) return -1;
+    if (h.flags & TL_REC_META) {
+        const char *m;
+        uint32_t mn;
+        if (tl_get_bytes(r, &m, &mn, "meta") != 0) return -1;
+        json_error_t jerr;
+        json_t *meta = json_loadb(m, mn, 0, &jerr);
+        int ok = json_is_object(meta);
+        if (ok && apply) meta_apply(e, s, meta, where);
+        json_decref(meta);
+        if (!ok) return r->what = "meta", -1;
+    }
+    if (apply) {
+        s->t.current_turn = h.turn;
+        s->t.last_persist_ms = h.persisted;
+    }
+    uint32_t n;
+    if (tl_get_u32(r, &n, "items") != 0) return -1;
+    item *scratch = calloc(1, sizeof *scratch + ITEM_HISTORY_MAX * sizeof scratch->history[0]);
+    if (!scratch) return -2;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        const char *id;
+        uint32_t idn;
+        if (tl_get_bytes(r, &id, &idn, "id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
+            r->what = "id";
+            rc = -1;
+            break;
+        }
+        if (!apply) {
+            rc = tl_get_item(r, &s->t, scratch);
+            continue;
+        }
+        char *k = util_strndup(id, idn);
+        item *it = k ? tracker_touch(&s->t, k, CAT_PROJECT, 0) : NULL;
+        free(k);
+        if (!it) rc = -2;
+        else if (tl_get_item(r, &s->t, it) != 0) rc = -1; /* checked before: cannot happen */
+        else it->snap_dirty = 1;
+    }
+    free(scratch->anchor_reason);
+    free(scratch);
+    if (rc == 0 && tl_get_u32(r, &n, "deleted") != 0) rc = -1;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        const char *id;
+        uint32_t idn;
+        if (tl_get_bytes(r, &id, &idn, "deleted id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
+            r->what = "deleted id";
+            rc = -1;
+        } else if (apply) {
+            char *k = util_strndup(id, idn);
+            if (!k) {
+                rc = -2;
+                break;
+            }
+            item *it = tracker_find(&s->t, k);
+            if (it) tracker_discard(&s->t, it);
+            if (snap_del_add(s, k) != 0) {
+                free(k);
+                rc = -2;
+            }
+        }
+    }
+    if (rc == 0 && r->p != r->end) r->what = "length", rc = -1;
+    return rc;
+}
+
+/* Replays the records above the snapshot, in order, up to the first gap or
+ * bad record (reported; what follows it cannot be applied in order). */
+static int load_log(engine *e, session *s, const char *where)
+{
+    log_ctx c = {NULL, 0, 0, s->snap_seq, 0};
+    int rc = store_iter(e->st, s->ns, "l:", collect_rec, &c);
+    if (rc == CLARITY_OK && c.oom) rc = CLARITY_ENOMEM;
+    if (rc == CLARITY_OK && c.n) qsort(c.v, c.n, sizeof *c.v, cmp_rec);
+    for (size_t i = 0; rc == CLARITY_OK && i < c.n; i++) {
+        if (c.v[i].seq != s->log_seq + 1) {
+            engine_log(e, CLARITY_LOG_ERROR, "clarity: %s: turn-log record %llu is missing; "
+                       "the %zu records after it are not applied", where,
+                       (unsigned long long)s->log_seq + 1, c.n - i);
+            break;
+        }
+        tl_reader r = {(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL};
+        int w = rec_walk(e, s, &r, 0, where);
+        if (w == 0) {
+            r = (tl_reader){(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL};
+            w = rec_walk(e, s, &r, 1, where);
+        }
+        if (w == -2) rc = CLARITY_ENOMEM;
+        if (w == -1) {
+            engine_log(e, CLARITY_LOG_ERROR, "clarity: %s: turn-log record %llu: \"%s\" is out of range "
+                       "or cut short; it and the %zu after it are not applied", where,
+                       (unsigned long long)c.v[i].seq, r.what ? r.what : "?", c.n - i - 1);
+            break;
+        }
+        if (w == 0) s->log_seq = c.v[i].seq;
+    }
+    for (size_t i = 0; i < c.n; i++) free(c.v[i].p);
+    free(c.v);
+    /* the next flush folds: the records' slots may follow another
+     * storage.snapshotEvery than ours */
+    if (s->log_seq > s->snap_seq) s->fold_next = 1;
+    return rc;
+}
+
+void persist_session_free(session *s)
+{
+    for (size_t i = 0; i < s->n_snap_del; i++) free(s->snap_del[i]);
+    free(s->snap_del);
+    s->snap_del = NULL;
+    s->n_snap_del = s->cap_snap_del = 0;
+    buf_free(&s->logbuf);
+}
+
+static void reset_state(engine *e, session *s)
+{
+    tracker_free(&s->t);
+    tracker_init(&s->t, e->cfg.limits.history_length);
+    persist_session_free(s);
+    s->log_seq = s->snap_seq = 0;
+    s->fold_next = s->log_writer = 0;
+}
+
+int persist_load(engine *e, session *s)
+{
+    char *val = NULL;
+    size_t len = 0;
+    /* the version first: a commit landing while we read makes our state
+     * newer than it, and our next commit's fence fails (safe); the other
+     * order could pass a fence with stale state */
+    uint64_t version = 0;
+    int rc = store_version(e->st, s->ns, &version);
+    if (rc != CLARITY_OK && rc != CLARITY_DECLINED) return rc;
+    s->versioned = rc == CLARITY_OK;
+    s->version = version;
+    rc = store_get(e->st, s->ns, "meta", &val, &len);
+    if (rc == CLARITY_ENOTFOUND) {
+        if (s->exists_in_store) reset_state(e, s); /* erased by another process since */
+        s->exists_in_store = 0;
+        return CLARITY_OK;
+    }
+    if (rc != CLARITY_OK) return rc;
+    json_error_t jerr;
+    json_t *meta = json_loadb(val, len, 0, &jerr);
+    free(val);
+    reset_state(e, s);
+    char where[200], *err = NULL;
+    snprintf(where, sizeof where, "session %.100s: stored meta", s->id);
+    int64_t turn = 0, persisted = 0, seq = 0;
+    if (!json_is_object(meta) ||
+        get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
+        get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err) ||
+        get_num(meta, "seq", 0, TRACKER_COUNT_MAX, 0, &seq, where, &err)) {
+        /* the session's turn cannot be trusted: the session is refused */
+        engine_log(e, CLARITY_LOG_ERROR, "clarity: %s", err ? err : "session: unreadable stored meta");
+        free(err);
+        json_decref(meta);
+        return CLARITY_ESTORE;
+    }
+    s->t.current_turn = turn;
+    s->t.last_persist_ms = persisted;
+    s->log_seq = s->snap_seq = (uint64_t)seq;
+    meta_apply(e, s, meta, where);
     json_decref(meta);
     load_ctx c = {e, s, CLARITY_OK};
     rc = store_iter(e->st, s->ns, "i:", load_item, &c);
     if (rc == CLARITY_OK) rc = c.rc;
+    snprintf(where, sizeof where, "session %.100s", s->id);
+    if (rc == CLARITY_OK) rc = load_log(e, s, where);
     if (rc != CLARITY_OK) {
-        tracker_free(&s->t);
-        tracker_init(&s->t, e->cfg.limits.history_length);
+        reset_state(e, s);
         return rc;
     }
     tracker_rebuild_names(&s->t); /* categories were set after insertion */
@@ -298,11 +472,12 @@ int persist_load(engine *e, session *s)
     return CLARITY_OK;
 }
 
-static int put_meta(engine *e, session *s, buf *b)
+/* The meta row's JSON; its "seq" is the last record the snapshot covers. */
+static void meta_json(const session *s, uint64_t seq, buf *b)
 {
-    buf_reset(b);
-    buf_printf(b, "{\"v\":%d,\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"workspace\":",
-               PERSIST_VERSION, (long long)s->t.current_turn, (long long)s->t.last_persist_ms);
+    buf_printf(b, "{\"v\":%d,\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"seq\":%llu,\"workspace\":",
+               PERSIST_VERSION, (long long)s->t.current_turn, (long long)s->t.last_persist_ms,
+               (unsigned long long)seq);
     if (s->workspace) buf_json_str(b, s->workspace, strlen(s->workspace));
     else buf_puts(b, "null");
     size_t n = s->t.n_turn_keys < TRACKER_TURN_KEYS ? s->t.n_turn_keys : TRACKER_TURN_KEYS;
@@ -327,19 +502,33 @@ static int put_meta(engine *e, session *s, buf *b)
         progress_json(s, 0, b);
     }
     buf_putc(b, '}');
+}
+
+static int put_meta(engine *e, session *s, buf *b)
+{
+    buf_reset(b);
+    meta_json(s, s->log_seq, b);
     if (buf_failed(b)) return CLARITY_ENOMEM;
     return store_put(e->st, s->ns, "meta", b->p, b->len);
 }
 
-static int put_item(engine *e, session *s, const item *it, buf *b, buf *key)
+static int put_row(engine *e, session *s, const item *it, buf *b, buf *key)
 {
     buf_reset(b);
     buf_reset(key);
-    persist_item_json(it, b);
+    tl_put_row(b, it);
     buf_puts(key, "i:");
     buf_puts(key, it->id);
     if (buf_failed(b) || buf_failed(key)) return CLARITY_ENOMEM;
     return store_put(e->st, s->ns, key->p, b->p, b->len);
+}
+
+static int del_row(engine *e, session *s, const char *id, buf *key)
+{
+    buf_reset(key);
+    buf_puts(key, "i:");
+    buf_puts(key, id);
+    return buf_failed(key) ? CLARITY_ENOMEM : store_del(e->st, s->ns, key->p);
 }
 
 /* In a shared store, the commit holds only while nobody else committed
@@ -350,31 +539,109 @@ static int fence(engine *e, session *s)
     return store_fence(e->st, s->ns, s->version, s->version + 1);
 }
 
-int persist_flush(engine *e, session *s)
+/* The snapshot: the rows of the items changed since the last one, the
+ * removed ids, the meta; one transaction. */
+static int write_snapshot(engine *e, session *s)
 {
     tracker *t = &s->t;
-    if (!t->dirty && !t->meta_dirty && t->n_deleted == 0 && s->exists_in_store) return CLARITY_OK;
     buf b, key;
     buf_init(&b);
     buf_init(&key);
-    int64_t prev_persist = t->last_persist_ms;
-    t->last_persist_ms = engine_now_ms(e);
     int rc = store_begin(e->st);
     int began = rc == CLARITY_OK;
-    for (item *it = t->dirty; rc == CLARITY_OK && it; it = it->dirty_next)
-        rc = put_item(e, s, it, &b, &key);
-    for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) {
-        buf_reset(&key);
-        buf_puts(&key, "i:");
-        buf_puts(&key, t->deleted[i]);
-        rc = buf_failed(&key) ? CLARITY_ENOMEM : store_del(e->st, s->ns, key.p);
-    }
+    /* removals first: an id removed and tracked again has a row to write */
+    for (size_t i = 0; rc == CLARITY_OK && i < s->n_snap_del; i++) rc = del_row(e, s, s->snap_del[i], &key);
+    for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
+    for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
+        if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
     if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
     else if (began) store_rollback(e->st);
     buf_free(&b);
     buf_free(&key);
+    if (rc != CLARITY_OK) return rc;
+    for (item *it = t->items; it; it = it->hh.next) it->snap_dirty = 0;
+    for (size_t i = 0; i < s->n_snap_del; i++) free(s->snap_del[i]);
+    s->n_snap_del = 0;
+    s->snap_seq = s->log_seq;
+    s->fold_next = 0;
+    s->log_writer = 0;
+    return CLARITY_OK;
+}
+
+/* One record of what changed since the last flush, one store write. */
+static int write_record(engine *e, session *s)
+{
+    tracker *t = &s->t;
+    /* room to remember the removals before anything is written */
+    while (s->cap_snap_del - s->n_snap_del < t->n_deleted) {
+        size_t cap = s->cap_snap_del ? s->cap_snap_del * 2 : 16;
+        char **v = realloc(s->snap_del, cap * sizeof *v);
+        if (!v) return CLARITY_ENOMEM;
+        s->snap_del = v;
+        s->cap_snap_del = cap;
+    }
+    buf *b = &s->logbuf;
+    buf_reset(b);
+    tl_header h = {t->meta_dirty ? TL_REC_META : 0, s->log_seq + 1, t->current_turn, t->last_persist_ms};
+    tl_put_header(b, &h);
+    if (t->meta_dirty) {
+        size_t at = b->len;
+        tl_put_u32(b, 0);
+        meta_json(s, h.seq, b);
+        uint32_t mn = (uint32_t)(b->len - at - 4);
+        if (!buf_failed(b))
+            for (int i = 0; i < 4; i++) b->p[at + (size_t)i] = (char)(mn >> (8 * i));
+    }
+    uint32_t n = 0;
+    for (item *it = t->dirty; it; it = it->dirty_next) n++;
+    tl_put_u32(b, n);
+    for (item *it = t->dirty; it; it = it->dirty_next) {
+        tl_put_bytes(b, it->id, strlen(it->id));
+        tl_put_item(b, it);
+    }
+    tl_put_u32(b, (uint32_t)t->n_deleted);
+    for (size_t i = 0; i < t->n_deleted; i++) tl_put_bytes(b, t->deleted[i], strlen(t->deleted[i]));
+    if (buf_failed(b)) {
+        buf_free(b);
+        return CLARITY_ENOMEM;
+    }
+    char key[7];
+    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    tl_slot_key(key, (unsigned)(h.seq % every));
+    int rc;
+    if (s->versioned) {
+        rc = store_begin(e->st);
+        int began = rc == CLARITY_OK;
+        if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, key, b->p, b->len);
+        if (rc == CLARITY_OK) rc = fence(e, s);
+        if (rc == CLARITY_OK) rc = store_commit(e->st);
+        else if (began) store_rollback(e->st);
+    } else {
+        rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
+    }
+    if (rc != CLARITY_OK) return rc;
+    for (item *it = t->dirty; it; it = it->dirty_next) it->snap_dirty = 1;
+    for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
+    t->n_deleted = 0; /* the ids moved to snap_del */
+    s->log_seq = h.seq;
+    s->log_writer = 1;
+    return CLARITY_OK;
+}
+
+static int flush(engine *e, session *s, int fold)
+{
+    tracker *t = &s->t;
+    int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
+    /* a session this process only read is never written, not even folded */
+    if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
+    if (!s->exists_in_store || s->fold_next ||
+        s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every)
+        fold = 1;
+    int64_t prev_persist = t->last_persist_ms;
+    t->last_persist_ms = engine_now_ms(e);
+    int rc = fold ? write_snapshot(e, s) : write_record(e, s);
     if (rc != CLARITY_OK) {
         t->last_persist_ms = prev_persist; /* dirty state kept: retried next turn */
         return rc == CLARITY_ENOMEM || rc == STORE_ECONFLICT ? rc : CLARITY_ESTORE;
@@ -383,6 +650,16 @@ int persist_flush(engine *e, session *s)
     tracker_clear_dirty(t);
     s->exists_in_store = 1;
     return CLARITY_OK;
+}
+
+int persist_flush(engine *e, session *s)
+{
+    return flush(e, s, 0);
+}
+
+int persist_fold(engine *e, session *s)
+{
+    return flush(e, s, 1);
 }
 
 int persist_erase(engine *e, session *s)
@@ -504,7 +781,7 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
         buf_init(&b);
         buf_init(&key);
         for (item *it = s->t.dirty; rc == CLARITY_OK && it; it = it->dirty_next)
-            rc = put_item(e, s, it, &b, &key);
+            rc = put_row(e, s, it, &b, &key);
         if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
         buf_free(&b);
         buf_free(&key);
@@ -523,6 +800,11 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
     if (s->versioned) s->version++;
     tracker_free(&old);
     tracker_clear_dirty(&s->t);
+    /* the erase took the turn log with it: the snapshot is all there is */
+    for (size_t k = 0; k < s->n_snap_del; k++) free(s->snap_del[k]);
+    s->n_snap_del = 0;
+    s->snap_seq = s->log_seq;
+    s->fold_next = 0;
     s->exists_in_store = 1;
     return CLARITY_OK;
 }

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "testhost.h"
 
 static char *cfg_for(const char *db, const char *extra)
@@ -62,28 +64,57 @@ Test(persist, host_kv_backend_is_used_when_offered)
     th_host h;
     cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
     for (int i = 0; i < 3; i++) turn(&h, "k", i);
-    /* meta + one key per item, in the session's namespace */
-    size_t keys = th_kv_count(&h, "clarity:s:k");
+    /* the first turn writes the snapshot (meta + one row per item), the
+     * next two one turn-log record each */
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "meta"), 1);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "l:"), 2);
     json_t *j = scores(&h, "k");
-    cr_assert_eq(keys, json_array_size(json_object_get(j, "items")) + 1);
+    size_t items = json_array_size(json_object_get(j, "items"));
     json_decref(j);
     json_t *st = NULL;
     cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"k\"}", &st), 0);
     cr_assert_str_eq(json_string_value(json_object_get(st, "store")), "host");
     json_decref(st);
+    /* session end folds: one row per item */
+    cr_assert_eq(th_session_end(&h, "k"), 0);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "i:"), items);
     th_close(&h);
+}
+
+/* The u32 count of items of a turn-log record (turnlog.h's layout). */
+static uint32_t record_items(const unsigned char *p, size_t len)
+{
+    size_t at = 28;
+    cr_assert_geq(len, at + 4);
+    if (p[2] & 1) at += 4 + (p[at] | p[at + 1] << 8 | (size_t)p[at + 2] << 16 | (size_t)p[at + 3] << 24);
+    cr_assert_geq(len, at + 4);
+    return p[at] | p[at + 1] << 8 | (uint32_t)p[at + 2] << 16 | (uint32_t)p[at + 3] << 24;
 }
 
 Test(persist, only_changed_items_are_written_per_turn)
 {
-    /* after a turn that mentions nothing, only meta changes: the host sees
-     * no new item keys and the values of old ones are untouched */
+    /* after a turn that mentions nothing, the turn's record holds the turn
+     * and no item, and no item row is written */
     th_host h;
     cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
     turn(&h, "d", 0);
-    size_t keys = th_kv_count(&h, "clarity:s:d");
+    size_t rows = th_kv_count_prefix(&h, "clarity:s:d", "i:");
+    cr_assert_gt(rows, 0);
     cr_assert_eq(th_end(&h, "d", "nothing relevant here", NULL, NULL), 0);
-    cr_assert_eq(th_kv_count(&h, "clarity:s:d"), keys);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:d", "i:"), rows);
+    size_t len = 0;
+    char *rec = th_kv_value(&h, "clarity:s:d", "l:0001", &len);
+    cr_assert_not_null(rec, "no turn-log record for the turn");
+    cr_assert_eq(rec[0], 'L');
+    cr_assert_eq(record_items((unsigned char *)rec, len), 0);
+    free(rec);
+    /* a turn that mentions an item writes that item alone */
+    cr_assert_eq(th_before(&h, "d", NULL, "ClaraCore again", 15, NULL), 0);
+    cr_assert_eq(th_end(&h, "d", "nothing", NULL, NULL), 0);
+    rec = th_kv_value(&h, "clarity:s:d", "l:0002", &len);
+    cr_assert_not_null(rec);
+    cr_assert_eq(record_items((unsigned char *)rec, len), 1);
+    free(rec);
     th_close(&h);
 }
 
@@ -215,4 +246,83 @@ Test(persist, default_state_file_lives_under_the_xdg_state_dir)
     cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 1);
     json_decref(j);
     th_close(&h);
+}
+
+/* ---- the turn log ------------------------------------------------------ */
+
+static int sql_count(const char *db, const char *query)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, query, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
+    int rc = sqlite3_step(st);
+    int n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return n;
+}
+
+/* A second process (here a second instance on the same file) restores the
+ * snapshot plus the records above it while the first has not folded them,
+ * and the records never outnumber storage.snapshotEvery. */
+Test(persist, turn_log_restores_unfolded_turns_and_stays_bounded)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    char cfgbuf[512];
+    snprintf(cfgbuf, sizeof cfgbuf, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":4}}", db);
+    th_host a, b;
+    cr_assert_eq(th_open(&a, cfgbuf, 0, NULL), 0);
+    for (int i = 0; i < 11; i++) {
+        turn(&a, "t", i);
+        cr_assert_eq(th_open(&b, cfgbuf, 0, NULL), 0);
+        json_t *ja = scores(&a, "t"), *jb = scores(&b, "t");
+        cr_assert(json_equal(ja, jb), "turn %d: restored state differs:\n%s\n%s", i, json_dumps(ja, 0),
+                  json_dumps(jb, 0));
+        json_decref(ja);
+        json_decref(jb);
+        th_close(&b); /* it only read: it writes nothing */
+    }
+    th_close(&a);
+    /* at most snapshotEvery slots, whatever the number of turns */
+    cr_assert_leq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 4);
+    unlink(db);
+}
+
+/* A record that does not decode is reported, and neither it nor what
+ * follows it is applied: the state is the snapshot plus the records
+ * before it, never a half-applied record. */
+Test(persist, bad_turn_log_record_is_reported_and_not_applied)
+{
+    char db[256], cfg[512];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+    th_host a, b;
+    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+    turn(&a, "r", 0); /* the snapshot */
+    turn(&a, "r", 1); /* record 1 */
+    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
+    json_t *after1 = scores(&b, "r");
+    th_close(&b);
+    turn(&a, "r", 2); /* record 2 */
+    turn(&a, "r", 3); /* record 3 */
+    cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key IN ('l:0001','l:0002','l:0003')"), 3);
+    /* cut record 2 short: a torn or edited row */
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(d, "UPDATE kv SET val = substr(val, 1, 40) WHERE key = 'l:0002'", NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(d);
+    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
+    json_t *j = scores(&b, "r");
+    cr_assert(json_equal(j, after1), "a bad record was applied:\n%s\n%s", json_dumps(j, 0),
+              json_dumps(after1, 0));
+    cr_assert(b.error_lines > 0 && strstr(b.last_error, "record 2"), "not reported: %s", b.last_error);
+    json_decref(j);
+    json_decref(after1);
+    th_close(&b);
+    th_close(&a);
+    unlink(db);
 }

@@ -131,6 +131,22 @@ size_t th_kv_count(th_host *h, const char *ns)
     return c;
 }
 
+size_t th_kv_count_prefix(th_host *h, const char *ns, const char *prefix)
+{
+    size_t c = 0, n = strlen(prefix);
+    pthread_mutex_lock(&h->kv->mu);
+    for (size_t i = 0; i < h->kv->n; i++)
+        c += strcmp(h->kv->e[i].ns, ns) == 0 && strncmp(h->kv->e[i].key, prefix, n) == 0;
+    pthread_mutex_unlock(&h->kv->mu);
+    return c;
+}
+
+char *th_kv_value(th_host *h, const char *ns, const char *key, size_t *len)
+{
+    char *v = NULL;
+    return kv_get(h, ns, key, &v, len) == CLARITY_OK ? v : NULL;
+}
+
 static void th_log(void *ud, int level, const char *msg)
 {
     th_host *h = ud;

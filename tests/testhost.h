@@ -30,6 +30,10 @@ int th_open(th_host *h, const char *config_json, int with_kv, char **err);
 void th_close(th_host *h);
 /* Counts keys of a namespace in the host kv. */
 size_t th_kv_count(th_host *h, const char *ns);
+/* Counts the keys of a namespace that start with prefix. */
+size_t th_kv_count_prefix(th_host *h, const char *ns, const char *prefix);
+/* A copy of a value of the host kv (malloc()ed; *len its length), or NULL. */
+char *th_kv_value(th_host *h, const char *ns, const char *key, size_t *len);
 
 /* Hook helpers; return the plugin's rc.  *out (when given) gets a malloc'ed copy of data. */
 int th_before(th_host *h, const char *session, const char *workspace, const char *prompt,

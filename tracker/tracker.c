@@ -265,7 +265,7 @@ void tracker_discard(tracker *t, item *it) { remove_item(t, it, 0); }
 void tracker_advance_turn(tracker *t)
 {
     if (t->current_turn < TRACKER_TURN_MAX) t->current_turn++;
-    t->meta_dirty = 1;
+    t->turn_dirty = 1;
 }
 
 void tracker_clear_dirty(tracker *t)
@@ -279,6 +279,7 @@ void tracker_clear_dirty(tracker *t)
     }
     t->dirty = NULL;
     t->meta_dirty = 0;
+    t->turn_dirty = 0;
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
     t->n_deleted = 0;
 }

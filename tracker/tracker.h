@@ -51,6 +51,7 @@ typedef struct item {
     int8_t tier;     /* enum item_tier */
     uint8_t anchored, pruned, dirty;
     uint8_t hist_len, hist_head;
+    uint8_t snap_dirty; /* changed since the stored snapshot (persist.c's turn log) */
     int32_t history[]; /* ring of the last turns with a mention */
 } item;
 
@@ -61,7 +62,8 @@ typedef struct tracker {
     int64_t last_persist_ms;
     int history_length; /* <= ITEM_HISTORY_MAX */
     item *dirty;        /* intrusive list of items changed since last persist */
-    int meta_dirty;
+    int meta_dirty;     /* the stored meta JSON changed (workspace, turn keys, ...) */
+    int turn_dirty;     /* the turn advanced (a turn-log record holds it without the meta) */
     /* ids evicted since last persist: the store must delete them */
     char **deleted;
     size_t n_deleted, cap_deleted;
