@@ -148,10 +148,7 @@ static int read_message(engine *e, session *s, amsg *a, const clarity_ctx_messag
     const char *text = m->text ? m->text : "";
     size_t len = m->text ? m->text_len : 0;
     if (len) extract_candidates(e->ex, text, len, s->workspace, on_cand, &c);
-    if (m->tool_args_json) {
-        extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_file, &c);
-        extract_candidates_json(e->ex, m->tool_args_json, s->workspace, on_cand, &c);
-    }
+    if (m->tool_args_json) extract_tool_call(e->ex, m->tool_args_json, s->workspace, NULL, on_file, on_cand, &c);
     if (c.oom) {
         free(c.v);
         free(c.file);

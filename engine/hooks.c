@@ -200,9 +200,8 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
         buf_free(&clean);
     }
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
-        extract_tool_files(e->ex, m->tool_args_json, s->workspace, on_tool_file, r);
-        extract_candidates_json_filtered(e->ex, m->tool_args_json, s->workspace, &s->t.names,
-                                         on_candidate, r);
+        extract_tool_call(e->ex, m->tool_args_json, s->workspace, &s->t.names, on_tool_file,
+                          on_candidate, r);
     }
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
         char id[128];

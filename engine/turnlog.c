@@ -34,23 +34,37 @@ void tl_put_bytes(buf *out, const char *s, size_t n)
     buf_append(out, s, n);
 }
 
+static unsigned char *put_u32p(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+    return p + 4;
+}
+
+/* Written in place after one reserve: this runs for every item a turn
+ * touches. */
 void tl_put_item(buf *out, const item *it)
 {
     int64_t h[ITEM_HISTORY_MAX];
     size_t nh = tracker_history(it, h, ITEM_HISTORY_MAX);
-    unsigned char b[4 + 8 * 8];
-    b[0] = (unsigned char)it->category;
-    b[1] = (unsigned char)it->tier;
-    b[2] = (unsigned char)((it->anchored ? 1 : 0) | (it->pruned ? 2 : 0));
-    b[3] = (unsigned char)nh;
+    size_t rn = it->anchor_reason ? strlen(it->anchor_reason) : 0;
+    size_t size = 4 + 8 * 8 + 4 + rn + 4 * nh;
+    if (buf_reserve(out, size) != 0) return;
+    unsigned char *p = (unsigned char *)out->p + out->len;
+    p[0] = (unsigned char)it->category;
+    p[1] = (unsigned char)it->tier;
+    p[2] = (unsigned char)((it->anchored ? 1 : 0) | (it->pruned ? 2 : 0));
+    p[3] = (unsigned char)nh;
     const int64_t f[8] = {it->mention_count,       it->reference_count, it->first_seen_turn,
                           it->last_mention_turn,   it->last_reference_turn, it->pruned_turn,
                           it->anchor_at_ms,        it->created_at_ms};
-    for (int i = 0; i < 8; i++) put_u64(b + 4 + 8 * i, (uint64_t)f[i]);
-    buf_append(out, (const char *)b, sizeof b);
-    size_t rn = it->anchor_reason ? strlen(it->anchor_reason) : 0;
-    tl_put_bytes(out, it->anchor_reason ? it->anchor_reason : "", rn);
-    for (size_t i = 0; i < nh; i++) tl_put_u32(out, (uint32_t)h[nh - 1 - i]); /* oldest first */
+    for (int i = 0; i < 8; i++) put_u64(p + 4 + 8 * i, (uint64_t)f[i]);
+    p = put_u32p(p + 4 + 8 * 8, (uint32_t)rn);
+    if (rn) memcpy(p, it->anchor_reason, rn);
+    p += rn;
+    for (size_t i = 0; i < nh; i++) p = put_u32p(p, (uint32_t)h[nh - 1 - i]); /* oldest first */
+    out->len += size;
+    out->p[out->len] = '\0';
 }
 
 void tl_put_row(buf *out, const item *it)

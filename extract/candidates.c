@@ -302,24 +302,31 @@ static void walk(ex_emitter *e, json_t *v, const char *key, int files_only)
     }
 }
 
+/* Walks a parsed document (or, when it did not parse, scans the raw text
+ * for candidates) with one emitter. */
+static int walk_with(const extractor *ex, json_t *root, const char *json, size_t len,
+                     const char *workspace, const name_filter *nf, extract_cb cb, void *ud,
+                     int files_only)
+{
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
+    e.nf = nf;
+    if (root) walk(&e, root, NULL, files_only);
+    else if (!files_only) scan_text(&e, json, len);
+    return ex_em_finish(&e);
+}
+
 static int run_json(const extractor *ex, const char *json, const char *workspace,
                     const name_filter *nf, extract_cb cb, void *ud, int files_only)
 {
     if (!ex || !cb) return CLARITY_ERR;
     if (!json) return 0;
     size_t len = strlen(json);
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
-    e.nf = nf;
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
-    if (root) {
-        walk(&e, root, NULL, files_only);
-        json_decref(root);
-    } else if (!files_only) {
-        scan_text(&e, json, len);
-    }
-    return ex_em_finish(&e);
+    int rc = walk_with(ex, root, json, len, workspace, nf, cb, ud, files_only);
+    json_decref(root);
+    return rc;
 }
 
 int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
@@ -338,6 +345,20 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
                        extract_cb cb, void *ud)
 {
     return run_json(ex, json, workspace, NULL, cb, ud, 1);
+}
+
+int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
+                      const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud)
+{
+    if (!ex || !on_file || !on_candidate) return CLARITY_ERR;
+    if (!json) return 0;
+    size_t len = strlen(json);
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+    int rc = walk_with(ex, root, json, len, workspace, NULL, on_file, ud, 1);
+    int rc2 = walk_with(ex, root, json, len, workspace, nf, on_candidate, ud, 0);
+    json_decref(root);
+    return rc ? rc : rc2;
 }
 
 /* --------------------------------------------------------- lookup forms */

@@ -73,6 +73,12 @@ int extract_candidates_json_filtered(const extractor *ex, const char *json, cons
 int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
                        extract_cb cb, void *ud);
 
+/* Both of the above for one tool call, its arguments parsed once:
+ * extract_tool_files' ids to on_file, then
+ * extract_candidates_json_filtered's to on_candidate (nf may be NULL). */
+int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
+                      const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud);
+
 /* Candidate ids for a name typed by a user (/clarity anchor ClaraCore):
  * the name as an id if it already has a known prefix, then its project,
  * file, tool and keyword forms.  Reported in that order of preference. */

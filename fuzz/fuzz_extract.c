@@ -1,5 +1,7 @@
 /* fuzz_extract: mentions and reference candidates on arbitrary bytes.
- * Invariants: no crash, every reported id is non-empty NUL-terminated text. */
+ * Invariants: no crash, every reported id is non-empty NUL-terminated text;
+ * extract_tool_call reports exactly what extract_tool_files then
+ * extract_candidates_json report, in the same order. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +13,12 @@ static extractor *ex;
 
 static int check(void *ud, const char *id, int category)
 {
-    (void)ud;
     if (!id[0] || category < 0 || category > 4) abort();
+    if (ud) { /* a log of what was reported */
+        buf *b = ud;
+        buf_putc(b, (char)('0' + category));
+        buf_append(b, id, strlen(id) + 1);
+    }
     return 0;
 }
 
@@ -39,8 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!s) return 0;
     memcpy(s, data, size);
     s[size] = '\0';
-    extract_candidates_json(ex, s, "/ws", check, NULL);
-    extract_tool_files(ex, s, NULL, check, NULL);
+    buf two, one;
+    buf_init(&two);
+    buf_init(&one);
+    extract_tool_files(ex, s, "/ws", check, &two);
+    extract_candidates_json(ex, s, "/ws", check, &two);
+    extract_tool_call(ex, s, "/ws", NULL, check, check, &one);
+    if (two.len != one.len || (two.len && memcmp(two.p, one.p, two.len) != 0)) abort();
+    buf_free(&two);
+    buf_free(&one);
     extract_lookup_forms(ex, s, "/ws", check, NULL);
     free(extract_normalize_path(s, strlen(s), "/ws"));
     free(s);

@@ -1,7 +1,8 @@
 /* fuzz_state: state from outside.  The first byte picks:
  *   < 128  the bytes are a clarity.importState "state" value;
- *   else   the bytes are a stored row: an item ("i:x") or, with the next
- *          bit, the session's "meta", in a host kv the plugin then loads.
+ *   else   the bytes are a stored row: the session's "meta" (bit 0), a
+ *          turn-log record "l:0001" (bit 1), else an item row "i:x" (binary
+ *          or JSON), in a host kv the plugin then loads.
  * Invariants: no crash; an accepted state exports with every number within
  * the bounds of tracker.h (turns 0..2^31-1, counts and times 0..2^53-1). */
 #include <jansson.h>
@@ -16,14 +17,15 @@ int clarity_plugin_init(const clarity_host *host, const char *config_json, clari
                         char **errmsg);
 
 /* A one-session kv whose rows the harness sets. */
-static char *row_meta, *row_item;
-static size_t len_meta, len_item;
+static char *row_meta, *row_item, *row_rec;
+static size_t len_meta, len_item, len_rec;
 
 static int kv_get(void *ud, const char *ns, const char *key, char **val, size_t *len)
 {
     (void)ud, (void)ns;
-    char *src = strcmp(key, "meta") == 0 ? row_meta : strcmp(key, "i:x") == 0 ? row_item : NULL;
-    size_t n = strcmp(key, "meta") == 0 ? len_meta : len_item;
+    char *src = strcmp(key, "meta") == 0 ? row_meta : strcmp(key, "i:x") == 0 ? row_item
+              : strcmp(key, "l:0001") == 0 ? row_rec : NULL;
+    size_t n = strcmp(key, "meta") == 0 ? len_meta : strcmp(key, "i:x") == 0 ? len_item : len_rec;
     if (!src) return CLARITY_ENOTFOUND;
     *val = malloc(n + 1);
     if (!*val) return CLARITY_ENOMEM;
@@ -46,6 +48,7 @@ static int kv_iter(void *ud, const char *ns, const char *prefix, clarity_kv_iter
 {
     (void)ud, (void)ns;
     if (row_item && strncmp("i:x", prefix, strlen(prefix)) == 0) cb(cbud, "i:x", row_item, len_item);
+    if (row_rec && strncmp("l:0001", prefix, strlen(prefix)) == 0) cb(cbud, "l:0001", row_rec, len_rec);
     return CLARITY_OK;
 }
 
@@ -102,16 +105,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(p);
     } else {
         static char meta_ok[] = "{\"v\":1,\"currentTurn\":3}";
-        int is_meta = data[0] & 1;
+        int is_meta = data[0] & 1, is_rec = !is_meta && (data[0] & 2);
         row_meta = is_meta ? (char *)data + 1 : meta_ok;
         len_meta = is_meta ? size - 1 : sizeof meta_ok - 1;
-        row_item = is_meta ? NULL : (char *)data + 1;
+        row_item = is_meta || is_rec ? NULL : (char *)data + 1;
         len_item = size - 1;
+        row_rec = is_rec ? (char *)data + 1 : NULL;
+        len_rec = size - 1;
         /* a fresh session each time: the one resident before is evicted */
         static unsigned n;
         char params[64];
         snprintf(params, sizeof params, "{\"session\":\"fz%u\"}", n++);
-        kv.rpc(kv.self, "clarity.getScores", params, &r);
+        if (kv.rpc(kv.self, "clarity.exportState", params, &r) == CLARITY_OK) {
+            json_t *ex = json_loadb(r.data, r.len, 0, NULL);
+            if (!ex) abort();
+            check_bounds(ex);
+            json_decref(ex);
+        }
         kv.release(kv.self, &r);
     }
     return 0;
