@@ -1,6 +1,7 @@
 /* block.c: the [CLARITY CONTEXT] block: the progress signal, the
  * best-scored items, the likely edit targets, the kept items a compaction
  * summary lost. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,42 @@ static int better(const top_entry *a, const top_entry *b)
 {
     if (a->score != b->score) return a->score > b->score;
     return strcmp(a->it->id, b->it->id) < 0;
+}
+
+/* "<mark> [anchor ]<id, at most 400 bytes> (<score, %.0f>)\n" into line;
+ * its length.  Without printf for the usual scores: this runs for every
+ * line of every block. */
+static size_t item_line(char *line, size_t cap, const char *mark, const item *it, double score)
+{
+    if (!(score > -1e15 && score < 1e15)) {
+        int len = snprintf(line, cap, "%s %s%.*s (%.0f)\n", mark, it->anchored ? "\xE2\x9A\x93 " : "", 400,
+                           it->id, score);
+        return len < 0 ? 0 : (size_t)len < cap ? (size_t)len : cap - 1;
+    }
+    size_t n = 0, ml = strlen(mark), il = strnlen(it->id, 400);
+    memcpy(line, mark, ml);
+    n = ml;
+    line[n++] = ' ';
+    if (it->anchored) {
+        memcpy(line + n, "\xE2\x9A\x93 ", 4);
+        n += 4;
+    }
+    memcpy(line + n, it->id, il);
+    n += il;
+    line[n++] = ' ';
+    line[n++] = '(';
+    /* %.0f rounds to nearest, ties to even, as nearbyint() does */
+    long long v = (long long)nearbyint(score);
+    char d[24];
+    size_t nd = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do d[nd++] = (char)('0' + u % 10); while ((u /= 10) != 0);
+    if (v < 0 || (v == 0 && signbit(score))) line[n++] = '-';
+    while (nd) line[n++] = d[--nd];
+    line[n++] = ')';
+    line[n++] = '\n';
+    line[n] = '\0';
+    return n;
 }
 
 void block_write(engine *e, session *s, buf *out)
@@ -62,11 +99,7 @@ void block_write(engine *e, session *s, buf *out)
         const char *mark = top[i].score >= c->context.high_score  ? "\xE2\x97\x8F" /* ● */
                            : top[i].score >= c->context.mid_score ? "\xE2\x97\x90" /* ◐ */
                                                                   : "\xE2\x97\x8B"; /* ○ */
-        int len = snprintf(line, sizeof line, "%s %s%.*s (%.0f)\n", mark,
-                           top[i].it->anchored ? "\xE2\x9A\x93 " : "", 400, top[i].it->id,
-                           top[i].score);
-        if (len < 0) break;
-        size_t l = (size_t)len < sizeof line ? (size_t)len : sizeof line - 1;
+        size_t l = item_line(line, sizeof line, mark, top[i].it, top[i].score);
         if (out->len - start + l + closing > budget) break;
         buf_append(out, line, l);
     }

@@ -253,15 +253,44 @@ int extract_candidates(const extractor *ex, const char *text, size_t len, const 
 
 /* ----------------------------------------------------------------- JSON */
 
-static int is_path_key(const char *k)
+static int is_path_key_n(const char *k, size_t n)
 {
     static const char *const keys[] = {"file_path", "path",       "filePath", "notebook_path",
                                        "filename",  "file",       "target_file", "file_paths",
                                        "paths",     "files"};
     if (!k) return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strcmp(k, keys[i]) == 0) return 1;
+        if (strlen(keys[i]) == n && memcmp(k, keys[i], n) == 0) return 1;
     return 0;
+}
+
+static int is_path_key(const char *k)
+{
+    return k && is_path_key_n(k, strlen(k));
+}
+
+/* One string value s[0..n) under a member named by a path-like key or not. */
+static void visit_string(ex_emitter *e, const char *s, size_t n, int path_key, int files_only)
+{
+    int pathy = path_key && n > 0 && n <= JSON_MAX_PATH && !memchr(s, '\0', n);
+    if (files_only) {
+        if (!pathy) return;
+        buf np;
+        buf_init(&np);
+        ex_norm_path(s, n, e->ws, e->wslen, &np);
+        if (buf_failed(&np)) {
+            ex_em_error(e, CLARITY_ENOMEM);
+        } else {
+            int kind = ex_file_id(np.p, np.len, &e->id);
+            int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
+            if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
+            buf_reset(&e->id);
+        }
+        buf_free(&np);
+        return;
+    }
+    if (pathy && emit_path_forms(e, s, n) < 0) return;
+    scan_text(e, s, n);
 }
 
 /* files_only: extract_tool_files (canonical ids, category flags and
@@ -278,27 +307,7 @@ static void walk(ex_emitter *e, json_t *v, const char *key, int files_only)
         json_t *val;
         json_array_foreach(v, i, val) walk(e, val, key, files_only);
     } else if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
-        int pathy = is_path_key(key) && n > 0 && n <= JSON_MAX_PATH && !memchr(s, '\0', n);
-        if (files_only) {
-            if (!pathy) return;
-            buf np;
-            buf_init(&np);
-            ex_norm_path(s, n, e->ws, e->wslen, &np);
-            if (buf_failed(&np)) {
-                ex_em_error(e, CLARITY_ENOMEM);
-            } else {
-                int kind = ex_file_id(np.p, np.len, &e->id);
-                int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
-                if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
-                buf_reset(&e->id);
-            }
-            buf_free(&np);
-            return;
-        }
-        if (pathy && emit_path_forms(e, s, n) < 0) return;
-        scan_text(e, s, n);
+        visit_string(e, json_string_value(v), json_string_length(v), is_path_key(key), files_only);
     }
 }
 
@@ -347,12 +356,49 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
     return run_json(ex, json, workspace, NULL, cb, ud, 1);
 }
 
+/* The strings ex_json_strings found, visited as walk() visits them. */
+static int visit_strings(const extractor *ex, const ex_json_str *v, size_t n, const char *workspace,
+                         const name_filter *nf, extract_cb cb, void *ud, int files_only)
+{
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
+    e.nf = nf;
+    buf dec;
+    buf_init(&dec);
+    for (size_t i = 0; i < n && !e.stop; i++) {
+        const char *s = v[i].s;
+        size_t len = v[i].len;
+        if (v[i].esc) {
+            ex_json_unescape(s, len, &dec);
+            if (buf_failed(&dec)) {
+                ex_em_error(&e, CLARITY_ENOMEM);
+                break;
+            }
+            s = dec.p;
+            len = dec.len;
+        }
+        visit_string(&e, s, len, is_path_key_n(v[i].key, v[i].key_len), files_only);
+    }
+    buf_free(&dec);
+    return ex_em_finish(&e);
+}
+
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
                       const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud)
 {
     if (!ex || !on_file || !on_candidate) return CLARITY_ERR;
     if (!json) return 0;
     size_t len = strlen(json);
+    ex_json_str *v;
+    size_t nv;
+    int jr = ex_json_strings(json, len, &v, &nv);
+    if (jr == EX_JSON_NOMEM) return CLARITY_ENOMEM;
+    if (jr == 0) { /* the common case: no tree built */
+        int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
+        int rc2 = visit_strings(ex, v, nv, workspace, nf, on_candidate, ud, 0);
+        free(v);
+        return rc ? rc : rc2;
+    }
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
     int rc = walk_with(ex, root, json, len, workspace, NULL, on_file, ud, 1);

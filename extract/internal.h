@@ -133,4 +133,23 @@ void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id);
 int ex_next_match(const extractor *ex, const pcre2_code *re, const char *s, size_t len,
                   size_t *pos, pcre2_match_data *md, size_t *ms, size_t *me);
 
+/* ---- tool-call arguments without a tree (jsonwalk.c) ---- */
+typedef struct ex_json_str {
+    const char *key;  /* raw span of the member key, NULL at the top level */
+    size_t key_len;
+    const char *s;    /* raw span of the string value (between the quotes) */
+    size_t len;
+    int key_esc, esc; /* the spans hold escapes (ex_json_unescape) */
+} ex_json_str;
+enum { EX_JSON_UNSURE = 1, EX_JSON_NOMEM = 2 };
+/* The string values of a JSON document in document order, each with the
+ * key of the member it belongs to (array elements inherit it): 0 with
+ * *out malloc()ed (spans point into json), EX_JSON_UNSURE when jansson
+ * must decide (escapes other than the simple ones, non-ASCII bytes,
+ * numbers it might refuse, repeated keys, deep nesting, invalid JSON),
+ * EX_JSON_NOMEM. */
+int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n);
+/* The decoded text of a span with simple escapes (\" \\ \/ \b \f \n \r \t). */
+void ex_json_unescape(const char *s, size_t n, buf *out);
+
 #endif

@@ -634,6 +634,46 @@ Test(candidates, tool_files)
     extract_free(ex);
 }
 
+/* extract_tool_call reads the arguments without jansson when it can; what
+ * it reports must be exactly what the jansson walks report, in order: the
+ * tool files, then the candidates.  Each row is a shape the one-pass reader
+ * takes, or one it must hand to jansson. */
+Test(candidates, tool_call_equals_the_jansson_walks)
+{
+    static const char *const docs[] = {
+        "{\"file_path\":\"/ws/src/a.ts\",\"command\":\"grep ClaraCore\"}",
+        "{\"args\":{\"files\":[\"docs/x\",\"README.md\"]},\"n\":3,\"f\":-0.5,\"ok\":true,\"z\":null}",
+        "{\"old_string\":\"a\\\"b\\\\c\\/d\\n\\tClaraCore\",\"path\":\"src\\/b.go\"}",
+        "{\"path\":\"src/a.ts\",\"path\":\"src/b.ts\"}",          /* a repeated key: jansson keeps one */
+        "{\"p\\u0061th\":\"src/c.ts\",\"x\":\"\\u00e9t\\u00e9 focus-engine\"}",
+        "{\"file_path\":\"/ws/caf\xc3\xa9.md\"}",                  /* non-ASCII */
+        "{\"n\":123456789012345678901234567890,\"file\":\"a.py\"}", /* an integer jansson refuses */
+        "{\"n\":1e999,\"file\":\"a.py\"}",
+        "{\"n\":01,\"file\":\"a.py\"}",                             /* invalid: scanned as text */
+        "{\"path\": src/b.go ClaraCore",
+        "[\"src/x.py\",{\"paths\":[\"lib/y.py\",[\"lib/z.py\"]]}]",
+        "\"just a string naming SOUL.md\"",
+        "  {\"file_path\" : \"MEMORY.md\" , \"edits\" : [ ] , \"o\" : { } }  ",
+        "{\"a\":\"x\"} trailing",
+        "",
+        "{\"ctl\":\"a\x01b\"}",
+        "{\"deep\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"src/d.ts\"]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+    };
+    extractor *ex = default_ex();
+    for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+        col *two = col_new(), *one = col_new();
+        cr_assert_eq(extract_tool_files(ex, docs[i], "/ws", collect, two), CLARITY_OK);
+        cr_assert_eq(extract_candidates_json(ex, docs[i], "/ws", collect, two), CLARITY_OK);
+        cr_assert_eq(extract_tool_call(ex, docs[i], "/ws", NULL, collect, collect, one), CLARITY_OK);
+        char *a = strdup(dump(two));
+        cr_assert_str_eq(dump(one), a, "document %zu: %s", i, docs[i]);
+        free(a);
+        col_free(two);
+        col_free(one);
+    }
+    extract_free(ex);
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)

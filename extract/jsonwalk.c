@@ -1,0 +1,229 @@
+/* jsonwalk.c: the string values of a tool call's JSON arguments, in one
+ * pass without building a tree (ex_json_strings in internal.h).
+ *
+ * It must see exactly what the jansson walk in candidates.c sees, which
+ * stays the reference: whatever this scanner is not certain to read the
+ * same way (a \u escape, a byte above 0x7f, a number jansson might refuse
+ * for its size, a repeated key, deep nesting, a long object) makes it
+ * answer EX_JSON_UNSURE and the caller parses with jansson.  Tool
+ * arguments are almost always plain ASCII and take the fast path. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define JW_MAX_DEPTH 64
+#define JW_MAX_KEYS 32 /* members per object checked for repeats */
+
+typedef struct jw {
+    const char *p, *end;
+    ex_json_str *v; /* the strings found */
+    size_t n, cap;
+    int unsure;
+} jw;
+
+static void ws(jw *w)
+{
+    while (w->p < w->end && (*w->p == ' ' || *w->p == '\t' || *w->p == '\n' || *w->p == '\r')) w->p++;
+}
+
+/* A string at w->p ('"'): its raw span [*s, *e) between the quotes and
+ * whether it holds escapes.  0, -1 invalid, -2 unsure. */
+static int str(jw *w, const char **s, const char **e, int *esc)
+{
+    const char *p = w->p + 1;
+    *s = p;
+    *esc = 0;
+    for (; p < w->end; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"') {
+            *e = p;
+            w->p = p + 1;
+            return 0;
+        }
+        if (c < 0x20) return -1;
+        if (c >= 0x80) return -2;
+        if (c == '\\') {
+            if (++p >= w->end) return -1;
+            switch (*p) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': *esc = 1; break;
+            case 'u': return -2;
+            default: return -1;
+            }
+        }
+    }
+    return -1;
+}
+
+/* A number: JSON's grammar; anything jansson could refuse for its size
+ * (exponents, fractions with many digits, long integers) is unsure. */
+static int num(jw *w)
+{
+    const char *p = w->p, *d;
+    if (p < w->end && *p == '-') p++;
+    d = p;
+    if (p < w->end && *p == '0') p++;
+    else if (p < w->end && *p >= '1' && *p <= '9')
+        while (p < w->end && *p >= '0' && *p <= '9') p++;
+    else return -1;
+    int digits = (int)(p - d);
+    if (p < w->end && *p == '.') {
+        const char *f = ++p;
+        while (p < w->end && *p >= '0' && *p <= '9') p++;
+        if (p == f) return -1;
+        digits += (int)(p - f);
+    }
+    if (p < w->end && (*p == 'e' || *p == 'E')) return -2;
+    if (digits > 15) return -2;
+    w->p = p;
+    return 0;
+}
+
+static int lit(jw *w, const char *word, size_t n)
+{
+    if ((size_t)(w->end - w->p) < n || memcmp(w->p, word, n) != 0) return -1;
+    w->p += n;
+    return 0;
+}
+
+static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, const char *e, int esc)
+{
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 16;
+        ex_json_str *v = realloc(w->v, cap * sizeof *v);
+        if (!v) return -3;
+        w->v = v;
+        w->cap = cap;
+    }
+    w->v[w->n++] = (ex_json_str){ks, (size_t)(ke - ks), s, (size_t)(e - s), kesc, esc};
+    return 0;
+}
+
+static int value(jw *w, const char *ks, const char *ke, int kesc, int depth);
+
+static int object(jw *w, int depth)
+{
+    const char *keys[JW_MAX_KEYS];
+    size_t klen[JW_MAX_KEYS], nk = 0;
+    w->p++;
+    ws(w);
+    if (w->p < w->end && *w->p == '}') {
+        w->p++;
+        return 0;
+    }
+    for (;;) {
+        const char *s, *e;
+        int esc, r;
+        if (w->p >= w->end || *w->p != '"') return -1;
+        if ((r = str(w, &s, &e, &esc)) != 0) return r;
+        if (esc || nk == JW_MAX_KEYS) return -2; /* repeats could hide behind escapes */
+        for (size_t i = 0; i < nk; i++)
+            if (klen[i] == (size_t)(e - s) && memcmp(keys[i], s, klen[i]) == 0) return -2;
+        keys[nk] = s;
+        klen[nk++] = (size_t)(e - s);
+        ws(w);
+        if (w->p >= w->end || *w->p != ':') return -1;
+        w->p++;
+        ws(w);
+        if ((r = value(w, s, e, 0, depth + 1)) != 0) return r;
+        ws(w);
+        if (w->p < w->end && *w->p == ',') {
+            w->p++;
+            ws(w);
+            continue;
+        }
+        if (w->p < w->end && *w->p == '}') {
+            w->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int array(jw *w, const char *ks, const char *ke, int kesc, int depth)
+{
+    w->p++;
+    ws(w);
+    if (w->p < w->end && *w->p == ']') {
+        w->p++;
+        return 0;
+    }
+    for (;;) {
+        int r = value(w, ks, ke, kesc, depth + 1);
+        if (r != 0) return r;
+        ws(w);
+        if (w->p < w->end && *w->p == ',') {
+            w->p++;
+            ws(w);
+            continue;
+        }
+        if (w->p < w->end && *w->p == ']') {
+            w->p++;
+            return 0;
+        }
+        return -1;
+    }
+}
+
+static int value(jw *w, const char *ks, const char *ke, int kesc, int depth)
+{
+    if (depth > JW_MAX_DEPTH) return -2;
+    if (w->p >= w->end) return -1;
+    switch (*w->p) {
+    case '{': return object(w, depth);
+    case '[': return array(w, ks, ke, kesc, depth);
+    case '"': {
+        const char *s, *e;
+        int esc, r = str(w, &s, &e, &esc);
+        return r ? r : push(w, ks, ke, kesc, s, e, esc);
+    }
+    case 't': return lit(w, "true", 4);
+    case 'f': return lit(w, "false", 5);
+    case 'n': return lit(w, "null", 4);
+    default: return num(w);
+    }
+}
+
+int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n)
+{
+    jw w = {json, json + len, NULL, 0, 0, 0};
+    *out = NULL;
+    *n = 0;
+    ws(&w);
+    int r = value(&w, NULL, NULL, 0, 0);
+    if (r == 0) {
+        ws(&w);
+        if (w.p != w.end) r = -1;
+    }
+    if (r != 0) {
+        /* invalid documents go to jansson too: its verdict decides */
+        free(w.v);
+        return r == -3 ? EX_JSON_NOMEM : EX_JSON_UNSURE;
+    }
+    *out = w.v;
+    *n = w.n;
+    return 0;
+}
+
+void ex_json_unescape(const char *s, size_t n, buf *out)
+{
+    buf_reset(out);
+    if (buf_reserve(out, n) != 0) return;
+    char *d = out->p;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\\' && i + 1 < n) {
+            switch (s[++i]) {
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            default: c = s[i]; break; /* " \ / */
+            }
+        }
+        *d++ = c;
+    }
+    out->len = (size_t)(d - out->p);
+    out->p[out->len] = '\0';
+}
