@@ -6,10 +6,16 @@
  * every turn mentions and references a realistic handful of items.
  * --density N: one token in N names a tracked item (default 32: a 16 KiB
  * reply then names ~85 items, a dense reply).
- * Prints median and p99 per hook and per turn for each store backend.
+ * Prints median, p99 and p99.9 per hook and per turn for each store backend.
+ * --synchronous full: SQLite's synchronous=FULL (storage.synchronous).
+ * --disk-writer: a thread writes and fsyncs 1 MiB blocks next to the
+ * database all along, so the tail shows what a busy disk does to a turn.
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
+ *              [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,18 +85,37 @@ static int cmp_d(const void *a, const void *b)
 }
 
 typedef struct stats {
-    double p50, p99, mean;
+    double p50, p99, p999, mean;
 } stats;
 
 static stats summarize(double *v, int n)
 {
-    stats s = {0, 0, 0};
+    stats s = {0, 0, 0, 0};
     for (int i = 0; i < n; i++) s.mean += v[i];
     s.mean /= n;
     qsort(v, (size_t)n, sizeof *v, cmp_d);
     s.p50 = v[n / 2];
     s.p99 = v[(int)((double)n * 0.99)];
+    s.p999 = v[(int)((double)n * 0.999)];
     return s;
+}
+
+/* The concurrent writer of --disk-writer. */
+static volatile int writer_stop;
+static void *disk_writer(void *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return NULL;
+    static char block[1 << 20];
+    memset(block, 'x', sizeof block);
+    for (int i = 0; !writer_stop; i++) {
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block) break;
+        fsync(fd);
+        if (i % 64 == 63 && ftruncate(fd, 0) == 0) lseek(fd, 0, SEEK_SET);
+    }
+    close(fd);
+    unlink(path);
+    return NULL;
 }
 
 typedef struct run_result {
@@ -186,8 +211,9 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
 
 int main(int argc, char **argv)
 {
-    const char *plugin = "build/libclarity.so", *json_out = NULL;
-    int items = 1000, turns = 2000, density = 32;
+    const char *plugin = "build/libclarity.so", *json_out = NULL, *sync = "normal", *dir = "/tmp";
+    char every[64] = "";
+    int items = 1000, turns = 2000, density = 32, writer = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
         else if (!strcmp(argv[i], "--items") && i + 1 < argc) items = atoi(argv[++i]);
@@ -195,8 +221,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_out = argv[++i];
         else if (!strcmp(argv[i], "--density") && i + 1 < argc) density = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--smoke")) items = 40, turns = 20;
+        else if (!strcmp(argv[i], "--synchronous") && i + 1 < argc) sync = argv[++i];
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--disk-writer")) writer = 1;
+        else if (!strcmp(argv[i], "--snapshot-every") && i + 1 < argc)
+            snprintf(every, sizeof every, ",\"snapshotEvery\":%d", atoi(argv[++i]));
         else {
-            fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n");
+            fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n"
+                            "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n");
             return 2;
         }
     }
@@ -208,11 +240,15 @@ int main(int argc, char **argv)
         return 1;
     }
     clarity_plugin_init_fn init = (clarity_plugin_init_fn)dlsym(dl, CLARITY_PLUGIN_INIT_SYMBOL);
-    char db[64], cfg_sqlite[256];
-    snprintf(db, sizeof db, "/tmp/clarity-bench-%d.db", (int)getpid());
+    char db[512], cfg_sqlite[1024], wpath[512];
+    snprintf(db, sizeof db, "%s/clarity-bench-%d.db", dir, (int)getpid());
+    snprintf(wpath, sizeof wpath, "%s/clarity-bench-writer-%d", dir, (int)getpid());
     snprintf(cfg_sqlite, sizeof cfg_sqlite,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"limits\":{\"maxTrackedItems\":%d}}",
-             db, items * 4 + 100);
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\"%s},"
+             "\"limits\":{\"maxTrackedItems\":%d}}",
+             db, sync, every, items * 4 + 100);
+    pthread_t wt;
+    if (writer && pthread_create(&wt, NULL, disk_writer, wpath) != 0) return 1;
     char cfg_mem[256];
     snprintf(cfg_mem, sizeof cfg_mem, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%d}}",
              items * 4 + 100);
@@ -220,30 +256,37 @@ int main(int argc, char **argv)
     if (run(init, cfg_mem, "memory", items, turns, density, &res[0]) ||
         run(init, cfg_sqlite, "sqlite", items, turns, density, &res[1]))
         return 1;
+    if (writer) {
+        writer_stop = 1;
+        pthread_join(wt, NULL);
+    }
     static const char *const sfx[] = {"", "-wal", "-shm"};
     for (int k = 0; k < 3; k++) {
-        char side[96];
+        char side[600];
         snprintf(side, sizeof side, "%s%s", db, sfx[k]);
         unlink(side);
     }
-    printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, 1 token in %d names an item, %d turns\n",
-           items, density, turns);
-    printf("%-8s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
-           "end p50 us", "end p99 us", "turn p50 us", "turn p99 us");
+    printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, 1 token in %d names an item, %d turns,"
+           " SQLite synchronous=%s%s\n", items, density, turns, sync, writer ? ", a disk writer alongside" : "");
+    printf("%-8s %14s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
+           "end p50 us", "end p99 us", "turn p50 us", "turn p99 us", "turn p99.9 us");
     for (int i = 0; i < 2; i++)
-        printf("%-8s %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", res[i].backend, res[i].before.p50,
-               res[i].before.p99, res[i].end.p50, res[i].end.p99, res[i].turn.p50, res[i].turn.p99);
+        printf("%-8s %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", res[i].backend, res[i].before.p50,
+               res[i].before.p99, res[i].end.p50, res[i].end.p99, res[i].turn.p50, res[i].turn.p99,
+               res[i].turn.p999);
     if (json_out) {
         FILE *f = fopen(json_out, "w");
         if (!f) return 1;
-        fprintf(f, "{\"items\":%d,\"turns\":%d,\"density\":%d,\"promptBytes\":4096,\"replyBytes\":16384,\"results\":[",
-                items, turns, density);
+        fprintf(f, "{\"items\":%d,\"turns\":%d,\"density\":%d,\"promptBytes\":4096,\"replyBytes\":16384,"
+                "\"synchronous\":\"%s\",\"diskWriter\":%s,\"results\":[", items, turns, density, sync,
+                writer ? "true" : "false");
         for (int i = 0; i < 2; i++)
             fprintf(f,
                     "%s{\"store\":\"%s\",\"beforeAgentStart\":{\"p50us\":%.2f,\"p99us\":%.2f},"
-                    "\"agentEnd\":{\"p50us\":%.2f,\"p99us\":%.2f},\"turn\":{\"p50us\":%.2f,\"p99us\":%.2f,\"meanus\":%.2f}}",
+                    "\"agentEnd\":{\"p50us\":%.2f,\"p99us\":%.2f},\"turn\":{\"p50us\":%.2f,\"p99us\":%.2f,"
+                    "\"p999us\":%.2f,\"meanus\":%.2f}}",
                     i ? "," : "", res[i].backend, res[i].before.p50, res[i].before.p99, res[i].end.p50,
-                    res[i].end.p99, res[i].turn.p50, res[i].turn.p99, res[i].turn.mean);
+                    res[i].end.p99, res[i].turn.p50, res[i].turn.p99, res[i].turn.p999, res[i].turn.mean);
         fprintf(f, "]}\n");
         fclose(f);
     }

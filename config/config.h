@@ -16,6 +16,7 @@
 #define CFG_MAX_PATTERNS 64
 
 enum cfg_backend { CFG_STORE_AUTO = 0, CFG_STORE_SQLITE, CFG_STORE_HOST, CFG_STORE_MEMORY, CFG_STORE_REDIS };
+enum cfg_sync { CFG_SYNC_NORMAL = 0, CFG_SYNC_FULL };
 /* What recency and staleness count from.  "use": a file's last use (a
  * mention, or a reference: a tool call on it or the agent naming it,
  * whichever is newer), other items' last mention; with the default weights
@@ -66,6 +67,7 @@ typedef struct clarity_config {
         char *key_prefix; /* owned; NULL = "clarity:" */
         int timeout_ms;   /* bound on one Redis round trip, and on connecting */
         int snapshot_every; /* turn-log records between snapshots (persist.c) */
+        int synchronous;    /* enum cfg_sync: SQLite's synchronous, "normal" or "full" */
     } storage;
     struct {
         int max_tracked_items;

@@ -25,9 +25,12 @@ typedef struct store store;
  * NUL-terminated.  Return non-zero to stop. */
 typedef int (*store_iter_cb)(void *ud, const char *key, const char *val, size_t len);
 
-/* Opens the SQLite backend at path (created when absent).  On failure
- * returns CLARITY_ESTORE with *err malloc()ed. */
-int store_open_sqlite(const char *path, store **out, char **err);
+/* Opens the SQLite backend at path (created when absent).  flags:
+ * STORE_SQLITE_SYNC_FULL for synchronous=FULL (every commit fsync'ed: it
+ * survives a power loss too, at the cost of a disk flush per turn).  On
+ * failure returns CLARITY_ESTORE with *err malloc()ed. */
+#define STORE_SQLITE_SYNC_FULL 1
+int store_open_sqlite(const char *path, int flags, store **out, char **err);
 /* Wraps the host's kv services; host must stay valid for the store's life. */
 int store_open_host(const clarity_host *host, store **out, char **err);
 int store_open_memory(store **out, char **err);

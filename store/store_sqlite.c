@@ -6,8 +6,10 @@
  * and the file is never corrupted by that; it is NOT guaranteed to survive a
  * power loss or OS crash (the WAL is fsync'ed only at checkpoints), where
  * the last transactions before the failure may be lost (still without
- * corruption).  Where WAL cannot be enabled (":memory:", some network file
- * systems) synchronous=FULL is used instead.
+ * corruption).  storage.synchronous "full" (STORE_SQLITE_SYNC_FULL) fsyncs
+ * the WAL at every commit and survives those too.  Where WAL cannot be
+ * enabled (":memory:", some network file systems) synchronous=FULL is used
+ * instead.
  *
  * Every statement is prepared once at open (SQLITE_PREPARE_PERSISTENT) and
  * reused with sqlite3_reset/sqlite3_clear_bindings.
@@ -396,7 +398,7 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
-int store_open_sqlite(const char *path, store **out, char **err)
+int store_open_sqlite(const char *path, int flags, store **out, char **err)
 {
     if (err) *err = NULL;
     if (!out) return CLARITY_EINVAL;
@@ -439,7 +441,8 @@ int store_open_sqlite(const char *path, store **out, char **err)
     }
     int wal = mode && strcmp(mode, "wal") == 0;
     free(mode);
-    rc = exec1(q->db, wal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", NULL);
+    int full = !wal || (flags & STORE_SQLITE_SYNC_FULL);
+    rc = exec1(q->db, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "synchronous");
     if (sqlite3_db_readonly(q->db, "main") == 1) {
         store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only", path);

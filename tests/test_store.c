@@ -290,7 +290,7 @@ static store *open_kind(int kind)
     if (kind == K_SQLITE) {
         char p[128];
         path_in_dir(p, sizeof p, "t.db");
-        rc = store_open_sqlite(p, &s, &err);
+        rc = store_open_sqlite(p, 0, &s, &err);
     } else if (kind == K_MEMORY) {
         rc = store_open_memory(&s, &err);
 #ifdef CLARITY_WITH_REDIS
@@ -894,7 +894,7 @@ static store *open_sqlite_at(const char *path)
 {
     store *s = NULL;
     char *err = NULL;
-    int rc = store_open_sqlite(path, &s, &err);
+    int rc = store_open_sqlite(path, 0, &s, &err);
     cr_assert_eq(rc, CLARITY_OK, "open %s: %s", path, err ? err : "");
     return s;
 }
@@ -964,7 +964,7 @@ Test(store, sqlite_invalid_path_fails)
 {
     store *s = (store *)&s; /* must be reset */
     char *err = NULL;
-    int rc = store_open_sqlite("/nonexistent/dir/x.db", &s, &err);
+    int rc = store_open_sqlite("/nonexistent/dir/x.db", 0, &s, &err);
     cr_assert_eq(rc, CLARITY_ESTORE);
     cr_assert_null(s);
     cr_assert_not_null(err);
@@ -972,8 +972,8 @@ Test(store, sqlite_invalid_path_fails)
     cr_assert(strstr(err, "unable to open database file") != NULL, "%s", err);
     free(err);
     /* err may be NULL. */
-    cr_assert_eq(store_open_sqlite("/nonexistent/dir/x.db", &s, NULL), CLARITY_ESTORE);
-    cr_assert_eq(store_open_sqlite("", &s, NULL), CLARITY_EINVAL);
+    cr_assert_eq(store_open_sqlite("/nonexistent/dir/x.db", 0, &s, NULL), CLARITY_ESTORE);
+    cr_assert_eq(store_open_sqlite("", 0, &s, NULL), CLARITY_EINVAL);
     struct stat sb;
     cr_assert_neq(stat("/nonexistent/dir", &sb), 0, "no directory was created");
 }
@@ -991,7 +991,7 @@ Test(store, sqlite_not_a_database_fails)
 
     store *s = NULL;
     char *err = NULL;
-    cr_assert_eq(store_open_sqlite(p, &s, &err), CLARITY_ESTORE);
+    cr_assert_eq(store_open_sqlite(p, 0, &s, &err), CLARITY_ESTORE);
     cr_assert_null(s);
     cr_assert_not_null(err);
     cr_assert(strstr(err, p) != NULL, "%s", err);
@@ -1015,7 +1015,7 @@ Test(store, sqlite_newer_schema_refused)
     sql1(p, "UPDATE meta SET v='99' WHERE k='schema_version'");
     store *s = NULL;
     char *err = NULL;
-    cr_assert_eq(store_open_sqlite(p, &s, &err), CLARITY_ESTORE);
+    cr_assert_eq(store_open_sqlite(p, 0, &s, &err), CLARITY_ESTORE);
     cr_assert_null(s);
     cr_assert(err && strstr(err, "schema version 99") && strstr(err, p), "%s", err);
     free(err);
@@ -1034,7 +1034,7 @@ static long stored_turn(const char *p)
 static void child_loop(const char *p, int wfd, long start)
 {
     store *s = NULL;
-    if (store_open_sqlite(p, &s, NULL) != CLARITY_OK) _exit(2);
+    if (store_open_sqlite(p, 0, &s, NULL) != CLARITY_OK) _exit(2);
     char k[16], v[32];
     for (long n = start; n < start + 1000000; n++) {
         int rc = store_begin(s);

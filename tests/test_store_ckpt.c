@@ -16,7 +16,7 @@ Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
     snprintf(wal, sizeof wal, "%s-wal", db);
     store *s = NULL;
     char *err = NULL;
-    cr_assert_eq(store_open_sqlite(db, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
     char val[3000], key[32];
     memset(val, 'v', sizeof val);
     off_t biggest = 0;
