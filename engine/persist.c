@@ -554,6 +554,15 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
     for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
         if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
+    /* the records the snapshot now covers: their slots would only take room */
+    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    uint64_t n_rec = s->log_seq - s->snap_seq < every ? s->log_seq - s->snap_seq : every;
+    for (uint64_t q = s->log_seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
+        char slot[7];
+        tl_slot_key(slot, (unsigned)(q % every));
+        rc = store_del(e->st, s->ns, slot);
+        if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
+    }
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
     if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
