@@ -67,22 +67,17 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Whether the word t[0..n) is one of the plain-word tool names: a length
- * and first-byte screen (most words fail it), then a binary search. */
+ * and first-byte screen (most words fail it), then one probe of a table. */
 static int is_tool_word(const extractor *ex, const char *t, size_t n)
 {
     unsigned char c0 = (unsigned char)t[0];
     if (n >= 64 || !(ex->tool_lens >> n & 1) || !(ex->tool_first[c0 >> 6] >> (c0 & 63) & 1)) return 0;
-    size_t lo = 0, hi = ex->n_tool_words;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const char *w = ex->tool_words[mid];
-        int c = strncmp(w, t, n);
-        if (c == 0 && w[n]) c = 1;
-        if (c == 0) return 1;
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
+    for (size_t i = ex_word_hash(t, n) & ex->tool_mask;; i = (i + 1) & ex->tool_mask) {
+        uint16_t v = ex->tool_slots[i];
+        if (!v) return 0;
+        const char *w = ex->tool_words[v - 1];
+        if (strncmp(w, t, n) == 0 && !w[n]) return 1;
     }
-    return 0;
 }
 
 static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
@@ -129,6 +124,19 @@ static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
         ex->tool_first[(unsigned char)t[0] >> 6] |= (uint64_t)1 << ((unsigned char)t[0] & 63);
     }
     qsort(ex->tool_words, ex->n_tool_words, sizeof *ex->tool_words, cmp_str);
+    size_t slots = 16;
+    while (slots < ex->n_tool_words * 2) slots *= 2;
+    if (!(ex->tool_slots = calloc(slots, sizeof *ex->tool_slots))) return CLARITY_ENOMEM;
+    ex->tool_mask = slots - 1;
+    for (size_t k = 0; k < ex->n_tool_words; k++) {
+        const char *w = ex->tool_words[k];
+        size_t i = ex_word_hash(w, strlen(w)) & ex->tool_mask;
+        while (ex->tool_slots[i]) {
+            if (strcmp(ex->tool_words[ex->tool_slots[i] - 1], w) == 0) break; /* a repeated name */
+            i = (i + 1) & ex->tool_mask;
+        }
+        if (!ex->tool_slots[i]) ex->tool_slots[i] = (uint16_t)(k + 1);
+    }
     return 0;
 }
 
@@ -217,6 +225,7 @@ void extract_free(extractor *ex)
     pcre2_code_free(ex->re_project);
     for (size_t i = 0; i < ex->n_tool_words; i++) free(ex->tool_words[i]);
     free(ex->tool_words);
+    free(ex->tool_slots);
     pcre2_code_free(ex->re_tools);
     for (size_t i = 0; i < ex->n_custom; i++) {
         free(ex->custom_name[i]);
@@ -627,8 +636,165 @@ out:
     ex_sset_free(&counts);
 }
 
+/* ------------------------------------------------- mentions in one pass */
+
+/* A word's span in the text. */
+typedef struct span {
+    uint32_t at, n;
+} span;
+
+typedef struct spans {
+    span *v;
+    size_t n, cap;
+} spans;
+
+static int spans_add(spans *s, size_t at, size_t n)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 32;
+        span *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (span){(uint32_t)at, (uint32_t)n};
+    return 0;
+}
+
+/* Whether the word is ([A-Z][a-z]+){2,33}: as a maximal run of word
+ * characters it then has the \b on both sides RE_PROJECT asks for. */
+static int is_camel(const char *w, size_t n)
+{
+    size_t i = 0;
+    int groups = 0;
+    while (i < n) {
+        if (w[i] < 'A' || w[i] > 'Z') return 0;
+        size_t a = ++i;
+        while (i < n && w[i] >= 'a' && w[i] <= 'z') i++;
+        if (i == a) return 0;
+        groups++;
+    }
+    return groups >= 2 && groups <= 33;
+}
+
+/* The word passes of mentions in one walk over the words of the text: the
+ * tool names (word-table case), CamelCase project names and keyword
+ * counts, each kept in text order for the emission below. */
+static int scan_words(const extractor *ex, const char *t, size_t len, spans *tools, spans *camel,
+                      ex_sset *counts)
+{
+    int tool_on = ex->tool_names && ex->tool_words, kw_on = ex->keywords && ex->max_keywords > 0;
+    size_t minl = (size_t)ex->min_len;
+    char w[EX_MAX_WORD];
+    for (size_t i = 0; i < len;) {
+        if (!ex_is_word((unsigned char)t[i])) {
+            i++;
+            continue;
+        }
+        size_t a = i;
+        while (i < len && ex_is_word((unsigned char)t[i])) i++;
+        size_t n = i - a;
+        if (tool_on && is_tool_word(ex, t + a, n) && spans_add(tools, a, n) != 0) return -1;
+        if (ex->projects && n <= EX_MAX_ID && t[a] >= 'A' && t[a] <= 'Z' && is_camel(t + a, n) &&
+            spans_add(camel, a, n) != 0)
+            return -1;
+        if (!kw_on || n < minl || n > EX_MAX_WORD) continue;
+        int digits = 1;
+        for (size_t k = 0; k < n; k++) {
+            char c = t[a + k];
+            digits &= c >= '0' && c <= '9';
+            w[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+        }
+        if (digits || stopword_is(w, n)) continue;
+        if (ex_sset_add(counts, w, n) == -1) return -1;
+    }
+    return 0;
+}
+
+/* Emits the keywords of counts: seen 3 times or 12 bytes long, most
+ * frequent first, then first seen; at most max_keywords. */
+static void emit_keywords(ex_emitter *e, ex_sset *counts)
+{
+    size_t nq = 0;
+    kw_rank *q = malloc((counts->n ? counts->n : 1) * sizeof *q);
+    if (!q) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < counts->n; i++) {
+        const ex_sset_ent *en = &counts->ents[i];
+        if (en->count >= 3 || en->len >= 12) q[nq++] = (kw_rank){en->count, en->first, i};
+    }
+    qsort(q, nq, sizeof *q, kw_cmp);
+    int kept = 0;
+    for (size_t i = 0; i < nq && kept < e->ex->max_keywords; i++) {
+        buf_puts(&e->id, "keyword:");
+        buf_append(&e->id, ex_sset_key(counts, q[i].idx), counts->ents[q[i].idx].len);
+        int r = ex_em_emit_scratch(e, CAT_KEYWORD, 0);
+        if (r < 0) break;
+        kept += r;
+    }
+    free(q);
+}
+
+/* Projects: the CamelCase words and the hyphenated names, in text order. */
+static void emit_projects(ex_emitter *e, const char *t, size_t len, const spans *camel)
+{
+    size_t pos = 0, ms, me, k = 0;
+    int h = ex_next_hyphen_name(t, len, &pos, &ms, &me);
+    while (k < camel->n || h == 1) {
+        int take_camel = k < camel->n && (h != 1 || camel->v[k].at <= ms);
+        size_t a = take_camel ? camel->v[k].at : ms, b = take_camel ? a + camel->v[k].n : me;
+        if (b - a <= EX_MAX_ID) {
+            ex_append_lower(&e->id, t + a, b - a);
+            for (size_t i = 0; i < e->id.len; i++)
+                if (e->id.p[i] == '-') e->id.p[i] = '_';
+            if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
+        }
+        if (take_camel) k++;
+        else h = ex_next_hyphen_name(t, len, &pos, &ms, &me);
+    }
+}
+
 int extract_mentions(const extractor *ex, const char *text, size_t len, const char *workspace,
                      extract_cb cb, void *ud)
+{
+    if (!ex || !cb) return CLARITY_ERR;
+    if (!text) len = 0;
+    /* tool names that are not plain words need their regex: the passes */
+    if (ex->tool_names && ex->re_tools && !ex->tool_words)
+        return extract_mentions_reference(ex, text, len, workspace, cb, ud);
+    ex_emitter e;
+    if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
+    spans tools = {0}, camel = {0};
+    ex_sset counts;
+    ex_sset_init(&counts, ex->seed);
+    if (scan_words(ex, text, len, &tools, &camel, &counts) != 0) {
+        ex_em_error(&e, CLARITY_ENOMEM);
+    } else {
+        /* the order of the passes: tools, files, projects, custom, keywords */
+        for (size_t i = 0; i < tools.n && !e.stop; i++) {
+            buf_puts(&e.id, "tool:");
+            ex_append_lower(&e.id, text + tools.v[i].at, tools.v[i].n);
+            ex_em_emit_scratch(&e, CAT_TOOL, 1);
+        }
+        if (!e.stop && (ex->memory_files || ex->source_files)) pass_files(&e, text, len);
+        if (!e.stop && ex->projects) emit_projects(&e, text, len, &camel);
+        if (!e.stop) ex_pass_custom(&e, text, len, 1);
+        if (!e.stop && ex->keywords && ex->max_keywords > 0) emit_keywords(&e, &counts);
+    }
+    free(tools.v);
+    free(camel.v);
+    ex_sset_free(&counts);
+    return ex_em_finish(&e);
+}
+
+/* The passes one by one, with PCRE2 for CamelCase: what extract_mentions
+ * gave before its one-pass scan, kept as the reference the differential
+ * fuzzer (fuzz_mentions) compares it with, and used when a tool name is
+ * not a plain word. */
+int extract_mentions_reference(const extractor *ex, const char *text, size_t len, const char *workspace,
+                               extract_cb cb, void *ud)
 {
     if (!ex || !cb) return CLARITY_ERR;
     if (!text) len = 0;

@@ -46,6 +46,12 @@ void extract_strip_own(const char *text, size_t len, buf *out);
 int extract_mentions(const extractor *ex, const char *text, size_t len, const char *workspace,
                      extract_cb cb, void *ud);
 
+/* The same by separate passes and PCRE2 for CamelCase (how it was done
+ * before the one-pass scan): the reference the differential fuzzer checks
+ * extract_mentions against. */
+int extract_mentions_reference(const extractor *ex, const char *text, size_t len, const char *workspace,
+                               extract_cb cb, void *ud);
+
 /* Reference candidates: every id that some word, path or name in text could
  * stand for, with word-boundary semantics (a token must equal the item's
  * name, not merely contain it).  The caller looks each up in its table; the

@@ -27,6 +27,8 @@ struct extractor {
      * regex when every name is a plain word (the common case). */
     char **tool_words;
     size_t n_tool_words;
+    uint16_t *tool_slots;   /* open addressing over tool_words (index + 1), by ex_word_hash */
+    size_t tool_mask;       /* slots - 1 */
     uint64_t tool_lens;     /* bit n set: some name has length n (< 64) */
     uint64_t tool_first[4]; /* bit c set: some name starts with byte c */
     size_t n_custom;
@@ -70,6 +72,14 @@ extern const unsigned char ex_ctype[256];
 static inline int ex_is_word(unsigned char c) { return ex_ctype[c] & EX_WORD; }
 /* Characters of path-like tokens: [A-Za-z0-9_./~@+-]. */
 static inline int ex_is_path_char(unsigned char c) { return ex_ctype[c] & EX_PATH; }
+
+/* FNV-1a of n bytes (the tool-name table's hash). */
+static inline uint32_t ex_word_hash(const char *w, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)w[i]) * 16777619u;
+    return h ^ (h >> 15);
+}
 
 /* Appends the ASCII-lowercased bytes. */
 void ex_append_lower(buf *b, const char *s, size_t n);

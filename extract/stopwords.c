@@ -87,6 +87,7 @@ static const char *const STOPWORDS[] = {
 #define TABLE_SIZE 2048u /* power of two, > 2 * N_STOPWORDS */
 
 static uint16_t table[TABLE_SIZE]; /* index + 1 into STOPWORDS, 0 = empty */
+static uint8_t lens[N_STOPWORDS];  /* strlen of each: compared before the bytes */
 static size_t n_distinct;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -104,8 +105,7 @@ static uint32_t find_slot(const char *w, size_t n)
     for (;;) {
         uint16_t v = table[i];
         if (v == 0) return i;
-        const char *s = STOPWORDS[v - 1];
-        if (strlen(s) == n && memcmp(s, w, n) == 0) return i;
+        if (lens[v - 1] == n && memcmp(STOPWORDS[v - 1], w, n) == 0) return i;
         i = (i + 1) & (TABLE_SIZE - 1);
     }
 }
@@ -113,8 +113,9 @@ static uint32_t find_slot(const char *w, size_t n)
 static void build(void)
 {
     _Static_assert(TABLE_SIZE > 2 * N_STOPWORDS, "stopword table too small");
+    for (size_t k = 0; k < N_STOPWORDS; k++) lens[k] = (uint8_t)strlen(STOPWORDS[k]);
     for (size_t k = 0; k < N_STOPWORDS; k++) {
-        uint32_t i = find_slot(STOPWORDS[k], strlen(STOPWORDS[k]));
+        uint32_t i = find_slot(STOPWORDS[k], lens[k]);
         if (table[i] == 0) {
             table[i] = (uint16_t)(k + 1);
             n_distinct++;

@@ -1,5 +1,6 @@
 /* test_extract.c: extract/ (mentions, candidates, paths, lookup forms). */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -672,6 +673,74 @@ Test(candidates, tool_call_equals_the_jansson_walks)
         col_free(one);
     }
     extract_free(ex);
+}
+
+/* The one-pass scan against the earlier passes on real text: every text of
+ * the recorded sessions (dev-sessions.jsonl from $CLARITY_SHARED/data or
+ * ../shared/data, else the demo conversation), under configs that turn
+ * each branch on and off, gives the same ids in the same order.  fuzz_mentions
+ * does the same on random bytes. */
+static int log_id(void *ud, const char *id, int cat)
+{
+    char **s = ud;
+    size_t n = *s ? strlen(*s) : 0, l = strlen(id);
+    *s = realloc(*s, n + l + 4);
+    cr_assert_not_null(*s);
+    (*s)[n] = (char)('0' + cat);
+    memcpy(*s + n + 1, id, l);
+    (*s)[n + 1 + l] = '|';
+    (*s)[n + 2 + l] = '\0';
+    return 0;
+}
+
+Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
+{
+    static const char *const cfgs[] = {
+        "{}",
+        "{\"extraction\":{\"minWordLength\":1,\"maxKeywordsPerMessage\":64}}",
+        "{\"extraction\":{\"customPatterns\":[{\"name\":\"ticket\",\"pattern\":\"\\\\b[A-Z]{2,}-\\\\d+\\\\b\"}],"
+        "\"exclude\":[\"^keyword:t\",\"^file:src\"]}}",
+        "{\"extraction\":{\"tools\":[\"Bash\",\"Read\",\"Edit\",\"open\",\"edit\",\"find_file\"]}}",
+    };
+    char path[1024];
+    const char *sh = getenv("CLARITY_SHARED");
+    snprintf(path, sizeof path, "%s/data/dev-sessions.jsonl", sh ? sh : "../shared");
+    FILE *f = fopen(path, "r");
+    if (!f) f = fopen("examples/demo.jsonl", "r");
+    cr_assert_not_null(f, "no corpus to compare on");
+    extractor *ex[4];
+    for (int k = 0; k < 4; k++) {
+        clarity_config c;
+        char *err = NULL;
+        cr_assert_eq(config_parse(&c, cfgs[k], &err), 0, "%s", err ? err : "");
+        cr_assert_eq(extract_new(&c, &ex[k], &err), 0, "%s", err ? err : "");
+        config_free(&c);
+    }
+    char *line = NULL;
+    size_t cap = 0, texts = 0, ids = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *t = json_string_value(json_object_get(o, "text"));
+        if (t) {
+            texts++;
+            for (int k = 0; k < 4; k++) {
+                char *a = NULL, *b = NULL;
+                int ra = extract_mentions(ex[k], t, strlen(t), "/ws", log_id, &a);
+                int rb = extract_mentions_reference(ex[k], t, strlen(t), "/ws", log_id, &b);
+                cr_assert_eq(ra, rb);
+                cr_assert_str_eq(a ? a : "", b ? b : "", "config %d, text %zu differs", k, texts);
+                ids += a ? strlen(a) > 0 : 0;
+                free(a);
+                free(b);
+            }
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    for (int k = 0; k < 4; k++) extract_free(ex[k]);
+    cr_assert_gt(texts, 10);
+    cr_assert_gt(ids, 10, "the texts named nothing: the comparison proved nothing");
 }
 
 /* ------------------------------------------------------ normalize_path */
