@@ -452,10 +452,40 @@ static int next_path_token(const char *t, size_t len, size_t *pos, size_t *ms, s
     return 0;
 }
 
+/* One path token t[ms, me): memory files reported now, source files
+ * appended to pending.  0, or -1 to stop. */
+static int file_token(ex_emitter *e, const char *t, size_t ms, size_t me, buf *np, buf *pending)
+{
+    const extractor *ex = e->ex;
+    size_t n = me - ms;
+    while (n > 0 && t[ms + n - 1] == '.') n--;
+    if (n == 0 || n > EX_MAX_PATH) return 0;
+    buf_reset(np);
+    ex_norm_path(t + ms, n, e->ws, e->wslen, np);
+    if (buf_failed(np)) return -1;
+    int kind = ex_file_id(np->p, np->len, &e->id);
+    int r = 0;
+    if (kind == FILE_MEMORY && ex->memory_files) {
+        if (ex_em_emit_scratch(e, CAT_FILE, 1) < 0) r = -1;
+    } else if (kind == FILE_SOURCE && ex->source_files) {
+        buf_append(pending, e->id.p, e->id.len + 1);
+    }
+    buf_reset(&e->id);
+    return r;
+}
+
+static void emit_pending(ex_emitter *e, buf *pending)
+{
+    for (size_t i = 0; i < pending->len && !e->stop;) {
+        size_t l = strlen(pending->p + i);
+        ex_em_emit(e, pending->p + i, l, CAT_FILE, 1);
+        i += l + 1;
+    }
+}
+
 /* Memory files are reported as found, source files after them. */
 static void pass_files(ex_emitter *e, const char *t, size_t len)
 {
-    const extractor *ex = e->ex;
     buf np, pending;
     buf_init(&np);
     buf_init(&pending);
@@ -466,27 +496,11 @@ static void pass_files(ex_emitter *e, const char *t, size_t len)
             while (pos < len && !is_space((unsigned char)t[pos])) pos++; /* a URL */
             continue;
         }
-        size_t n = me - ms;
-        while (n > 0 && t[ms + n - 1] == '.') n--;
-        if (n == 0 || n > EX_MAX_PATH) continue;
-        buf_reset(&np);
-        ex_norm_path(t + ms, n, e->ws, e->wslen, &np);
-        if (buf_failed(&np)) break;
-        int kind = ex_file_id(np.p, np.len, &e->id);
-        if (kind == FILE_MEMORY && ex->memory_files) {
-            if (ex_em_emit_scratch(e, CAT_FILE, 1) < 0) break;
-        } else if (kind == FILE_SOURCE && ex->source_files) {
-            buf_append(&pending, e->id.p, e->id.len + 1);
-        }
-        buf_reset(&e->id);
+        if (file_token(e, t, ms, me, &np, &pending) != 0) break;
     }
     if (buf_failed(&np) || buf_failed(&pending)) r = CLARITY_ENOMEM;
     ex_em_error(e, r);
-    for (size_t i = 0; i < pending.len && !e->stop;) {
-        size_t l = strlen(pending.p + i);
-        ex_em_emit(e, pending.p + i, l, CAT_FILE, 1);
-        i += l + 1;
-    }
+    emit_pending(e, &pending);
     buf_free(&np);
     buf_free(&pending);
 }
@@ -681,13 +695,23 @@ static int is_camel(const char *w, size_t n)
  * tool names (word-table case), CamelCase project names and keyword
  * counts, each kept in text order for the emission below. */
 static int scan_words(const extractor *ex, const char *t, size_t len, spans *tools, spans *camel,
-                      ex_sset *counts)
+                      ex_sset *counts, spans *paths)
 {
     int tool_on = ex->tool_names && ex->tool_words, kw_on = ex->keywords && ex->max_keywords > 0;
+    int path_on = ex->memory_files || ex->source_files;
     size_t minl = (size_t)ex->min_len;
+    size_t tok = 0, tok_end = 0; /* the path token the words are in */
     char w[EX_MAX_WORD];
     for (size_t i = 0; i < len;) {
-        if (!ex_is_word((unsigned char)t[i])) {
+        unsigned char c = (unsigned char)t[i];
+        if (i >= tok_end && ex_is_path_char(c)) {
+            /* a new path token: a file name when it holds a '.' or a '/' */
+            int special = 0;
+            for (tok = tok_end = i; tok_end < len && ex_is_path_char((unsigned char)t[tok_end]); tok_end++)
+                special |= t[tok_end] == '.' || t[tok_end] == '/';
+            if (path_on && special && spans_add(paths, tok, tok_end - tok) != 0) return -1;
+        }
+        if (!ex_is_word(c)) {
             i++;
             continue;
         }
@@ -701,9 +725,9 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
         if (!kw_on || n < minl || n > EX_MAX_WORD) continue;
         int digits = 1;
         for (size_t k = 0; k < n; k++) {
-            char c = t[a + k];
-            digits &= c >= '0' && c <= '9';
-            w[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+            char ch = t[a + k];
+            digits &= ch >= '0' && ch <= '9';
+            w[k] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
         }
         if (digits || stopword_is(w, n)) continue;
         if (ex_sset_add(counts, w, n) == -1) return -1;
@@ -737,6 +761,30 @@ static void emit_keywords(ex_emitter *e, ex_sset *counts)
     free(q);
 }
 
+/* Files: the path tokens the scan found, as pass_files takes them (a URL
+ * hides the tokens up to the next white space). */
+static void emit_files(ex_emitter *e, const char *t, size_t len, const spans *paths)
+{
+    buf np, pending;
+    buf_init(&np);
+    buf_init(&pending);
+    size_t skip = 0;
+    int r = 0;
+    for (size_t k = 0; k < paths->n && r == 0; k++) {
+        size_t ms = paths->v[k].at, me = ms + paths->v[k].n;
+        if (ms < skip) continue;
+        if (ms > 0 && t[ms - 1] == ':' && me - ms >= 2 && t[ms] == '/' && t[ms + 1] == '/') {
+            for (skip = me; skip < len && !is_space((unsigned char)t[skip]);) skip++; /* a URL */
+            continue;
+        }
+        r = file_token(e, t, ms, me, &np, &pending);
+    }
+    if (buf_failed(&np) || buf_failed(&pending)) ex_em_error(e, CLARITY_ENOMEM);
+    emit_pending(e, &pending);
+    buf_free(&np);
+    buf_free(&pending);
+}
+
 /* Projects: the CamelCase words and the hyphenated names, in text order. */
 static void emit_projects(ex_emitter *e, const char *t, size_t len, const spans *camel)
 {
@@ -766,10 +814,10 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
         return extract_mentions_reference(ex, text, len, workspace, cb, ud);
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
-    spans tools = {0}, camel = {0};
+    spans tools = {0}, camel = {0}, paths = {0};
     ex_sset counts;
     ex_sset_init(&counts, ex->seed);
-    if (scan_words(ex, text, len, &tools, &camel, &counts) != 0) {
+    if (scan_words(ex, text, len, &tools, &camel, &counts, &paths) != 0) {
         ex_em_error(&e, CLARITY_ENOMEM);
     } else {
         /* the order of the passes: tools, files, projects, custom, keywords */
@@ -778,13 +826,14 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
             ex_append_lower(&e.id, text + tools.v[i].at, tools.v[i].n);
             ex_em_emit_scratch(&e, CAT_TOOL, 1);
         }
-        if (!e.stop && (ex->memory_files || ex->source_files)) pass_files(&e, text, len);
+        if (!e.stop && (ex->memory_files || ex->source_files)) emit_files(&e, text, len, &paths);
         if (!e.stop && ex->projects) emit_projects(&e, text, len, &camel);
         if (!e.stop) ex_pass_custom(&e, text, len, 1);
         if (!e.stop && ex->keywords && ex->max_keywords > 0) emit_keywords(&e, &counts);
     }
     free(tools.v);
     free(camel.v);
+    free(paths.v);
     ex_sset_free(&counts);
     return ex_em_finish(&e);
 }
