@@ -166,35 +166,27 @@ static inline __attribute__((always_inline)) int word_may_match(const name_filte
  * the token end. */
 static size_t prefilter_token(const name_filter *nf, const char *t, size_t i, size_t len, int *maybe)
 {
-    size_t tok = i, wstart = 0, first_special = (size_t)-1, last_nondot = i;
-    uint64_t wh = 0;
-    int in_word = 0, hit = 0;
-    for (; i < len; i++) {
-        unsigned char c = (unsigned char)t[i];
-        unsigned char l = lower_word[c];
-        if (l) {
-            if (!in_word) {
-                in_word = 1;
-                wstart = i;
-                wh = 0xcbf29ce484222325ull;
-            }
-            wh = (wh ^ l) * 0x100000001b3ull;
-            continue;
-        }
-        if (!is_path_char(c)) break;
-        if (in_word) {
+    size_t tok = i, first_special = (size_t)-1, last_nondot = i;
+    int hit = 0;
+    while (i < len) {
+        unsigned char l = lower_word[(unsigned char)t[i]];
+        if (l) { /* a word: hashed in a tight loop, tested once at its end */
+            size_t wstart = i;
+            uint64_t wh = 0xcbf29ce484222325ull;
+            do {
+                wh = (wh ^ l) * 0x100000001b3ull;
+                if (++i == len) break;
+                l = lower_word[(unsigned char)t[i]];
+            } while (l);
             hit |= word_may_match(nf, t, tok, wstart, i, wh);
-            in_word = 0;
             last_nondot = i;
+            if (i == len) break;
         }
-        if (c != '.') {
-            last_nondot = i + 1;
-        }
+        unsigned char c = (unsigned char)t[i];
+        if (!is_path_char(c)) break;
+        if (c != '.') last_nondot = i + 1;
         if ((c == '.' || c == '/') && first_special == (size_t)-1) first_special = i;
-    }
-    if (in_word) {
-        hit |= word_may_match(nf, t, tok, wstart, i, wh);
-        last_nondot = i;
+        i++;
     }
     *maybe = hit || first_special < last_nondot;
     return i;
