@@ -1,6 +1,7 @@
-/* extract.h: entity extraction with PCRE2 (JIT, match limits, invalid UTF-8
- * tolerated) and the id normalization shared by mentions, references and
- * user lookups.
+/* extract.h: entity extraction (the built-in categories by one walk over
+ * the words of the text; PCRE2 with JIT and match limits for configured
+ * patterns; invalid UTF-8 tolerated) and the id normalization shared by
+ * mentions, references and user lookups.
  *
  * Ids per category:
  *   project  plain lowercase, '-' -> '_'     ClaraCore -> claracore, focus-engine -> focus_engine
