@@ -68,11 +68,16 @@ void block_write(engine *e, session *s, buf *out)
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
     size_t n = 0;
+    double pred_max = predict_term_max(e, s);
     /* Keep the k best in a sorted array: items mostly fail the first
-     * comparison, so this stays linear in the number of items. */
+     * comparison, so this stays linear in the number of items; an item
+     * whose upper bound cannot reach the k-th best (or the minimum) is not
+     * even scored. */
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->pruned) continue;
         if (k == 0) break;
+        double ub = scorer_bound(c, &e->tables, it, s->t.current_turn, pred_max);
+        if (ub < c->context.min_score || ub <= 0 || (n == k && ub < top[n - 1].score)) continue;
         score_breakdown b;
         engine_score(e, s, it, s->t.current_turn, &b);
         if (b.score < c->context.min_score || b.score <= 0) continue;

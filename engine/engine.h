@@ -135,6 +135,8 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err);
 void predict_update(engine *e, session *s, const char *text, size_t len);
 /* The prediction term of an item: normalized prediction * weight, or 0. */
 double predict_term(const engine *e, const session *s, const item *it);
+/* The largest prediction term of the session's files (0 without predictions). */
+double predict_term_max(const engine *e, const session *s);
 void predict_clear(session *s);
 
 /* ---- assemble.c: see assemble.h ---- */

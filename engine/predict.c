@@ -54,6 +54,14 @@ double predict_term(const engine *e, const session *s, const item *it)
     return p ? p->score * e->cfg.prediction.weight : 0.0;
 }
 
+double predict_term_max(const engine *e, const session *s)
+{
+    double m = 0.0;
+    for (pred_ent *p = s->pred; p; p = p->hh.next)
+        if (p->score * e->cfg.prediction.weight > m) m = p->score * e->cfg.prediction.weight;
+    return m;
+}
+
 typedef struct pctx {
     engine *e;
     session *s;

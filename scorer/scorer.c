@@ -35,14 +35,7 @@ void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, c
                        int64_t current_turn, double prediction, score_breakdown *out)
 {
     const double window = cfg->scoring.recency_window;
-    /* the state's turns are bounded (TRACKER_TURN_MAX); computed without
-     * overflow whatever they hold */
-    int64_t last = it->last_mention_turn, di;
-    if (cfg->scoring.model == CFG_SCORING_USE && it->category == CAT_FILE && it->last_reference_turn > last)
-        last = it->last_reference_turn;
-    if (__builtin_sub_overflow(current_turn, last, &di))
-        di = current_turn > 0 ? INT64_MAX : 0;
-    double d = di < 0 ? 0.0 : (double)di; /* clock skew after an import: treat as "now" */
+    double d = scorer_since_use(cfg, it, current_turn);
 
     out->frequency = frequency(cfg, tables, it->mention_count);
     out->recency = d <= window ? (1.0 - d / (window + 1.0)) * cfg->scoring.recency_bonus : 0.0;
@@ -55,6 +48,11 @@ void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, c
     out->score = s > 0 ? s : 0.0;
     int tier = it->tier >= 0 && it->tier < TIER__COUNT ? it->tier : TIER_NORMAL;
     out->adjusted = out->score * cfg->pruning.tier_mult[tier];
+}
+
+double scorer_frequency(const clarity_config *cfg, int64_t mentions)
+{
+    return frequency(cfg, NULL, mentions);
 }
 
 void scorer_score(const clarity_config *cfg, const item *it, int64_t current_turn,

@@ -45,6 +45,42 @@ void scorer_tables_init(scorer_tables *t, const clarity_config *cfg);
  * breakdown's prediction term, added before the clamp. */
 void scorer_score_with(const clarity_config *cfg, const scorer_tables *tables, const item *it,
                        int64_t current_turn, double prediction, score_breakdown *out);
+/* Turns since the item's last use: its last mention, or for a file under
+ * the "use" model its last reference when newer.  The state's turns are
+ * bounded (TRACKER_TURN_MAX); computed without overflow whatever they
+ * hold; a last use ahead of the turn (clock skew after an import) is "now". */
+static inline double scorer_since_use(const clarity_config *cfg, const item *it, int64_t current_turn)
+{
+    int64_t last = it->last_mention_turn, di;
+    if (cfg->scoring.model == CFG_SCORING_USE && it->category == CAT_FILE && it->last_reference_turn > last)
+        last = it->last_reference_turn;
+    if (__builtin_sub_overflow(current_turn, last, &di))
+        di = current_turn > 0 ? INT64_MAX : 0;
+    return di < 0 ? 0.0 : (double)di;
+}
+
+/* The frequency term without tables (the bound's slow case). */
+double scorer_frequency(const clarity_config *cfg, int64_t mentions);
+
+/* An upper bound of scorer_score_with's score for it at current_turn
+ * (tables required), with any prediction term up to prediction_max: a
+ * table lookup and a few additions, inline, so a scan for the best items skips most of them
+ * without scoring.  The terms at their largest: recency at most the bonus
+ * inside the window and 0 past it, staleness at least 0; the same
+ * additions in the same order, so rounding keeps the bound (IEEE addition
+ * is monotonic), plus a hair. */
+static inline double scorer_bound(const clarity_config *cfg, const scorer_tables *tables, const item *it,
+                                  int64_t current_turn, double prediction_max)
+{
+    int64_t m = it->mention_count;
+    double f = m >= 0 && m < SCORER_TABLE ? tables->freq[m] : scorer_frequency(cfg, m);
+    double r = scorer_since_use(cfg, it, current_turn) <= cfg->scoring.recency_window ? cfg->scoring.recency_bonus
+                                                                                     : 0.0;
+    double u = (double)it->reference_count * cfg->scoring.reference_weight;
+    double a = it->anchored ? cfg->scoring.anchor_bonus : 0.0;
+    double s = f + r + u - 0.0 + a + prediction_max;
+    return s + 1e-9 * (1.0 + (s < 0 ? -s : s));
+}
 /* Without tables or prediction. */
 void scorer_score(const clarity_config *cfg, const item *it, int64_t current_turn,
                   score_breakdown *out);

@@ -186,3 +186,48 @@ Test(scorer, recency_from_use_or_from_mentions)
     scorer_score(&cfg, &it, 10, &b);
     NEAR(b.score, o.score);
 }
+
+static uint64_t xorshift(uint64_t *r)
+{
+    *r ^= *r << 13;
+    *r ^= *r >> 7;
+    *r ^= *r << 17;
+    return *r;
+}
+
+/* scorer_bound is an upper bound of the score at its turn, with every
+ * prediction up to its maximum, in both models and with or without the
+ * tables: the block skips items by it, so a bound too low would hide one. */
+Test(scorer, bound_is_never_below_the_score)
+{
+    uint64_t r = 0x2545F4914F6CDD1Dull;
+#define RND() xorshift(&r)
+    scorer_tables tables;
+    for (int model = 0; model < 2; model++) {
+        cfg.scoring.model = model ? CFG_SCORING_ORIGINAL : CFG_SCORING_USE;
+        for (int c = 0; c < 20; c++) {
+            cfg.scoring.recency_window = (double)(RND() % 8);
+            cfg.scoring.recency_bonus = (double)(RND() % 1000) / 7.0;
+            cfg.scoring.reference_weight = (double)(RND() % 100) / 3.0;
+            cfg.scoring.frequency_scale = (double)(RND() % 50) / 3.0;
+            cfg.scoring.anchor_bonus = (double)(RND() % 300);
+            cfg.scoring.half_life = 0.5 + (double)(RND() % 20);
+            scorer_tables_init(&tables, &cfg);
+            for (int i = 0; i < 2000; i++) {
+                int64_t m = (int64_t)(RND() % 5000), last = (int64_t)(RND() % 3000);
+                item it = mk(m, (int64_t)(RND() % 300), last, (int)(RND() % 2));
+                it.category = (int8_t)(RND() % CAT__COUNT);
+                it.last_reference_turn = (int64_t)(RND() % 3000) - 1;
+                int64_t turn = last + (int64_t)(RND() % 20) - 2; /* around the window, and before it */
+                double pmax = (double)(RND() % 60), pred = pmax * (double)(RND() % 1001) / 1000.0;
+                score_breakdown b, bt;
+                scorer_score_with(&cfg, NULL, &it, turn, pred, &b);
+                scorer_score_with(&cfg, &tables, &it, turn, pred, &bt);
+                double ub = scorer_bound(&cfg, &tables, &it, turn, pmax);
+                cr_assert(b.score <= ub && bt.score <= ub, "score %.17g / %.17g above its bound %.17g", b.score,
+                          bt.score, ub);
+            }
+        }
+    }
+#undef RND
+}
