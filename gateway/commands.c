@@ -191,7 +191,7 @@ static int prune_cmd(engine *e, session *s, const char *arg, buf *out)
 {
     int dry = strcmp(arg, "--dry-run") == 0;
     prune_result r;
-    int rc = pruner_evaluate(&e->cfg, &s->t, e->cfg.strict_mode, &r);
+    int rc = pruner_evaluate_with(&e->cfg, &e->tables, &s->t, e->cfg.strict_mode, &r);
     if (rc != CLARITY_OK) return rc;
     if (!dry) pruner_apply(&s->t, &r);
     pruner_report(&r, !dry, e->cfg.strict_mode, out);

@@ -319,7 +319,7 @@ static int m_prune(rpc_call *c)
     if (rc == CLARITY_OK) rc = with_session(c, 0, &s);
     if (rc != CLARITY_OK) return rc;
     prune_result r;
-    rc = pruner_evaluate(&c->e->cfg, &s->t, strict, &r);
+    rc = pruner_evaluate_with(&c->e->cfg, &c->e->tables, &s->t, strict, &r);
     if (rc != CLARITY_OK) {
         rc = fail(c, rc, RPC_INTERNAL, "out of memory%s", NULL);
     } else {

@@ -31,6 +31,12 @@ static int decide(const clarity_config *cfg, int strict, const prune_decision *d
 
 int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_result *out)
 {
+    return pruner_evaluate_with(cfg, NULL, t, strict, out);
+}
+
+int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
+                         prune_result *out)
+{
     memset(out, 0, sizeof *out);
     size_t n = 0;
     if (t->count) {
@@ -41,7 +47,7 @@ int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_res
         if (it->pruned) continue;
         prune_decision *d = &out->d[n++];
         d->it = it;
-        scorer_score(cfg, it, t->current_turn, &d->score);
+        scorer_score_with(cfg, tables, it, t->current_turn, 0.0, &d->score);
     }
     out->n = n;
     if (n > 1) qsort(out->d, n, sizeof *out->d, cmp_decision); /* d is NULL without items */

@@ -52,6 +52,10 @@ typedef struct prune_result {
 
 /* Evaluates without changing anything.  Returns 0 or CLARITY_ENOMEM. */
 int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_result *out);
+/* The same with the scorer's tables (same scores, no log2()/pow() per
+ * item); tables may be NULL. */
+int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
+                         prune_result *out);
 /* Marks the pruned decisions' items as pruned (dirty). */
 void pruner_apply(tracker *t, const prune_result *r);
 /* A readable report ("[CLARITY PRUNE REPORT]" ...). */
