@@ -17,6 +17,7 @@ Backends: sqlite, hostkv, redis (a redis-server this script starts on
 
   tests/crashtest.py --clarity build/clarity [--kills 200] [--seconds 900]
                      [--backend sqlite,hostkv,redis] [--corpus FILE] [--seed N]
+                     [--snapshot-every N]
 """
 import argparse, json, os, random, shutil, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
 
@@ -98,8 +99,12 @@ class RedisServer:
 
 
 class Backend:
-    def __init__(self, name, tmp):
+    def __init__(self, name, tmp, snapshot_every):
         self.name, self.tmp = name, tmp
+        # a short turn log: snapshots fold often, so kills land in folds too
+        self.cfg = os.path.join(tmp, "store.json")
+        with open(self.cfg, "w") as f:
+            json.dump({"storage": {"snapshotEvery": snapshot_every}}, f)
         self.db = os.path.join(tmp, "state.db")
         self.kv = os.path.join(tmp, "kv.json")
         self.redis = RedisServer(tmp) if name == "redis" else None
@@ -107,11 +112,11 @@ class Backend:
 
     def args(self):
         if self.name == "sqlite":
-            return ["--state", self.db]
+            return ["--config", self.cfg, "--state", self.db]
         if self.name == "hostkv":
-            return ["--host-kv", self.kv, "--state", self.db]
+            return ["--config", self.cfg, "--host-kv", self.kv, "--state", self.db]
         if self.name == "redis":
-            return ["--store", self.redis.url]
+            return ["--config", self.cfg, "--store", self.redis.url]
         raise ValueError(self.name)
 
     def reset(self):
@@ -201,7 +206,7 @@ def scores(server, session, rid):
 
 def run_backend(args, name, turns):
     tmp = tempfile.mkdtemp(prefix="clarity-crash-%s-" % name)
-    be = Backend(name, tmp)
+    be = Backend(name, tmp, args.snapshot_every)
     with open(os.path.join(tmp, "mem.json"), "w") as f:
         json.dump({"storage": {"backend": "memory"}}, f)
     ref = Server(args.clarity, ["--config", os.path.join(tmp, "mem.json")])
@@ -305,6 +310,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=900)
     ap.add_argument("--backend", default="sqlite,hostkv")
     ap.add_argument("--corpus")
+    ap.add_argument("--snapshot-every", type=int, default=4,
+                    help="storage.snapshotEvery of the killed servers (default 4: folds land under kills)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("CRASH_SEED", 1)))
     args = ap.parse_args()
     corpus = args.corpus or default_corpus()
