@@ -275,15 +275,22 @@ static int cmp_rec(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int snap_del_add(session *s, char *id)
+/* Room for extra more ids removed since the snapshot: 0 or -1. */
+static int snap_del_reserve(session *s, size_t extra)
 {
-    if (s->n_snap_del == s->cap_snap_del) {
+    while (s->cap_snap_del - s->n_snap_del < extra) {
         size_t cap = s->cap_snap_del ? s->cap_snap_del * 2 : 16;
         char **v = realloc(s->snap_del, cap * sizeof *v);
         if (!v) return -1;
         s->snap_del = v;
         s->cap_snap_del = cap;
     }
+    return 0;
+}
+
+static int snap_del_add(session *s, char *id)
+{
+    if (snap_del_reserve(s, 1) != 0) return -1;
     s->snap_del[s->n_snap_del++] = id;
     return 0;
 }
@@ -311,8 +318,9 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
     }
     uint32_t n;
     if (tl_get_u32(r, &n, "items") != 0) return -1;
-    item *scratch = calloc(1, sizeof *scratch + ITEM_HISTORY_MAX * sizeof scratch->history[0]);
-    if (!scratch) return -2;
+    /* the check reads items into a scratch one */
+    item *scratch = apply ? NULL : calloc(1, sizeof *scratch + ITEM_HISTORY_MAX * sizeof scratch->history[0]);
+    if (!apply && !scratch) return -2;
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         const char *id;
@@ -333,7 +341,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
         else if (tl_get_item(r, &s->t, it) != 0) rc = -1; /* checked before: cannot happen */
         else it->snap_dirty = 1;
     }
-    free(scratch->anchor_reason);
+    if (scratch) free(scratch->anchor_reason);
     free(scratch);
     if (rc == 0 && tl_get_u32(r, &n, "deleted") != 0) rc = -1;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
@@ -584,13 +592,7 @@ static int write_record(engine *e, session *s)
 {
     tracker *t = &s->t;
     /* room to remember the removals before anything is written */
-    while (s->cap_snap_del - s->n_snap_del < t->n_deleted) {
-        size_t cap = s->cap_snap_del ? s->cap_snap_del * 2 : 16;
-        char **v = realloc(s->snap_del, cap * sizeof *v);
-        if (!v) return CLARITY_ENOMEM;
-        s->snap_del = v;
-        s->cap_snap_del = cap;
-    }
+    if (snap_del_reserve(s, t->n_deleted) != 0) return CLARITY_ENOMEM;
     buf *b = &s->logbuf;
     buf_reset(b);
     tl_header h = {t->meta_dirty ? TL_REC_META : 0, s->log_seq + 1, t->current_turn, t->last_persist_ms};
@@ -599,17 +601,16 @@ static int write_record(engine *e, session *s)
         size_t at = b->len;
         tl_put_u32(b, 0);
         meta_json(s, h.seq, b);
-        uint32_t mn = (uint32_t)(b->len - at - 4);
-        if (!buf_failed(b))
-            for (int i = 0; i < 4; i++) b->p[at + (size_t)i] = (char)(mn >> (8 * i));
+        tl_patch_u32(b, at, (uint32_t)(b->len - at - 4));
     }
+    size_t count_at = b->len;
     uint32_t n = 0;
-    for (item *it = t->dirty; it; it = it->dirty_next) n++;
-    tl_put_u32(b, n);
-    for (item *it = t->dirty; it; it = it->dirty_next) {
+    tl_put_u32(b, 0);
+    for (item *it = t->dirty; it; it = it->dirty_next, n++) {
         tl_put_bytes(b, it->id, strlen(it->id));
         tl_put_item(b, it);
     }
+    tl_patch_u32(b, count_at, n);
     tl_put_u32(b, (uint32_t)t->n_deleted);
     for (size_t i = 0; i < t->n_deleted; i++) tl_put_bytes(b, t->deleted[i], strlen(t->deleted[i]));
     if (buf_failed(b)) {

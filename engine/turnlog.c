@@ -8,6 +8,8 @@
 #include "turnlog.h"
 
 #define TL_REASON_MAX (1u << 20)
+#define TL_ITEM_FIXED (4 + 8 * 8) /* the item form up to the reason */
+#define TL_HEADER (4 + 3 * 8)
 
 static void put_u64(unsigned char *p, uint64_t v)
 {
@@ -21,24 +23,29 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
+static unsigned char *put_u32p(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+    return p + 4;
+}
+
 void tl_put_u32(buf *out, uint32_t v)
 {
-    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 24)};
+    unsigned char b[4];
+    put_u32p(b, v);
     buf_append(out, (const char *)b, 4);
+}
+
+void tl_patch_u32(buf *out, size_t at, uint32_t v)
+{
+    if (!buf_failed(out) && at + 4 <= out->len) put_u32p((unsigned char *)out->p + at, v);
 }
 
 void tl_put_bytes(buf *out, const char *s, size_t n)
 {
     tl_put_u32(out, (uint32_t)n);
     buf_append(out, s, n);
-}
-
-static unsigned char *put_u32p(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-    return p + 4;
 }
 
 /* Written in place after one reserve: this runs for every item a turn
@@ -48,7 +55,7 @@ void tl_put_item(buf *out, const item *it)
     int64_t h[ITEM_HISTORY_MAX];
     size_t nh = tracker_history(it, h, ITEM_HISTORY_MAX);
     size_t rn = it->anchor_reason ? strlen(it->anchor_reason) : 0;
-    size_t size = 4 + 8 * 8 + 4 + rn + 4 * nh;
+    size_t size = TL_ITEM_FIXED + 4 + rn + 4 * nh;
     if (buf_reserve(out, size) != 0) return;
     unsigned char *p = (unsigned char *)out->p + out->len;
     p[0] = (unsigned char)it->category;
@@ -59,7 +66,7 @@ void tl_put_item(buf *out, const item *it)
                           it->last_mention_turn,   it->last_reference_turn, it->pruned_turn,
                           it->anchor_at_ms,        it->created_at_ms};
     for (int i = 0; i < 8; i++) put_u64(p + 4 + 8 * i, (uint64_t)f[i]);
-    p = put_u32p(p + 4 + 8 * 8, (uint32_t)rn);
+    p = put_u32p(p + TL_ITEM_FIXED, (uint32_t)rn);
     if (rn) memcpy(p, it->anchor_reason, rn);
     p += rn;
     for (size_t i = 0; i < nh; i++) p = put_u32p(p, (uint32_t)h[nh - 1 - i]); /* oldest first */
@@ -110,7 +117,7 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
                                          "anchorSetAt",      "createdAt"};
     const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
     const int64_t lo[8] = {0, 0, 0, 0, -1, -1, 0, 0}, hi[8] = {C, C, T, T, T, T, C, C};
-    if (need(r, 4 + 8 * 8, "item")) return -1;
+    if (need(r, TL_ITEM_FIXED, "item")) return -1;
     const unsigned char *b = r->p;
     int64_t f[8];
     for (int i = 0; i < 8; i++) {
@@ -120,12 +127,14 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
     if (in_range(r, b[0], 0, CAT__COUNT - 1, "category") || in_range(r, b[1], 0, TIER__COUNT - 1, "tier") ||
         in_range(r, b[2], 0, 3, "flags") || in_range(r, b[3], 0, ITEM_HISTORY_MAX, "history"))
         return -1;
-    r->p += 4 + 8 * 8;
+    r->p += TL_ITEM_FIXED;
     const char *reason;
     uint32_t rn;
-    if (tl_get_bytes(r, &reason, &rn, "anchorReason") || in_range(r, rn, 0, TL_REASON_MAX, "anchorReason") ||
-        (rn && memchr(reason, '\0', rn) && in_range(r, -1, 0, 0, "anchorReason")))
+    if (tl_get_bytes(r, &reason, &rn, "anchorReason")) return -1;
+    if (rn > TL_REASON_MAX || memchr(reason, '\0', rn)) {
+        r->what = "anchorReason";
         return -1;
+    }
     int32_t hist[ITEM_HISTORY_MAX];
     for (unsigned i = 0; i < b[3]; i++) {
         uint32_t v;
@@ -163,7 +172,7 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
 
 void tl_put_header(buf *out, const tl_header *h)
 {
-    unsigned char b[4 + 3 * 8] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)h->flags, 0};
+    unsigned char b[TL_HEADER] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)h->flags, 0};
     put_u64(b + 4, h->seq);
     put_u64(b + 12, (uint64_t)h->turn);
     put_u64(b + 20, (uint64_t)h->persisted);
@@ -172,7 +181,7 @@ void tl_put_header(buf *out, const tl_header *h)
 
 int tl_get_header(tl_reader *r, tl_header *h)
 {
-    if (need(r, 4 + 3 * 8, "header")) return -1;
+    if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
     if (b[0] != TL_REC_MAGIC || b[1] != TL_REC_VERSION || b[2] > TL_REC_META) {
         r->what = "header";
@@ -182,12 +191,15 @@ int tl_get_header(tl_reader *r, tl_header *h)
     h->seq = get_u64(b + 4);
     h->turn = (int64_t)get_u64(b + 12);
     h->persisted = (int64_t)get_u64(b + 20);
-    r->p += sizeof(unsigned char[4 + 3 * 8]);
-    if (in_range(r, h->turn, 0, TRACKER_TURN_MAX, "currentTurn") ||
-        in_range(r, h->persisted, 0, TRACKER_COUNT_MAX, "lastPersistAt") ||
-        (h->seq == 0 || h->seq > (uint64_t)TRACKER_COUNT_MAX ? (r->what = "seq", -1) : 0))
+    r->p += TL_HEADER;
+    if (h->seq == 0 || h->seq > (uint64_t)TRACKER_COUNT_MAX) {
+        r->what = "seq";
         return -1;
-    return 0;
+    }
+    return in_range(r, h->turn, 0, TRACKER_TURN_MAX, "currentTurn") ||
+                   in_range(r, h->persisted, 0, TRACKER_COUNT_MAX, "lastPersistAt")
+               ? -1
+               : 0;
 }
 
 void tl_slot_key(char key[7], unsigned slot)

@@ -65,6 +65,9 @@ typedef struct tl_header {
 void tl_put_header(buf *out, const tl_header *h);
 int tl_get_header(tl_reader *r, tl_header *h);
 void tl_put_u32(buf *out, uint32_t v);
+/* Overwrites the u32 at out->p + at (a count or length written as 0
+ * before what it counts was appended). */
+void tl_patch_u32(buf *out, size_t at, uint32_t v);
 void tl_put_bytes(buf *out, const char *s, size_t n);
 
 /* "l:" + 4 hex digits of slot, NUL-terminated (key must hold 7 bytes). */

@@ -317,15 +317,15 @@ static int walk_with(const extractor *ex, json_t *root, const char *json, size_t
     return ex_em_finish(&e);
 }
 
-static int run_json(const extractor *ex, const char *json, const char *workspace,
-                    const name_filter *nf, extract_cb cb, void *ud, int files_only)
+static int run_json(const extractor *ex, const char *json, const char *workspace, extract_cb cb, void *ud,
+                    int files_only)
 {
     if (!ex || !cb) return CLARITY_ERR;
     if (!json) return 0;
     size_t len = strlen(json);
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
-    int rc = walk_with(ex, root, json, len, workspace, nf, cb, ud, files_only);
+    int rc = walk_with(ex, root, json, len, workspace, NULL, cb, ud, files_only);
     json_decref(root);
     return rc;
 }
@@ -333,19 +333,13 @@ static int run_json(const extractor *ex, const char *json, const char *workspace
 int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
                             extract_cb cb, void *ud)
 {
-    return run_json(ex, json, workspace, NULL, cb, ud, 0);
-}
-
-int extract_candidates_json_filtered(const extractor *ex, const char *json, const char *workspace,
-                                     const name_filter *nf, extract_cb cb, void *ud)
-{
-    return run_json(ex, json, workspace, nf, cb, ud, 0);
+    return run_json(ex, json, workspace, cb, ud, 0);
 }
 
 int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
                        extract_cb cb, void *ud)
 {
-    return run_json(ex, json, workspace, NULL, cb, ud, 1);
+    return run_json(ex, json, workspace, cb, ud, 1);
 }
 
 /* The strings ex_json_strings found, visited as walk() visits them. */

@@ -400,6 +400,40 @@ void extract_strip_own(const char *text, size_t len, buf *out)
 
 /* ------------------------------------------------------------- mentions */
 
+/* "tool:" + the lowercase word, a mention. */
+static int emit_tool(ex_emitter *e, const char *w, size_t n)
+{
+    buf_puts(&e->id, "tool:");
+    ex_append_lower(&e->id, w, n);
+    return ex_em_emit_scratch(e, CAT_TOOL, 1);
+}
+
+/* A project name t[a, b): lowercase, '-' -> '_'. */
+static int emit_project(ex_emitter *e, const char *t, size_t a, size_t b)
+{
+    if (b - a > EX_MAX_ID) return 0;
+    ex_append_lower(&e->id, t + a, b - a);
+    for (size_t i = 0; i < e->id.len; i++)
+        if (e->id.p[i] == '-') e->id.p[i] = '_';
+    return ex_em_emit_scratch(e, CAT_PROJECT, 1);
+}
+
+/* Counts the word w[0..n) as a keyword when it may be one (long enough,
+ * not all digits, not a stopword).  0, or -1 out of memory. */
+static int count_keyword(const extractor *ex, ex_sset *counts, const char *w, size_t n)
+{
+    char low[EX_MAX_WORD];
+    if (n < (size_t)ex->min_len || n > EX_MAX_WORD) return 0;
+    int digits = 1;
+    for (size_t k = 0; k < n; k++) {
+        char c = w[k];
+        digits &= c >= '0' && c <= '9';
+        low[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+    }
+    if (digits || stopword_is(low, n)) return 0;
+    return ex_sset_add(counts, low, n) == -1 ? -1 : 0;
+}
+
 static void pass_tools(ex_emitter *e, const char *t, size_t len)
 {
     if (e->ex->tool_words) {
@@ -411,20 +445,14 @@ static void pass_tools(ex_emitter *e, const char *t, size_t len)
             }
             size_t a = i;
             while (i < len && ex_is_word((unsigned char)t[i])) i++;
-            if (!is_tool_word(e->ex, t + a, i - a)) continue;
-            buf_puts(&e->id, "tool:");
-            ex_append_lower(&e->id, t + a, i - a);
-            if (ex_em_emit_scratch(e, CAT_TOOL, 1) < 0) return;
+            if (is_tool_word(e->ex, t + a, i - a) && emit_tool(e, t + a, i - a) < 0) return;
         }
         return;
     }
     size_t pos = 0, ms, me;
     int r;
-    while ((r = ex_next_match(e->ex, e->ex->re_tools, t, len, &pos, e->md, &ms, &me)) == 1) {
-        buf_puts(&e->id, "tool:");
-        ex_append_lower(&e->id, t + ms, me - ms);
-        if (ex_em_emit_scratch(e, CAT_TOOL, 1) < 0) return;
-    }
+    while ((r = ex_next_match(e->ex, e->ex->re_tools, t, len, &pos, e->md, &ms, &me)) == 1)
+        if (emit_tool(e, t + ms, me - ms) < 0) return;
     ex_em_error(e, r);
 }
 
@@ -557,13 +585,7 @@ static void pass_projects(ex_emitter *e, const char *t, size_t len)
     r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     while (r[0] == 1 || r[1] == 1) {
         int k = r[0] == 1 && (r[1] != 1 || ms[0] <= ms[1]) ? 0 : 1;
-        size_t a = ms[k], b = me[k];
-        if (b - a <= EX_MAX_ID) {
-            ex_append_lower(&e->id, t + a, b - a);
-            for (size_t i = 0; i < e->id.len; i++)
-                if (e->id.p[i] == '-') e->id.p[i] = '_';
-            if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
-        }
+        if (emit_project(e, t, ms[k], me[k]) < 0) return;
         if (k == 0) r[0] = ex_next_match(e->ex, e->ex->re_project, t, len, &pos[0], e->md, &ms[0], &me[0]);
         else r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     }
@@ -598,55 +620,26 @@ static int kw_cmp(const void *pa, const void *pb)
     return a->first < b->first ? -1 : a->first > b->first;
 }
 
+static void emit_keywords(ex_emitter *e, ex_sset *counts);
+
 static void pass_keywords(ex_emitter *e, const char *t, size_t len)
 {
     const extractor *ex = e->ex;
     if (ex->max_keywords <= 0) return;
     ex_sset counts;
     ex_sset_init(&counts, ex->seed);
-    char w[EX_MAX_WORD];
-    for (size_t i = 0; i < len;) {
+    int oom = 0;
+    for (size_t i = 0; i < len && !oom;) {
         if (!ex_is_word((unsigned char)t[i])) {
             i++;
             continue;
         }
         size_t a = i;
         while (i < len && ex_is_word((unsigned char)t[i])) i++;
-        size_t n = i - a;
-        if (n < (size_t)ex->min_len || n > EX_MAX_WORD) continue;
-        int digits = 1;
-        for (size_t k = 0; k < n; k++) {
-            char c = t[a + k];
-            digits &= c >= '0' && c <= '9';
-            w[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
-        }
-        if (digits || stopword_is(w, n)) continue;
-        if (ex_sset_add(&counts, w, n) == -1) {
-            ex_em_error(e, CLARITY_ENOMEM);
-            goto out;
-        }
+        oom = count_keyword(ex, &counts, t + a, i - a) != 0;
     }
-    size_t nq = 0;
-    kw_rank *q = malloc((counts.n ? counts.n : 1) * sizeof *q);
-    if (!q) {
-        ex_em_error(e, CLARITY_ENOMEM);
-        goto out;
-    }
-    for (size_t i = 0; i < counts.n; i++) {
-        const ex_sset_ent *en = &counts.ents[i];
-        if (en->count >= 3 || en->len >= 12) q[nq++] = (kw_rank){en->count, en->first, i};
-    }
-    qsort(q, nq, sizeof *q, kw_cmp);
-    int kept = 0;
-    for (size_t i = 0; i < nq && kept < ex->max_keywords; i++) {
-        buf_puts(&e->id, "keyword:");
-        buf_append(&e->id, ex_sset_key(&counts, q[i].idx), counts.ents[q[i].idx].len);
-        int r = ex_em_emit_scratch(e, CAT_KEYWORD, 0);
-        if (r < 0) break;
-        kept += r;
-    }
-    free(q);
-out:
+    if (oom) ex_em_error(e, CLARITY_ENOMEM);
+    else emit_keywords(e, &counts);
     ex_sset_free(&counts);
 }
 
@@ -699,9 +692,7 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
 {
     int tool_on = ex->tool_names && ex->tool_words, kw_on = ex->keywords && ex->max_keywords > 0;
     int path_on = ex->memory_files || ex->source_files;
-    size_t minl = (size_t)ex->min_len;
     size_t tok = 0, tok_end = 0; /* the path token the words are in */
-    char w[EX_MAX_WORD];
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)t[i];
         if (i >= tok_end && ex_is_path_char(c)) {
@@ -722,15 +713,7 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
         if (ex->projects && n <= EX_MAX_ID && t[a] >= 'A' && t[a] <= 'Z' && is_camel(t + a, n) &&
             spans_add(camel, a, n) != 0)
             return -1;
-        if (!kw_on || n < minl || n > EX_MAX_WORD) continue;
-        int digits = 1;
-        for (size_t k = 0; k < n; k++) {
-            char ch = t[a + k];
-            digits &= ch >= '0' && ch <= '9';
-            w[k] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
-        }
-        if (digits || stopword_is(w, n)) continue;
-        if (ex_sset_add(counts, w, n) == -1) return -1;
+        if (kw_on && count_keyword(ex, counts, t + a, n) != 0) return -1;
     }
     return 0;
 }
@@ -793,12 +776,7 @@ static void emit_projects(ex_emitter *e, const char *t, size_t len, const spans 
     while (k < camel->n || h == 1) {
         int take_camel = k < camel->n && (h != 1 || camel->v[k].at <= ms);
         size_t a = take_camel ? camel->v[k].at : ms, b = take_camel ? a + camel->v[k].n : me;
-        if (b - a <= EX_MAX_ID) {
-            ex_append_lower(&e->id, t + a, b - a);
-            for (size_t i = 0; i < e->id.len; i++)
-                if (e->id.p[i] == '-') e->id.p[i] = '_';
-            if (ex_em_emit_scratch(e, CAT_PROJECT, 1) < 0) return;
-        }
+        if (emit_project(e, t, a, b) < 0) return;
         if (take_camel) k++;
         else h = ex_next_hyphen_name(t, len, &pos, &ms, &me);
     }
@@ -821,11 +799,7 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
         ex_em_error(&e, CLARITY_ENOMEM);
     } else {
         /* the order of the passes: tools, files, projects, custom, keywords */
-        for (size_t i = 0; i < tools.n && !e.stop; i++) {
-            buf_puts(&e.id, "tool:");
-            ex_append_lower(&e.id, text + tools.v[i].at, tools.v[i].n);
-            ex_em_emit_scratch(&e, CAT_TOOL, 1);
-        }
+        for (size_t i = 0; i < tools.n && !e.stop; i++) emit_tool(&e, text + tools.v[i].at, tools.v[i].n);
         if (!e.stop && (ex->memory_files || ex->source_files)) emit_files(&e, text, len, &paths);
         if (!e.stop && ex->projects) emit_projects(&e, text, len, &camel);
         if (!e.stop) ex_pass_custom(&e, text, len, 1);

@@ -72,17 +72,14 @@ int extract_candidates_filtered(const extractor *ex, const char *text, size_t le
  * reported as file ids.  Malformed JSON is scanned as plain text. */
 int extract_candidates_json(const extractor *ex, const char *json, const char *workspace,
                             extract_cb cb, void *ud);
-int extract_candidates_json_filtered(const extractor *ex, const char *json, const char *workspace,
-                                     const name_filter *nf, extract_cb cb, void *ud);
-
 /* File ids named by path-like keys of a tool call's JSON arguments only
  * (what the agent concretely touched). */
 int extract_tool_files(const extractor *ex, const char *json, const char *workspace,
                        extract_cb cb, void *ud);
 
 /* Both of the above for one tool call, its arguments parsed once:
- * extract_tool_files' ids to on_file, then
- * extract_candidates_json_filtered's to on_candidate (nf may be NULL). */
+ * extract_tool_files' ids to on_file, then extract_candidates_json's to
+ * on_candidate, those limited to names nf may hold (nf NULL: all). */
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
                       const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud);
 
