@@ -59,13 +59,13 @@ typedef struct session {
     int versioned;
     /* The turn log (persist.c, turnlog.h): the seq of the last record
      * written, the seq the stored snapshot covers, the ids removed since
-     * that snapshot (their rows go at the next fold), whether the next
-     * flush must fold, whether this process wrote records since the
-     * snapshot, and the record buffer kept between turns. */
+     * that snapshot (their rows go at the next fold), whether this
+     * process wrote records since the snapshot, and the record buffer kept
+     * between turns. */
     uint64_t log_seq, snap_seq;
     char **snap_del;
     size_t n_snap_del, cap_snap_del;
-    int fold_next, log_writer;
+    int log_writer;
     buf logbuf;
     UT_hash_handle hh;
 } session;

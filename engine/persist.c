@@ -400,9 +400,6 @@ static int load_log(engine *e, session *s, const char *where)
     }
     for (size_t i = 0; i < c.n; i++) free(c.v[i].p);
     free(c.v);
-    /* the next flush folds: the records' slots may follow another
-     * storage.snapshotEvery than ours */
-    if (s->log_seq > s->snap_seq) s->fold_next = 1;
     return rc;
 }
 
@@ -421,7 +418,7 @@ static void reset_state(engine *e, session *s)
     tracker_init(&s->t, e->cfg.limits.history_length);
     persist_session_free(s);
     s->log_seq = s->snap_seq = 0;
-    s->fold_next = s->log_writer = 0;
+    s->log_writer = 0;
 }
 
 int persist_load(engine *e, session *s)
@@ -582,7 +579,6 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; i < s->n_snap_del; i++) free(s->snap_del[i]);
     s->n_snap_del = 0;
     s->snap_seq = s->log_seq;
-    s->fold_next = 0;
     s->log_writer = 0;
     return CLARITY_OK;
 }
@@ -646,8 +642,10 @@ static int flush(engine *e, session *s, int fold)
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
-    if (!s->exists_in_store || s->fold_next ||
-        s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every)
+    /* records this process restored but did not write are folded first:
+     * their slots may follow another storage.snapshotEvery than ours */
+    int restored = !s->log_writer && s->log_seq > s->snap_seq;
+    if (!s->exists_in_store || restored || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every)
         fold = 1;
     int64_t prev_persist = t->last_persist_ms;
     t->last_persist_ms = engine_now_ms(e);
@@ -814,7 +812,6 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
     for (size_t k = 0; k < s->n_snap_del; k++) free(s->snap_del[k]);
     s->n_snap_del = 0;
     s->snap_seq = s->log_seq;
-    s->fold_next = 0;
     s->exists_in_store = 1;
     return CLARITY_OK;
 }
