@@ -3,12 +3,12 @@
  * over the tokens of the text; every id a token could stand for is
  * reported once. */
 #include <jansson.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "classify.h"
 #include "internal.h"
 #include "stopwords.h"
 
@@ -28,14 +28,14 @@ static int emit_lower(ex_emitter *e, const char *prefix, const char *s, size_t n
     return ex_em_emit_scratch(e, cat, 0);
 }
 
-/* Whether the filter may hold the path or, for an absolute path, one of
- * its tails. */
+/* Whether the filter may hold the path or one of its tails: an absolute
+ * path may be tracked relative to an unknown workspace, and a memory
+ * file's id is its name or its memory/ or docs/ tail in any folder. */
 static int path_may_match(const name_filter *nf, const char *p, size_t n)
 {
     if (name_filter_test(nf, p, n)) return 1;
-    if (n && p[0] == '/')
-        for (size_t i = 1; i + 1 < n; i++)
-            if (p[i] == '/' && name_filter_test(nf, p + i + 1, n - i - 1)) return 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (p[i] == '/' && name_filter_test(nf, p + i + 1, n - i - 1)) return 1;
     return 0;
 }
 
@@ -131,96 +131,172 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
     return 0;
 }
 
-/* Lowercased word characters [a-z0-9_], 0 for anything else. */
-static unsigned char lower_word[256];
-static pthread_once_t lower_word_once = PTHREAD_ONCE_INIT;
-static void lower_word_init(void)
+/* The name hash of the word t[a, b) (b - a <= EX_MAX_WORD), read eight
+ * bytes at a time: name_hash() of the same bytes.  Words hold no '-', so
+ * folding the case is the whole fold.  The folded (lowercase) word goes
+ * to low[0, b - a), which has room for EX_MAX_WORD + 8 bytes. */
+static inline uint64_t word_hash(const char *t, size_t len, size_t a, size_t b, char *low)
 {
-    for (int c = 0; c < 256; c++)
-        if (ex_is_word((unsigned char)c)) lower_word[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    uint64_t h = NAME_HASH_SEED;
+    for (size_t o = 0; a + o < b; o += 8) {
+        uint64_t x;
+        if (a + o + 8 <= len) {
+            x = name_load8(t + a + o);
+        } else { /* the last bytes of the text */
+            x = 0;
+            for (size_t k = 0; a + o + k < len; k++) x |= (uint64_t)(unsigned char)t[a + o + k] << (8 * k);
+        }
+        if (b - a - o < 8) x &= ((uint64_t)1 << (8 * (b - a - o))) - 1;
+        x = name_fold_upper8(x);
+        h = name_hash_step(h, x);
+        uint64_t st = x;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        st = __builtin_bswap64(st);
+#endif
+        memcpy(low + o, &st, 8);
+    }
+    return name_hash_end(h);
 }
 
-/* A word t[wstart, end) ended: test it and, when a '-' joins it to the
- * words before it ("focus-engine"), the run up to here, hashed exactly as
- * name_hash() hashes it.  Runs are rare in prose, so the run start is
- * found by walking back only when one exists. */
-static inline __attribute__((always_inline)) int word_may_match(const name_filter *nf, const char *t, size_t tok, size_t wstart,
-                                 size_t end, uint64_t wh)
+/* A word t[wstart, end) may name a tracked item: the word itself or, when a
+ * '-' joins it to the words before it ("focus-engine"), the run up to
+ * here.  Runs are rare in prose, so the run start is found by walking back
+ * only when one exists (it stops at the token's start: '-' and word bytes
+ * are path bytes). */
+static int word_may_match(const name_filter *nf, const char *t, size_t len, size_t wstart, size_t end)
 {
-    int hit = end - wstart <= EX_MAX_WORD && name_filter_test_hash(nf, wh ^ (wh >> 29));
-    if (wstart >= tok + 2 && t[wstart - 1] == '-' && lower_word[(unsigned char)t[wstart - 2]]) {
+    char low[EX_MAX_WORD + 8];
+    int hit = end - wstart <= EX_MAX_WORD && name_filter_test_hash(nf, word_hash(t, len, wstart, end, low));
+    if (wstart >= 2 && t[wstart - 1] == '-' && ex_is_word((unsigned char)t[wstart - 2])) {
         size_t j = wstart;
-        while (j >= tok + 2 && t[j - 1] == '-' && lower_word[(unsigned char)t[j - 2]]) {
+        while (j >= 2 && t[j - 1] == '-' && ex_is_word((unsigned char)t[j - 2])) {
             j--;
-            while (j > tok && lower_word[(unsigned char)t[j - 1]]) j--;
+            while (j > 0 && ex_is_word((unsigned char)t[j - 1])) j--;
         }
         hit |= name_filter_test(nf, t + j, end - j);
     }
     return hit;
 }
 
-/* Scans one path-char token from t[i] and decides whether any form of it
- * could name a tracked item: each word, each hyphen run, or a '.'/'/'
- * inside it (path forms are checked on the slow path, after
- * normalization).  One table lookup and one multiply per byte.  Returns
- * the token end. */
-static size_t prefilter_token(const name_filter *nf, const char *t, size_t i, size_t len, int *maybe)
+/* Whether the '.' at t[p] is followed, inside its token, by a byte other
+ * than '.'; *q is where the look stopped. */
+static int dot_continues(const char *t, size_t len, size_t p, size_t *q)
 {
-    size_t tok = i, first_special = (size_t)-1, last_nondot = i;
-    int hit = 0;
-    while (i < len) {
-        unsigned char l = lower_word[(unsigned char)t[i]];
-        if (l) { /* a word: hashed in a tight loop, tested once at its end */
-            size_t wstart = i;
-            uint64_t wh = 0xcbf29ce484222325ull;
-            do {
-                wh = (wh ^ l) * 0x100000001b3ull;
-                if (++i == len) break;
-                l = lower_word[(unsigned char)t[i]];
-            } while (l);
-            hit |= word_may_match(nf, t, tok, wstart, i, wh);
-            last_nondot = i;
-            if (i == len) break;
+    size_t i = p + 1;
+    while (i < len && is_path_char((unsigned char)t[i]) && t[i] == '.') i++;
+    *q = i;
+    return i < len && is_path_char((unsigned char)t[i]);
+}
+
+/* The token t[a, i) was found: expand it into candidate ids.  Returns -1
+ * when the scan must stop. */
+static int expand_token(ex_emitter *e, const char *t, size_t a, size_t i)
+{
+    int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
+    /* A token's forms depend only on its bytes: expand each distinct token
+     * once per call (agents repeat the names they work on). */
+    if (!url) {
+        int r = ex_sset_add(&e->tokens, t + a, i - a);
+        if (r == 0) return 0;
+        if (r == -1) {
+            ex_em_error(e, CLARITY_ENOMEM);
+            return -1;
         }
-        unsigned char c = (unsigned char)t[i];
-        if (!is_path_char(c)) break;
-        if (c != '.') last_nondot = i + 1;
-        if ((c == '.' || c == '/') && first_special == (size_t)-1) first_special = i;
-        i++;
     }
-    *maybe = hit || first_special < last_nondot;
-    return i;
+    return process_token(e, t + a, i - a, url) < 0 ? -1 : 0;
+}
+
+/* The word t[p, end) is a whole token, but for trailing dots ("done."),
+ * the common case in prose: its forms depend only on its lowercase form,
+ * which is what it is deduplicated by.  Returns 1 when it was dealt with
+ * (*done advanced), 0 when the token is more than a word, -1 to stop. */
+static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_t end, size_t *done)
+{
+    if (p > 0 && is_path_char((unsigned char)t[p - 1])) return 0;
+    size_t q = end;
+    while (q < len && t[q] == '.') q++;
+    if (q < len && is_path_char((unsigned char)t[q])) return 0;
+    *done = q;
+    size_t n = end - p;
+    if (n > EX_MAX_WORD) return 1; /* no form of it is a name */
+    char low[EX_MAX_WORD + 8];
+    if (!name_filter_test_hash(e->nf, word_hash(t, len, p, end, low))) return 1;
+    int r = ex_sset_add(&e->tokens, low, n);
+    if (r == -1) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return -1;
+    }
+    if (r == 0) return 1;
+    return process_token(e, t + p, n, 0) < 0 ? -1 : 1;
+}
+
+/* With a filter of the tracked names, most tokens name nothing: the text is
+ * classified 64 bytes at a time and only what could matter is looked at.
+ * A token is expanded when one of its words, or one of its hyphen runs,
+ * passes the filter, or when it holds a '/' or a '.' followed by more
+ * token (a path; its forms are checked after normalization).  Triggers are
+ * taken in text order, so tokens are expanded in the order the unfiltered
+ * scan expands them. */
+static void scan_filtered(ex_emitter *e, const char *t, size_t len)
+{
+    size_t done = 0; /* bytes before this are decided */
+    uint64_t carry = 0; /* bit 0: the byte before the block is a word byte */
+    for (size_t base = 0; base < len && !e->stop; base += 64) {
+        ex_cls c;
+        ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
+        uint64_t starts = c.word & ~((c.word << 1) | carry);
+        carry = c.word >> 63;
+        uint64_t trig = starts | c.slash | c.dot;
+        if (done > base) trig &= done - base >= 64 ? 0 : ~(uint64_t)0 << (done - base);
+        while (trig) {
+            unsigned bit = (unsigned)__builtin_ctzll(trig);
+            trig &= trig - 1;
+            size_t p = base + bit;
+            if (p < done) continue;
+            int maybe;
+            if (starts >> bit & 1) {
+                uint64_t rest = ~c.word >> bit; /* the block's non-word bytes from p on */
+                size_t end = base + 64;
+                if (rest)
+                    end = p + (size_t)__builtin_ctzll(rest);
+                else /* the word runs into the next block */
+                    while (end < len && ex_is_word((unsigned char)t[end])) end++;
+                int r = single_word(e, t, len, p, end, &done);
+                if (r < 0) return;
+                if (r > 0) continue;
+                maybe = word_may_match(e->nf, t, len, p, end);
+            } else if (t[p] == '/') {
+                maybe = 1;
+            } else {
+                size_t q;
+                maybe = dot_continues(t, len, p, &q);
+                if (!maybe) done = q; /* only dots to the token's end */
+            }
+            if (!maybe) continue;
+            size_t a = p, i = p;
+            while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
+            while (i < len && is_path_char((unsigned char)t[i])) i++;
+            if (expand_token(e, t, a, i) < 0) return;
+            done = i;
+        }
+    }
+    if (!e->stop) ex_pass_custom(e, t, len, 0);
 }
 
 static void scan_text(ex_emitter *e, const char *t, size_t len)
 {
-    if (e->nf) pthread_once(&lower_word_once, lower_word_init);
+    if (e->nf && e->nf->nbits) {
+        scan_filtered(e, t, len);
+        return;
+    }
     for (size_t i = 0; i < len && !e->stop;) {
         if (!is_path_char((unsigned char)t[i])) {
             i++;
             continue;
         }
         size_t a = i;
-        if (e->nf) {
-            /* Most tokens name nothing tracked: one hashing pass, no ids built. */
-            int maybe;
-            i = prefilter_token(e->nf, t, i, len, &maybe);
-            if (!maybe) continue;
-        } else {
-            while (i < len && is_path_char((unsigned char)t[i])) i++;
-        }
-        int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
-        /* A token's forms depend only on its bytes: expand each distinct
-         * token once per call (agents repeat the names they work on). */
-        if (!url) {
-            int r = ex_sset_add(&e->tokens, t + a, i - a);
-            if (r == 0) continue;
-            if (r == -1) {
-                ex_em_error(e, CLARITY_ENOMEM);
-                return;
-            }
-        }
-        if (process_token(e, t + a, i - a, url) < 0) return;
+        while (i < len && is_path_char((unsigned char)t[i])) i++;
+        if (expand_token(e, t, a, i) < 0) return;
     }
     if (!e->stop) ex_pass_custom(e, t, len, 0);
 }

@@ -41,14 +41,25 @@ void ex_sset_free(ex_sset *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Eight bytes at a time (keys are words and ids, mostly short); seeded per
+ * extractor so that a text cannot be built offline to collide. */
 static uint32_t ex_sset_hash(uint64_t seed, const char *k, size_t n)
 {
     uint64_t h = seed ^ (0xcbf29ce484222325ull + n);
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 0x100000001b3ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, k + i, 8);
+        h = (h ^ x) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 32;
+    }
+    if (i < n) {
+        uint64_t x = 0;
+        memcpy(&x, k + i, n - i);
+        h = (h ^ x) * 0x9e3779b97f4a7c15ull;
+    }
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 33;
     return (uint32_t)h;
 }

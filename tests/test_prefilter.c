@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../config/config.h"
+#include "../extract/classify.h"
 #include "../extract/extract.h"
 #include "../tracker/tracker.h"
 
@@ -99,4 +100,114 @@ Test(prefilter, filter_rejects_most_untracked_words)
     }
     cr_assert_lt(passed, 200, "false positive rate %d/10000 too high", passed);
     tracker_free(&t);
+}
+
+/* Random text from an alphabet of word, path and separator bytes, in a
+ * buffer of its exact size: words cross the 64-byte blocks of the
+ * classified scan, runs of dots and hyphens appear, and a read past the
+ * end is an ASan error. */
+Test(prefilter, filtered_candidates_equal_unfiltered_on_random_text)
+{
+    clarity_config cfg;
+    char *err = NULL;
+    cr_assert_eq(config_parse(&cfg, NULL, &err), 0);
+    extractor *ex;
+    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    static const char alpha[] = "abAB01_-./ ~@+:\n\xc3";
+    srand(11);
+    size_t total = 0;
+    for (int round = 0; round < 400; round++) {
+        size_t len = (size_t)(rand() % 700);
+        char *text = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++) text[i] = alpha[rand() % (sizeof alpha - 1)];
+        tracker t;
+        tracker_init(&t, 16);
+        /* track the forms of a few slices of the text itself */
+        for (int k = 0; k < 6 && len; k++) {
+            size_t a = (size_t)rand() % len, n = 1 + (size_t)rand() % 12;
+            if (a + n > len) n = len - a;
+            extract_candidates(ex, text + a, n, "/ws", track, &t);
+        }
+        hits filtered = {&t, NULL, 0}, all = {&t, NULL, 0};
+        extract_candidates_filtered(ex, text, len, "/ws", &t.names, collect, &filtered);
+        extract_candidates(ex, text, len, "/ws", collect, &all);
+        cr_assert_eq(filtered.n, all.n, "round %d: %zu filtered vs %zu unfiltered", round, filtered.n, all.n);
+        for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i], "round %d, hit %zu", round, i);
+        total += all.n;
+        hits_free(&filtered);
+        hits_free(&all);
+        tracker_free(&t);
+        free(text);
+    }
+    cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
+Test(prefilter, block_classes_equal_the_byte_table)
+{
+    srand(5);
+    unsigned char p[64];
+    for (int round = 0; round < 2000; round++) {
+        size_t n = (size_t)(rand() % 65);
+        for (size_t i = 0; i < 64; i++) p[i] = (unsigned char)(round < 4 ? round * 64 + (int)i : rand());
+        ex_cls c;
+        ex_classify((const char *)p, n, &c);
+        for (size_t i = 0; i < 64; i++) {
+            int in = i < n;
+            cr_assert_eq((int)(c.word >> i & 1), in && ex_is_word(p[i]), "byte 0x%02x", p[i]);
+            cr_assert_eq((int)(c.path >> i & 1), in && ex_is_path_char(p[i]), "byte 0x%02x", p[i]);
+            cr_assert_eq((int)(c.dot >> i & 1), in && p[i] == '.');
+            cr_assert_eq((int)(c.slash >> i & 1), in && p[i] == '/');
+        }
+    }
+}
+
+static unsigned char fold_byte(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z') return (unsigned char)(c + 32);
+    return c == '-' ? '_' : c;
+}
+
+Test(prefilter, eight_lane_fold_equals_the_byte_fold)
+{
+    srand(9);
+    for (int round = 0; round < 20000; round++) {
+        unsigned char b[8];
+        for (int k = 0; k < 8; k++) b[k] = (unsigned char)(round < 32 ? round * 8 + k : rand());
+        uint64_t x = name_load8((const char *)b), f = name_fold8(x);
+        for (int k = 0; k < 8; k++) cr_assert_eq((unsigned char)(f >> (8 * k)), fold_byte(b[k]), "byte 0x%02x", b[k]);
+    }
+    cr_assert_eq(name_hash("Focus-Engine", 12), name_hash("focus_engine", 12));
+    cr_assert_eq(name_hash("SRC/Auth/Session.TS-x", 21), name_hash("src/auth/session.ts_x", 21));
+    cr_assert_neq(name_hash("focus", 5), name_hash("focus ", 6));
+}
+
+/* A memory file's id is its name ("file:soul.md") or its memory/ or docs/
+ * tail, whatever folder the text puts it in: the filter must let the
+ * tails of relative paths through too (found by fuzz_prefilter). */
+Test(prefilter, memory_files_inside_relative_paths_pass_the_filter)
+{
+    clarity_config cfg;
+    char *err = NULL;
+    cr_assert_eq(config_parse(&cfg, NULL, &err), 0);
+    extractor *ex;
+    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    tracker t;
+    tracker_init(&t, 16);
+    tracker_touch(&t, "file:soul.md", CAT_FILE, 0);
+    tracker_touch(&t, "file:memory/active-context.md", CAT_FILE, 0);
+    tracker_touch(&t, "file:docs/guide.md", CAT_FILE, 0);
+    const char *text = "Clare/ws/SOUL.md, notes/memory/active-context.md and web/docs/guide.md";
+    hits filtered = {&t, NULL, 0}, all = {&t, NULL, 0};
+    extract_candidates_filtered(ex, text, strlen(text), "/ws", &t.names, collect, &filtered);
+    extract_candidates(ex, text, strlen(text), "/ws", collect, &all);
+    cr_assert_eq(all.n, 3, "the unfiltered scan finds the three files");
+    cr_assert_eq(filtered.n, all.n, "%zu filtered vs %zu unfiltered", filtered.n, all.n);
+    for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i]);
+    hits_free(&filtered);
+    hits_free(&all);
+    tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
 }

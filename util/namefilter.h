@@ -7,12 +7,15 @@
  * word that names nothing tracked costs one hash and two bit tests.
  * Names hash case-insensitively with '-' folded to '_', the same folding
  * the id normalization applies, so the filter never rejects a real match.
+ * The filter lives in memory only (it is rebuilt from the items), so the
+ * hash may change between versions.
  */
 #ifndef UTIL_NAMEFILTER_H
 #define UTIL_NAMEFILTER_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct name_filter {
     uint64_t *bits;
@@ -20,16 +23,63 @@ typedef struct name_filter {
     size_t n;     /* names added since the last reset */
 } name_filter;
 
+/* The names hash eight bytes at a time, so that a scanner can hash a word
+ * straight from the text with a few loads: name_load8() reads bytes in
+ * little-endian order on every host, name_fold8() folds A-Z to a-z and '-'
+ * to '_' in all eight lanes at once (SWAR), and a short tail is
+ * zero-padded (names hold no NUL, so the padding cannot collide). */
+#define NAME_HASH_SEED 0x243f6a8885a308d3ull
+
+static inline uint64_t name_load8(const char *s)
+{
+    uint64_t x;
+    memcpy(&x, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+/* Bytes A-Z get 0x20 added; a byte's high bit excludes it. */
+static inline uint64_t name_fold_upper8(uint64_t x)
+{
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull, one = 0x0101010101010101ull;
+    uint64_t h7 = x & lo7;
+    uint64_t upper = (h7 + one * (0x80 - 'A')) & ~(h7 + one * (0x80 - 'Z' - 1)) & ~x & hi;
+    return x ^ (upper >> 2);
+}
+
+static inline uint64_t name_fold8(uint64_t x)
+{
+    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull, one = 0x0101010101010101ull;
+    uint64_t d = x ^ (one * '-');
+    uint64_t dash = ~(((d & lo7) + lo7) | d) & hi; /* high bit set where the byte is '-' */
+    return name_fold_upper8(x) ^ ((dash >> 7) * ('-' ^ '_'));
+}
+
+static inline uint64_t name_hash_step(uint64_t h, uint64_t folded)
+{
+    h = (h ^ folded) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
+}
+
+static inline uint64_t name_hash_end(uint64_t h)
+{
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
 static inline uint64_t name_hash(const char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c + 32);
-        else if (c == '-') c = '_';
-        h = (h ^ c) * 0x100000001b3ull;
+    uint64_t h = NAME_HASH_SEED;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_fold8(name_load8(s + i)));
+    if (i < n) {
+        uint64_t x = 0;
+        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
+        h = name_hash_step(h, name_fold8(x));
     }
-    return h ^ (h >> 29);
+    return name_hash_end(h);
 }
 
 static inline int name_filter_test_hash(const name_filter *f, uint64_t h)

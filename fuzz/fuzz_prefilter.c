@@ -1,0 +1,71 @@
+/* fuzz_prefilter: the differential check of the reference prefilter.
+ * Input: names to track, a 0x00 byte, then the text.  Every candidate form
+ * of each name is tracked; the candidates the filtered scan (64-byte
+ * classified blocks, word hashes read eight bytes at a time) reports that
+ * name a tracked item must be exactly those the unfiltered scan reports,
+ * in the same order.  The text is copied to a buffer of its exact size, so
+ * a read past its end is an ASan error. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../config/config.h"
+#include "../extract/extract.h"
+#include "../tracker/tracker.h"
+#include "../util/buf.h"
+
+typedef struct hits {
+    tracker *t;
+    buf log;
+} hits;
+
+static int track(void *ud, const char *id, int category)
+{
+    tracker_touch(ud, id, category, 0);
+    return 0;
+}
+
+static int collect(void *ud, const char *id, int category)
+{
+    hits *h = ud;
+    if (tracker_find(h->t, id)) buf_append(&h->log, id, strlen(id) + 1);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static extractor *ex;
+    if (!ex) {
+        clarity_config cfg;
+        char *err = NULL;
+        if (config_parse(&cfg, NULL, &err) != 0 || extract_new(&cfg, &ex, &err) != 0) abort();
+        config_free(&cfg);
+    }
+    const uint8_t *sep = memchr(data, 0, size);
+    if (!sep) return 0;
+    tracker t;
+    tracker_init(&t, 16);
+    /* names: lines of the first part */
+    for (const uint8_t *p = data; p < sep;) {
+        const uint8_t *nl = memchr(p, '\n', (size_t)(sep - p));
+        size_t n = (size_t)((nl ? nl : sep) - p);
+        if (n) extract_candidates(ex, (const char *)p, n, "/ws", track, &t);
+        p += n + 1;
+    }
+    size_t len = size - (size_t)(sep - data) - 1;
+    char *text = malloc(len ? len : 1);
+    if (!text) abort();
+    memcpy(text, sep + 1, len);
+    hits f = {&t, {0}}, a = {&t, {0}};
+    buf_init(&f.log);
+    buf_init(&a.log);
+    int rf = extract_candidates_filtered(ex, text, len, "/ws", &t.names, collect, &f);
+    int ra = extract_candidates(ex, text, len, "/ws", collect, &a);
+    if (rf != ra || f.log.len != a.log.len || (f.log.len && memcmp(f.log.p, a.log.p, f.log.len) != 0))
+        abort();
+    buf_free(&f.log);
+    buf_free(&a.log);
+    free(text);
+    tracker_free(&t);
+    return 0;
+}
