@@ -12,18 +12,24 @@
 #include <string.h>
 
 #include "compact.h"
+#include "../scorer/rank.h"
 
 typedef struct kept {
     item *it;
     double score;
 } kept;
 
-static int kept_cmp(const void *a, const void *b)
+/* v[0..n) in the score order; 0 or -1 without memory. */
+static int rank_kept(kept *v, size_t n)
 {
-    const kept *x = a, *y = b;
-    if (x->it->anchored != y->it->anchored) return y->it->anchored - x->it->anchored;
-    if (x->score != y->score) return x->score < y->score ? 1 : -1;
-    return strcmp(x->it->id, y->it->id);
+    if (n < 2) return 0;
+    rank_ent *r = malloc(n * sizeof *r);
+    if (!r) return -1;
+    for (size_t i = 0; i < n; i++) rank_set(&r[i], v[i].it->id, v[i].score, i);
+    rank_sort(r, n);
+    int rc = rank_apply(v, n, sizeof *v, r);
+    free(r);
+    return rc;
 }
 
 /* The keep list: unpruned items scoring above 0, anchored first, at most
@@ -35,15 +41,23 @@ static int keep_list(engine *e, session *s, size_t max, kept **out, size_t *n)
     if (max == 0 || s->t.count == 0) return CLARITY_OK;
     kept *v = malloc(s->t.count * sizeof *v);
     if (!v) return CLARITY_ENOMEM;
-    size_t k = 0;
+    /* anchored items first (from the front), the others from the back */
+    size_t k = 0, back = s->t.count;
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->pruned) continue;
         score_breakdown b;
         engine_score(e, s, it, s->t.current_turn, &b);
         if (b.score <= 0 && !it->anchored) continue;
-        v[k++] = (kept){it, b.score};
+        if (it->anchored) v[k++] = (kept){it, b.score};
+        else v[--back] = (kept){it, b.score};
     }
-    if (k > 1) qsort(v, k, sizeof *v, kept_cmp);
+    size_t rest = s->t.count - back;
+    memmove(v + k, v + back, rest * sizeof *v);
+    if (rank_kept(v, k) != 0 || rank_kept(v + k, rest) != 0) {
+        free(v);
+        return CLARITY_ENOMEM;
+    }
+    k += rest;
     *out = v;
     *n = k < max ? k : max;
     return CLARITY_OK;

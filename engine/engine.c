@@ -4,6 +4,7 @@
 #include "compact.h"
 #include "hints.h"
 #include "progress.h"
+#include "../scorer/rank.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -233,37 +234,32 @@ void engine_release(engine *e, session *s)
     pthread_mutex_unlock(&e->reg_mu);
 }
 
-typedef struct scored_ref {
-    item *it;
-    double score;
-} scored_ref;
-
-static int cmp_scored_asc(const void *a, const void *b)
-{
-    const scored_ref *x = a, *y = b;
-    if (x->score < y->score) return -1;
-    if (x->score > y->score) return 1;
-    return strcmp(y->it->id, x->it->id); /* larger id goes first */
-}
-
 void engine_enforce_cap(engine *e, session *s)
 {
     size_t cap = (size_t)e->cfg.limits.max_tracked_items;
     if (s->t.count <= cap) return;
     size_t target = cap - cap / 10;
-    scored_ref *v = malloc(s->t.count * sizeof *v);
-    if (!v) return; /* retried on the next mention */
+    rank_ent *v = malloc(s->t.count * sizeof *v);
+    item **its = malloc(s->t.count * sizeof *its);
+    if (!v || !its) { /* retried on the next mention */
+        free(v);
+        free(its);
+        return;
+    }
     size_t n = 0;
     for (item *it = s->t.items; it; it = it->hh.next) {
         if (it->anchored) continue;
         score_breakdown b;
         engine_score(e, s, it, s->t.current_turn, &b);
-        v[n++] = (scored_ref){it, b.score};
+        its[n] = it;
+        rank_set(&v[n], it->id, b.score, n);
+        n++;
     }
-    qsort(v, n, sizeof *v, cmp_scored_asc);
-    size_t evicted = 0;
-    for (size_t i = 0; i < n && s->t.count > target; i++, evicted++) tracker_remove(&s->t, v[i].it);
+    rank_sort(v, n);
+    size_t evicted = 0; /* the lowest ranked go first */
+    for (size_t i = n; i-- > 0 && s->t.count > target; evicted++) tracker_remove(&s->t, its[v[i].idx]);
     free(v);
+    free(its);
     engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s evicted %zu items (cap %zu)", s->id,
                evicted, cap);
 }

@@ -3,14 +3,7 @@
 #include <string.h>
 
 #include "gateway.h"
-
-static int cmp_scored(const void *a, const void *b)
-{
-    const scored_item *x = a, *y = b;
-    if (x->b.score > y->b.score) return -1;
-    if (x->b.score < y->b.score) return 1;
-    return strcmp(x->it->id, y->it->id);
-}
+#include "../scorer/rank.h"
 
 size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v)
 {
@@ -25,7 +18,21 @@ size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v)
         engine_score(e, s, it, s->t.current_turn, &a[n].b);
         n++;
     }
-    qsort(a, n, sizeof *a, cmp_scored);
+    rank_ent *r = n > 1 ? malloc(n * sizeof *r) : NULL;
+    if (n > 1) {
+        if (!r) {
+            free(a);
+            return (size_t)-1;
+        }
+        for (size_t i = 0; i < n; i++) rank_set(&r[i], a[i].it->id, a[i].b.score, i);
+        rank_sort(r, n);
+        int rc = rank_apply(a, n, sizeof *a, r);
+        free(r);
+        if (rc != 0) {
+            free(a);
+            return (size_t)-1;
+        }
+    }
     *v = a;
     return n;
 }

@@ -4,25 +4,17 @@
 #include <string.h>
 
 #include "../include/clarity.h"
-
-static int cmp_decision(const void *a, const void *b)
-{
-    const prune_decision *x = a, *y = b;
-    if (x->score.adjusted > y->score.adjusted) return -1;
-    if (x->score.adjusted < y->score.adjusted) return 1;
-    return strcmp(x->it->id, y->it->id);
-}
+#include "../scorer/rank.h"
 
 static int decide(const clarity_config *cfg, int strict, const prune_decision *d,
                   size_t kept, const size_t *kept_by_cat, int *rule)
 {
-    const item *it = d->it;
     double adj = d->score.adjusted;
-    if (it->anchored) return *rule = RULE_ANCHORED, 1;
+    if (d->anchored) return *rule = RULE_ANCHORED, 1;
     if (strict && adj >= cfg->pruning.strict_preserve_threshold) return *rule = RULE_STRICT_SCORE, 1;
-    if (it->mention_count >= cfg->pruning.min_mentions_preserve) return *rule = RULE_MIN_MENTIONS, 1;
-    if (strict && it->tier == TIER_ESSENTIAL) return *rule = RULE_STRICT_ESSENTIAL, 1;
-    if (kept_by_cat[it->category] >= (size_t)cfg->pruning.max_items_per_category)
+    if (d->mentions >= cfg->pruning.min_mentions_preserve) return *rule = RULE_MIN_MENTIONS, 1;
+    if (strict && d->tier == TIER_ESSENTIAL) return *rule = RULE_STRICT_ESSENTIAL, 1;
+    if (kept_by_cat[d->category] >= (size_t)cfg->pruning.max_items_per_category)
         return *rule = RULE_CATEGORY_FULL, 0;
     if (adj >= cfg->pruning.prune_threshold) return *rule = RULE_THRESHOLD, 1;
     if (kept < (size_t)cfg->pruning.target_context_items) return *rule = RULE_TARGET, 1;
@@ -39,27 +31,46 @@ int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables,
 {
     memset(out, 0, sizeof *out);
     size_t n = 0;
+    rank_ent *r = NULL;
     if (t->count) {
-        out->d = calloc(t->count, sizeof *out->d);
-        if (!out->d) return CLARITY_ENOMEM;
+        out->d = malloc(t->count * sizeof *out->d);
+        r = malloc(t->count * sizeof *r);
+        if (!out->d || !r) {
+            free(r);
+            pruner_result_free(out);
+            return CLARITY_ENOMEM;
+        }
     }
+    /* one walk over the items; then the rules read only the decisions */
     for (item *it = t->items; it; it = it->hh.next) {
         if (it->pruned) continue;
-        prune_decision *d = &out->d[n++];
+        prune_decision *d = &out->d[n];
+        memset(d, 0, sizeof *d);
         d->it = it;
         scorer_score_with(cfg, tables, it, t->current_turn, 0.0, &d->score);
+        d->mentions = it->mention_count;
+        d->category = it->category >= 0 && it->category < CAT__COUNT ? it->category : CAT_CUSTOM;
+        d->tier = it->tier;
+        d->anchored = it->anchored != 0;
+        rank_set(&r[n], it->id, d->score.adjusted, n);
+        n++;
     }
     out->n = n;
-    if (n > 1) qsort(out->d, n, sizeof *out->d, cmp_decision); /* d is NULL without items */
+    rank_sort(r, n); /* adjusted score desc, then id */
+    int rc = rank_apply(out->d, n, sizeof *out->d, r);
+    free(r);
+    if (rc != 0) {
+        pruner_result_free(out);
+        return CLARITY_ENOMEM;
+    }
 
     double sum = 0;
     for (size_t i = 0; i < n; i++) {
         prune_decision *d = &out->d[i];
-        int cat = d->it->category >= 0 && d->it->category < CAT__COUNT ? d->it->category : CAT_CUSTOM;
         d->keep = decide(cfg, strict, d, out->kept, out->kept_by_cat, &d->rule);
         if (d->keep) {
             out->kept++;
-            out->kept_by_cat[cat]++;
+            out->kept_by_cat[d->category]++;
         }
     }
     /* Hard cap: keep the first maxContextItems in evaluation order; anchored
@@ -68,19 +79,18 @@ int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables,
     for (size_t i = 0; i < n; i++) {
         prune_decision *d = &out->d[i];
         if (!d->keep) continue;
-        if (++seen > (size_t)cfg->pruning.max_context_items && !d->it->anchored) {
+        if (++seen > (size_t)cfg->pruning.max_context_items && !d->anchored) {
             d->keep = 0;
             d->rule = RULE_HARD_CAP;
             out->kept--;
-            int cat = d->it->category >= 0 && d->it->category < CAT__COUNT ? d->it->category : CAT_CUSTOM;
-            out->kept_by_cat[cat]--;
+            out->kept_by_cat[d->category]--;
         }
     }
     for (size_t i = 0; i < n; i++) {
         prune_decision *d = &out->d[i];
         if (d->keep) {
             sum += d->score.adjusted;
-            if (d->it->anchored) out->anchored_kept++;
+            if (d->anchored) out->anchored_kept++;
         }
     }
     out->pruned = n - out->kept;

@@ -40,6 +40,10 @@ typedef struct prune_decision {
     score_breakdown score;
     int keep;
     int rule; /* enum prune_rule that decided */
+    /* the item's fields the rules read, copied while scoring: the rules
+     * then walk the decisions in order without touching the items */
+    int64_t mentions;
+    int category, tier, anchored;
 } prune_decision;
 
 typedef struct prune_result {

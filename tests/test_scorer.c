@@ -6,7 +6,11 @@
 #include <math.h>
 
 #include "../config/config.h"
+#include "../scorer/rank.h"
 #include "../scorer/scorer.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static clarity_config cfg;
 static void setup(void)
@@ -230,4 +234,45 @@ Test(scorer, bound_is_never_below_the_score)
         }
     }
 #undef RND
+}
+
+/* The rank order is exactly "score desc, then strcmp(id) asc", on ids that
+ * share long prefixes (the 16-byte keys tie) and scores that tie often. */
+static int ref_cmp(const void *x, const void *y)
+{
+    const rank_ent *a = x, *b = y;
+    double sa = a->score, sb = b->score;
+    if (sa > sb) return -1;
+    if (sa < sb) return 1;
+    return strcmp(a->id, b->id);
+}
+
+Test(scorer, rank_order_is_score_then_id)
+{
+    static const char *const stems[] = {"", "keyword:", "file:src/auth/", "file:src/auth/session", "a", "tool:x"};
+    srand(21);
+    for (int round = 0; round < 60; round++) {
+        size_t n = (size_t)(rand() % 3000);
+        char (*ids)[48] = malloc((n ? n : 1) * sizeof *ids);
+        rank_ent *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
+        for (size_t i = 0; i < n; i++) {
+            snprintf(ids[i], sizeof ids[i], "%s%x", stems[rand() % 6], (unsigned)i * 2654435761u);
+            double score = (double)(rand() % 7) * 0.5;
+            if (rand() % 50 == 0) score = NAN;
+            rank_set(&v[i], ids[i], score, i);
+        }
+        memcpy(w, v, n * sizeof *v);
+        rank_sort(v, n);
+        if (n > 1) qsort(w, n, sizeof *w, ref_cmp); /* NaN was mapped to -inf by rank_set */
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(v[i].idx, w[i].idx, "round %d, position %zu: %s vs %s", round, i, v[i].id, w[i].id);
+        int *pos = malloc((n ? n : 1) * sizeof *pos);
+        for (size_t i = 0; i < n; i++) pos[i] = (int)i;
+        cr_assert_eq(rank_apply(pos, n, sizeof *pos, v), 0); /* uses up v's idx fields */
+        for (size_t i = 0; i < n; i++) cr_assert_eq((size_t)pos[i], w[i].idx);
+        free(pos);
+        free(ids);
+        free(v);
+        free(w);
+    }
 }

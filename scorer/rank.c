@@ -1,0 +1,136 @@
+/* rank.c: the score order (rank.h). */
+#include "rank.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN 16 /* insertion-sorted runs the merges start from */
+
+/* Bytes s[0..8) as a big-endian integer, zero past n. */
+static uint64_t be8(const char *s, size_t n)
+{
+    uint64_t x = 0;
+    if (n >= 8) {
+        memcpy(&x, s, 8);
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        x = __builtin_bswap64(x);
+#endif
+        return x;
+    }
+    for (size_t i = 0; i < 8; i++) x = x << 8 | (i < n ? (unsigned char)s[i] : 0);
+    return x;
+}
+
+void rank_set(rank_ent *e, const char *id, double score, size_t idx)
+{
+    size_t n = strnlen(id, 25);
+    e->score = isnan(score) ? -INFINITY : score;
+    for (size_t k = 0; k < 3; k++) e->key[k] = n > 8 * k ? be8(id + 8 * k, n - 8 * k) : 0;
+    e->id = id;
+    e->idx = idx;
+}
+
+/* a ranks before b.  Equal 24-byte prefixes with a NUL among them are
+ * equal ids; otherwise the rest of the ids decides. */
+static inline int before(const rank_ent *a, const rank_ent *b)
+{
+    if (a->score != b->score) return a->score > b->score;
+    for (int k = 0; k < 3; k++)
+        if (a->key[k] != b->key[k]) return a->key[k] < b->key[k];
+    if (!(a->key[2] & 0xff)) return 0;
+    return strcmp(a->id + 24, b->id + 24) < 0;
+}
+
+static int cmp(const void *x, const void *y)
+{
+    const rank_ent *a = x, *b = y;
+    return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+/* The sort moves 4-byte indices into v, not the entries. */
+static void insertion(const rank_ent *v, uint32_t *x, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint32_t k = x[i];
+        size_t j = i;
+        for (; j > 0 && before(&v[k], &v[x[j - 1]]); j--) x[j] = x[j - 1];
+        x[j] = k;
+    }
+}
+
+static void merge(const rank_ent *v, const uint32_t *a, size_t na, const uint32_t *b, size_t nb, uint32_t *out)
+{
+    size_t i = 0, j = 0, k = 0;
+    while (i < na && j < nb) {
+        int take_b = before(&v[b[j]], &v[a[i]]);
+        out[k++] = take_b ? b[j] : a[i];
+        j += (size_t)take_b;
+        i += (size_t)!take_b;
+    }
+    while (i < na) out[k++] = a[i++];
+    while (j < nb) out[k++] = b[j++];
+}
+
+void rank_sort(rank_ent *v, size_t n)
+{
+    if (n < 2) return;
+    uint32_t *x = n <= UINT32_MAX ? malloc(2 * n * sizeof *x) : NULL;
+    if (!x) {
+        qsort(v, n, sizeof *v, cmp);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = (uint32_t)i;
+    for (size_t s = 0; s < n; s += RUN) insertion(v, x + s, n - s < RUN ? n - s : RUN);
+    uint32_t *src = x, *dst = x + n;
+    for (size_t w = RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            merge(v, src + lo, mid - lo, src + mid, hi - mid, dst + lo);
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    for (size_t i = 0; i < n; i++) { /* v[i] = v[src[i]], one cycle at a time */
+        if (src[i] == i) continue;
+        rank_ent t = v[i];
+        size_t j = i;
+        for (;;) {
+            size_t k = src[j];
+            src[j] = (uint32_t)j;
+            if (k == i) {
+                v[j] = t;
+                break;
+            }
+            v[j] = v[k];
+            j = k;
+        }
+    }
+    free(x);
+}
+
+int rank_apply(void *base, size_t n, size_t size, rank_ent *r)
+{
+    if (n < 2) return 0;
+    char *t = malloc(size);
+    if (!t) return -1;
+    char *b = base;
+    for (size_t i = 0; i < n; i++) { /* base[i] = base[r[i].idx], one cycle at a time */
+        if (r[i].idx == i) continue;
+        memcpy(t, b + i * size, size);
+        size_t j = i;
+        for (;;) {
+            size_t k = r[j].idx;
+            r[j].idx = j;
+            if (k == i) {
+                memcpy(b + j * size, t, size);
+                break;
+            }
+            memcpy(b + j * size, b + k * size, size);
+            j = k;
+        }
+    }
+    free(t);
+    return 0;
+}
