@@ -131,31 +131,20 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
     return 0;
 }
 
-/* The name hash of the word t[a, b) (b - a <= EX_MAX_WORD), read eight
- * bytes at a time: name_hash() of the same bytes.  Words hold no '-', so
- * folding the case is the whole fold.  The folded (lowercase) word goes
- * to low[0, b - a), which has room for EX_MAX_WORD + 8 bytes. */
-static inline uint64_t word_hash(const char *t, size_t len, size_t a, size_t b, char *low)
+/* The name hash of the word t[a, b) (b - a <= EX_MAX_WORD): name_hash()
+ * of the same bytes, from its lanes (internal.h), which *low keeps. */
+static inline __attribute__((always_inline)) uint64_t word_hash(const char *t, size_t len, size_t a, size_t b,
+                                                                 ex_lanes *low)
 {
-    uint64_t h = NAME_HASH_SEED;
-    for (size_t o = 0; a + o < b; o += 8) {
+    if (b - a <= 8 && a + 8 <= len) { /* most words: one lane */
         uint64_t x;
-        if (a + o + 8 <= len) {
-            x = name_load8(t + a + o);
-        } else { /* the last bytes of the text */
-            x = 0;
-            for (size_t k = 0; a + o + k < len; k++) x |= (uint64_t)(unsigned char)t[a + o + k] << (8 * k);
-        }
-        if (b - a - o < 8) x &= ((uint64_t)1 << (8 * (b - a - o))) - 1;
-        x = name_fold_upper8(x);
-        h = name_hash_step(h, x);
-        uint64_t st = x;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        st = __builtin_bswap64(st);
-#endif
-        memcpy(low + o, &st, 8);
+        memcpy(&x, t + a, 8);
+        low->v[0] = name_fold_upper8(x & ex_lane_mask(b - a));
+        return name_hash_end(name_hash_step(NAME_HASH_SEED, ex_lane_le(low->v[0])));
     }
-    return name_hash_end(h);
+    ex_lanes raw;
+    ex_word_lanes(t, len, a, b - a, &raw, low);
+    return ex_lanes_mix(NAME_HASH_SEED, low, b - a);
 }
 
 /* A word t[wstart, end) may name a tracked item: the word itself or, when a
@@ -165,8 +154,8 @@ static inline uint64_t word_hash(const char *t, size_t len, size_t a, size_t b, 
  * are path bytes). */
 static int word_may_match(const name_filter *nf, const char *t, size_t len, size_t wstart, size_t end)
 {
-    char low[EX_MAX_WORD + 8];
-    int hit = end - wstart <= EX_MAX_WORD && name_filter_test_hash(nf, word_hash(t, len, wstart, end, low));
+    ex_lanes low;
+    int hit = end - wstart <= EX_MAX_WORD && name_filter_test_hash(nf, word_hash(t, len, wstart, end, &low));
     if (wstart >= 2 && t[wstart - 1] == '-' && ex_is_word((unsigned char)t[wstart - 2])) {
         size_t j = wstart;
         while (j >= 2 && t[j - 1] == '-' && ex_is_word((unsigned char)t[j - 2])) {
@@ -219,9 +208,9 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
     *done = q;
     size_t n = end - p;
     if (n > EX_MAX_WORD) return 1; /* no form of it is a name */
-    char low[EX_MAX_WORD + 8];
-    if (!name_filter_test_hash(e->nf, word_hash(t, len, p, end, low))) return 1;
-    int r = ex_sset_add(&e->tokens, low, n);
+    ex_lanes low;
+    if (!name_filter_test_hash(e->nf, word_hash(t, len, p, end, &low))) return 1;
+    int r = ex_sset_add_h(&e->tokens, low.b, n, ex_sset_hash_lanes(e->tokens.seed, &low, n));
     if (r == -1) {
         ex_em_error(e, CLARITY_ENOMEM);
         return -1;

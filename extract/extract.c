@@ -10,6 +10,7 @@
 
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "classify.h"
 #include "internal.h"
 #include "stopwords.h"
 
@@ -68,10 +69,27 @@ static int cmp_str(const void *a, const void *b)
 
 /* Whether the word t[0..n) is one of the plain-word tool names: a length
  * and first-byte screen (most words fail it), then one probe of a table. */
-static int is_tool_word(const extractor *ex, const char *t, size_t n)
+/* Whether a configured tool name may be n bytes long and start with t[0]. */
+static int tool_may_be(const extractor *ex, const char *t, size_t n)
 {
     unsigned char c0 = (unsigned char)t[0];
-    if (n >= 64 || !(ex->tool_lens >> n & 1) || !(ex->tool_first[c0 >> 6] >> (c0 & 63) & 1)) return 0;
+    return n < 64 && (ex->tool_lens >> n & 1) && (ex->tool_first[c0 >> 6] >> (c0 & 63) & 1);
+}
+
+/* The word t[0, n) is a configured tool name; h = ex_word_hash(t, n). */
+static int is_tool_word_h(const extractor *ex, const char *t, size_t n, uint32_t h)
+{
+    for (size_t i = h & ex->tool_mask;; i = (i + 1) & ex->tool_mask) {
+        uint16_t v = ex->tool_slots[i];
+        if (!v) return 0;
+        const char *w = ex->tool_words[v - 1];
+        if (strncmp(w, t, n) == 0 && !w[n]) return 1;
+    }
+}
+
+static int is_tool_word(const extractor *ex, const char *t, size_t n)
+{
+    if (!tool_may_be(ex, t, n)) return 0;
     for (size_t i = ex_word_hash(t, n) & ex->tool_mask;; i = (i + 1) & ex->tool_mask) {
         uint16_t v = ex->tool_slots[i];
         if (!v) return 0;
@@ -434,6 +452,20 @@ static int count_keyword(const extractor *ex, ex_sset *counts, const char *w, si
     return ex_sset_add(counts, low, n) == -1 ? -1 : 0;
 }
 
+/* count_keyword for a word whose lanes are loaded (n <= EX_MAX_WORD). */
+static int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char *w, size_t n,
+                               const ex_lanes *low)
+{
+    if (n < (size_t)ex->min_len) return 0;
+    if (w[0] >= '0' && w[0] <= '9') { /* only such a word can be all digits */
+        size_t k = 1;
+        while (k < n && w[k] >= '0' && w[k] <= '9') k++;
+        if (k == n) return 0;
+    }
+    if (n <= STOPWORD_MAX && stopword_is_hashed(low->b, n, ex_lanes_mix(NAME_HASH_SEED, low, n))) return 0;
+    return ex_sset_add_h(counts, low->b, n, ex_sset_hash_lanes(counts->seed, low, n)) == -1 ? -1 : 0;
+}
+
 static void pass_tools(ex_emitter *e, const char *t, size_t len)
 {
     if (e->ex->tool_words) {
@@ -684,36 +716,68 @@ static int is_camel(const char *w, size_t n)
     return groups >= 2 && groups <= 33;
 }
 
-/* The word passes of mentions in one walk over the words of the text: the
- * tool names (word-table case), CamelCase project names and keyword
- * counts, each kept in text order for the emission below. */
+/* One word t[a, a + n) of the scan: tool name, CamelCase name, keyword. */
+static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, size_t n, spans *tools,
+                     spans *camel, ex_sset *counts)
+{
+    int camel_may = ex->projects && t[a] >= 'A' && t[a] <= 'Z';
+    if (n > EX_MAX_WORD) /* never a keyword; the tool table has no such name */
+        return camel_may && n <= EX_MAX_ID && is_camel(t + a, n) && spans_add(camel, a, n) != 0 ? -1 : 0;
+    /* the word's lanes, loaded once: every hash below comes from them */
+    ex_lanes raw, low;
+    ex_word_lanes(t, len, a, n, &raw, &low);
+    if (ex->tool_names && ex->tool_words && tool_may_be(ex, t + a, n) &&
+        is_tool_word_h(ex, t + a, n, (uint32_t)ex_lanes_mix(EX_TOOL_SEED, &raw, n)) && spans_add(tools, a, n) != 0)
+        return -1;
+    if (camel_may && is_camel(t + a, n) && spans_add(camel, a, n) != 0) return -1;
+    if (ex->keywords && ex->max_keywords > 0 && count_keyword_lanes(ex, counts, t + a, n, &low) != 0) return -1;
+    return 0;
+}
+
+/* The word passes of mentions in one walk over the text, classified 64
+ * bytes at a time (classify.h): the tool names (word-table case),
+ * CamelCase project names and keyword counts of each word, and the path
+ * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
+ * text order for the emission below. */
 static int scan_words(const extractor *ex, const char *t, size_t len, spans *tools, spans *camel,
                       ex_sset *counts, spans *paths)
 {
-    int tool_on = ex->tool_names && ex->tool_words, kw_on = ex->keywords && ex->max_keywords > 0;
     int path_on = ex->memory_files || ex->source_files;
-    size_t tok = 0, tok_end = 0; /* the path token the words are in */
-    for (size_t i = 0; i < len;) {
-        unsigned char c = (unsigned char)t[i];
-        if (i >= tok_end && ex_is_path_char(c)) {
-            /* a new path token: a file name when it holds a '.' or a '/' */
-            int special = 0;
-            for (tok = tok_end = i; tok_end < len && ex_is_path_char((unsigned char)t[tok_end]); tok_end++)
-                special |= t[tok_end] == '.' || t[tok_end] == '/';
-            if (path_on && special && spans_add(paths, tok, tok_end - tok) != 0) return -1;
+    uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
+    for (size_t base = 0; base < len; base += 64) {
+        ex_cls c;
+        ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
+        uint64_t ws = c.word & ~((c.word << 1) | carry_w), ts = c.path & ~((c.path << 1) | carry_p);
+        carry_w = c.word >> 63;
+        carry_p = c.path >> 63;
+        uint64_t trig = ws | (path_on ? ts : 0);
+        while (trig) {
+            unsigned bit = (unsigned)__builtin_ctzll(trig);
+            trig &= trig - 1;
+            size_t p = base + bit;
+            if (path_on && (ts >> bit & 1)) {
+                uint64_t rest = ~c.path >> bit, special = (c.dot | c.slash) >> bit;
+                size_t e;
+                int has;
+                if (rest) {
+                    e = p + (size_t)__builtin_ctzll(rest);
+                    has = (special & ((rest & -rest) - 1)) != 0;
+                } else { /* the token runs past the block */
+                    has = special != 0;
+                    for (e = base + 64; e < len && ex_is_path_char((unsigned char)t[e]); e++)
+                        has |= t[e] == '.' || t[e] == '/';
+                }
+                if (has && spans_add(paths, p, e - p) != 0) return -1;
+            }
+            if (ws >> bit & 1) {
+                uint64_t rest = ~c.word >> bit;
+                size_t e = base + 64;
+                if (rest) e = p + (size_t)__builtin_ctzll(rest);
+                else
+                    while (e < len && ex_is_word((unsigned char)t[e])) e++;
+                if (scan_word(ex, t, len, p, e - p, tools, camel, counts) != 0) return -1;
+            }
         }
-        if (!ex_is_word(c)) {
-            i++;
-            continue;
-        }
-        size_t a = i;
-        while (i < len && ex_is_word((unsigned char)t[i])) i++;
-        size_t n = i - a;
-        if (tool_on && is_tool_word(ex, t + a, n) && spans_add(tools, a, n) != 0) return -1;
-        if (ex->projects && n <= EX_MAX_ID && t[a] >= 'A' && t[a] <= 'Z' && is_camel(t + a, n) &&
-            spans_add(camel, a, n) != 0)
-            return -1;
-        if (kw_on && count_keyword(ex, counts, t + a, n) != 0) return -1;
     }
     return 0;
 }

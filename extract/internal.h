@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../util/buf.h"
+#include "../util/namefilter.h"
 #include "extract.h"
 
 /* Bounds that keep pathological input (64 MiB prompts, base64 blobs) cheap. */
@@ -62,6 +63,8 @@ void ex_sset_free(ex_sset *s);
 /* Adds key (or bumps its count).  Returns 1 when new, 0 when already there,
  * -1 on allocation failure or when the set is full (EX_MAX_DISTINCT). */
 int ex_sset_add(ex_sset *s, const char *k, size_t n);
+/* The same with the key's hash given (ex_sset_hash_lanes below). */
+int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h);
 static inline const char *ex_sset_key(const ex_sset *s, size_t i) { return s->arena.p + s->ents[i].off; }
 
 /* ---- paths and ids (normalize.c) ---- */
@@ -73,12 +76,88 @@ static inline int ex_is_word(unsigned char c) { return ex_ctype[c] & EX_WORD; }
 /* Characters of path-like tokens: [A-Za-z0-9_./~@+-]. */
 static inline int ex_is_path_char(unsigned char c) { return ex_ctype[c] & EX_PATH; }
 
-/* FNV-1a of n bytes (the tool-name table's hash). */
+/* ---- hashing eight bytes at a time ----
+ * Every hash of extract/ runs over 8-byte lanes (name_load8 order, the
+ * tail zero-padded; util/namefilter.h), so a scanner that has loaded a
+ * word's lanes once derives each of its hashes from them in a few
+ * instructions: ex_lanes_mix() of a word's lanes equals ex_bytes_mix() of
+ * its bytes. */
+static inline uint64_t ex_lane_le(uint64_t memory_order)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(memory_order);
+#else
+    return memory_order;
+#endif
+}
+
+static inline uint64_t ex_bytes_mix(uint64_t h, const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_load8(s + i));
+    if (i < n) {
+        uint64_t x = 0;
+        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
+        h = name_hash_step(h, x);
+    }
+    return name_hash_end(h);
+}
+
+/* A word of at most EX_MAX_WORD bytes as lanes in memory order (so .b is
+ * its bytes), zero past n: as written, and folded to lowercase. */
+typedef union ex_lanes {
+    uint64_t v[EX_MAX_WORD / 8];
+    char b[EX_MAX_WORD];
+} ex_lanes;
+
+static inline uint64_t ex_lanes_mix(uint64_t h, const ex_lanes *l, size_t n)
+{
+    for (size_t k = 0; k * 8 < n; k++) h = name_hash_step(h, ex_lane_le(l->v[k]));
+    return name_hash_end(h);
+}
+
+/* The first m (1..8) bytes of a lane in memory order. */
+static inline uint64_t ex_lane_mask(size_t m)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return ~(uint64_t)0 << (64 - 8 * m);
+#else
+    return ~(uint64_t)0 >> (64 - 8 * m);
+#endif
+}
+
+/* Loads the word t[a, a + n) (1 <= n <= EX_MAX_WORD, inside t[0, len)). */
+static inline void ex_word_lanes(const char *t, size_t len, size_t a, size_t n, ex_lanes *raw, ex_lanes *low)
+{
+    for (size_t k = 0; k * 8 < n; k++) {
+        size_t o = a + k * 8, m = n - k * 8;
+        uint64_t x = 0;
+        if (o + 8 <= len) memcpy(&x, t + o, 8);
+        else memcpy(&x, t + o, len - o);
+        if (m < 8) x &= ex_lane_mask(m);
+        raw->v[k] = x;
+        low->v[k] = name_fold_upper8(x);
+    }
+}
+
+#define EX_TOOL_SEED 0x13198a2e03707344ull
+
+/* The tool-name table's hash (case-sensitive). */
 static inline uint32_t ex_word_hash(const char *w, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)w[i]) * 16777619u;
-    return h ^ (h >> 15);
+    return (uint32_t)ex_bytes_mix(EX_TOOL_SEED, w, n);
+}
+
+/* The string set's hash of a key, from its bytes or from a word's lanes;
+ * seeded per extractor so that a text cannot be built offline to collide. */
+static inline uint32_t ex_sset_hash_bytes(uint64_t seed, const char *k, size_t n)
+{
+    return (uint32_t)ex_bytes_mix(seed ^ (0xcbf29ce484222325ull + n), k, n);
+}
+
+static inline uint32_t ex_sset_hash_lanes(uint64_t seed, const ex_lanes *l, size_t n)
+{
+    return (uint32_t)ex_lanes_mix(seed ^ (0xcbf29ce484222325ull + n), l, n);
 }
 
 /* Appends the ASCII-lowercased bytes. */

@@ -41,29 +41,6 @@ void ex_sset_free(ex_sset *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Eight bytes at a time (keys are words and ids, mostly short); seeded per
- * extractor so that a text cannot be built offline to collide. */
-static uint32_t ex_sset_hash(uint64_t seed, const char *k, size_t n)
-{
-    uint64_t h = seed ^ (0xcbf29ce484222325ull + n);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, k + i, 8);
-        h = (h ^ x) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 32;
-    }
-    if (i < n) {
-        uint64_t x = 0;
-        memcpy(&x, k + i, n - i);
-        h = (h ^ x) * 0x9e3779b97f4a7c15ull;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return (uint32_t)h;
-}
-
 static int ex_sset_grow(ex_sset *s)
 {
     size_t ns = s->nslots ? s->nslots * 2 : 64;
@@ -82,9 +59,13 @@ static int ex_sset_grow(ex_sset *s)
 
 int ex_sset_add(ex_sset *s, const char *k, size_t n)
 {
+    return ex_sset_add_h(s, k, n, ex_sset_hash_bytes(s->seed, k, n));
+}
+
+int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h)
+{
     if (n > UINT32_MAX) return -2;
     if ((s->n + 1) * 2 > s->nslots && ex_sset_grow(s) != 0) return -1;
-    uint32_t h = ex_sset_hash(s->seed, k, n);
     size_t j = h & (s->nslots - 1);
     while (s->slots[j]) {
         ex_sset_ent *e = &s->ents[s->slots[j] - 1];
@@ -103,9 +84,11 @@ int ex_sset_add(ex_sset *s, const char *k, size_t n)
         s->cap = nc;
     }
     size_t off = s->arena.len;
-    buf_append(&s->arena, k, n);
-    buf_putc(&s->arena, '\0');
-    if (buf_failed(&s->arena)) return -1;
+    if (buf_reserve(&s->arena, n + 1) != 0) return -1;
+    memcpy(s->arena.p + off, k, n);
+    s->arena.p[off + n] = '\0';
+    s->arena.len += n + 1;
+    s->arena.p[s->arena.len] = '\0'; /* the buf invariant (reserved above) */
     s->ents[s->n] = (ex_sset_ent){off, (uint32_t)n, h, 1, (uint32_t)s->n};
     s->slots[j] = (uint32_t)(s->n + 1);
     s->n++;

@@ -1,5 +1,6 @@
 /* stopwords.c: the keyword stopword list and its O(1) lookup table. */
 #include "stopwords.h"
+#include "../util/namefilter.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -91,17 +92,10 @@ static uint8_t lens[N_STOPWORDS];  /* strlen of each: compared before the bytes 
 static size_t n_distinct;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static uint32_t hash_word(const char *w, size_t n)
+/* Slot holding w, or the empty slot where it would go; h = name_hash(w). */
+static uint32_t find_slot(const char *w, size_t n, uint64_t h)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)w[i]) * 16777619u;
-    return h ^ (h >> 15);
-}
-
-/* Slot holding w, or the empty slot where it would go. */
-static uint32_t find_slot(const char *w, size_t n)
-{
-    uint32_t i = hash_word(w, n) & (TABLE_SIZE - 1);
+    uint32_t i = (uint32_t)h & (TABLE_SIZE - 1);
     for (;;) {
         uint16_t v = table[i];
         if (v == 0) return i;
@@ -115,7 +109,7 @@ static void build(void)
     _Static_assert(TABLE_SIZE > 2 * N_STOPWORDS, "stopword table too small");
     for (size_t k = 0; k < N_STOPWORDS; k++) lens[k] = (uint8_t)strlen(STOPWORDS[k]);
     for (size_t k = 0; k < N_STOPWORDS; k++) {
-        uint32_t i = find_slot(STOPWORDS[k], lens[k]);
+        uint32_t i = find_slot(STOPWORDS[k], lens[k], name_hash(STOPWORDS[k], lens[k]));
         if (table[i] == 0) {
             table[i] = (uint16_t)(k + 1);
             n_distinct++;
@@ -125,9 +119,15 @@ static void build(void)
 
 int stopword_is(const char *w, size_t n)
 {
-    if (n == 0 || n > 32) return 0;
+    if (n == 0 || n > STOPWORD_MAX) return 0;
+    return stopword_is_hashed(w, n, name_hash(w, n));
+}
+
+int stopword_is_hashed(const char *w, size_t n, uint64_t h)
+{
+    if (n == 0 || n > STOPWORD_MAX) return 0;
     pthread_once(&once, build);
-    return table[find_slot(w, n)] != 0;
+    return table[find_slot(w, n, h)] != 0;
 }
 
 size_t stopword_count(void)

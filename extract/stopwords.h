@@ -8,10 +8,15 @@
 #define EXTRACT_STOPWORDS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#define STOPWORD_MAX 32 /* no stopword is longer */
 
 /* Non-zero when the n bytes at w (lowercase ASCII expected; the comparison
  * is exact) are a stopword. */
 int stopword_is(const char *w, size_t n);
+/* The same with h = name_hash(w, n) (util/namefilter.h) already known. */
+int stopword_is_hashed(const char *w, size_t n, uint64_t h);
 
 /* Number of distinct stopwords in the list. */
 size_t stopword_count(void);
