@@ -11,22 +11,32 @@
 #define TL_ITEM_FIXED (4 + 8 * 8) /* the item form up to the reason */
 #define TL_HEADER (4 + 3 * 8)
 
+/* Little-endian fields, one load or store each. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TL_LE64(v) __builtin_bswap64(v)
+#define TL_LE32(v) __builtin_bswap32(v)
+#else
+#define TL_LE64(v) (v)
+#define TL_LE32(v) (v)
+#endif
+
 static void put_u64(unsigned char *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+    v = TL_LE64(v);
+    memcpy(p, &v, 8);
 }
 
 static uint64_t get_u64(const unsigned char *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return TL_LE64(v);
 }
 
 static unsigned char *put_u32p(unsigned char *p, uint32_t v)
 {
-    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8), p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
+    v = TL_LE32(v);
+    memcpy(p, &v, 4);
     return p + 4;
 }
 
@@ -90,7 +100,8 @@ static int need(tl_reader *r, size_t n, const char *what)
 int tl_get_u32(tl_reader *r, uint32_t *v, const char *what)
 {
     if (need(r, 4, what)) return -1;
-    *v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 | (uint32_t)r->p[3] << 24;
+    memcpy(v, r->p, 4);
+    *v = TL_LE32(*v);
     r->p += 4;
     return 0;
 }

@@ -210,7 +210,8 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
     if (n > EX_MAX_WORD) return 1; /* no form of it is a name */
     ex_lanes low;
     if (!name_filter_test_hash(e->nf, word_hash(t, len, p, end, &low))) return 1;
-    int r = ex_sset_add_h(&e->tokens, low.b, n, ex_sset_hash_lanes(e->tokens.seed, &low, n));
+    int r = n <= 8 ? ex_wset_add(&e->words, low.v[0], n)
+                   : ex_sset_add_h(&e->tokens, low.b, n, ex_sset_hash_lanes(e->tokens.seed, &low, n));
     if (r == -1) {
         ex_em_error(e, CLARITY_ENOMEM);
         return -1;

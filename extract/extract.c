@@ -302,6 +302,7 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
     e->filter = filter;
     ex_sset_init(&e->seen, ex->seed);
     ex_sset_init(&e->tokens, ex->seed);
+    ex_wset_init(&e->words, ex->seed);
     buf_init(&e->id);
     int oom;
     e->ws = ex_norm_workspace(workspace, &oom);
@@ -318,6 +319,7 @@ int ex_em_finish(ex_emitter *e)
 {
     ex_sset_free(&e->seen);
     ex_sset_free(&e->tokens);
+    ex_wset_free(&e->words);
     buf_free(&e->id);
     pcre2_match_data_free(e->md);
     free(e->ws);
@@ -462,7 +464,7 @@ static int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char 
         while (k < n && w[k] >= '0' && w[k] <= '9') k++;
         if (k == n) return 0;
     }
-    if (n <= STOPWORD_MAX && stopword_is_hashed(low->b, n, ex_lanes_mix(NAME_HASH_SEED, low, n))) return 0;
+    if (n <= STOPWORD_MAX && stopword_is_lanes(low->v, n, ex_lanes_mix(NAME_HASH_SEED, low, n))) return 0;
     return ex_sset_add_h(counts, low->b, n, ex_sset_hash_lanes(counts->seed, low, n)) == -1 ? -1 : 0;
 }
 

@@ -67,6 +67,49 @@ int ex_sset_add(ex_sset *s, const char *k, size_t n);
 int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h);
 static inline const char *ex_sset_key(const ex_sset *s, size_t i) { return s->arena.p + s->ents[i].off; }
 
+/* ---- short words already seen (normalize.c) ----
+ * A word of at most 8 bytes is its one lane (ex_lanes below) and its
+ * length, so a set of them compares two integers instead of calling
+ * memcmp: the reference scan asks it once per word of the text. */
+typedef struct ex_wset {
+    uint64_t seed;
+    uint64_t *lanes; /* the lane, or 0 for an empty slot (no word is all NUL) */
+    uint8_t *lens;
+    size_t n, nslots;
+} ex_wset;
+
+void ex_wset_init(ex_wset *w, uint64_t seed);
+void ex_wset_free(ex_wset *w);
+/* Doubles the table: 0, -1 on allocation failure, -2 when full. */
+int ex_wset_grow(ex_wset *w);
+
+static inline size_t ex_wset_slot(const ex_wset *w, uint64_t lane)
+{
+    uint64_t h = (lane ^ w->seed) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ (h >> 32)) & (w->nslots - 1);
+}
+
+/* Adds the word (lane in memory order, 1 <= n <= 8).  Returns 1 when new,
+ * 0 when already there, -1 on allocation failure, -2 when full
+ * (EX_MAX_DISTINCT: the caller goes on without deduplicating).  Inline:
+ * it runs once per word of the text. */
+static inline int ex_wset_add(ex_wset *w, uint64_t lane, size_t n)
+{
+    if ((w->n + 1) * 2 > w->nslots) {
+        int r = ex_wset_grow(w);
+        if (r != 0) return r;
+    }
+    size_t j = ex_wset_slot(w, lane);
+    while (w->lanes[j]) {
+        if (w->lanes[j] == lane && w->lens[j] == n) return 0;
+        j = (j + 1) & (w->nslots - 1);
+    }
+    w->lanes[j] = lane;
+    w->lens[j] = (uint8_t)n;
+    w->n++;
+    return 1;
+}
+
 /* ---- paths and ids (normalize.c) ---- */
 /* Byte classes, as a table: the scanners test every byte of every prompt. */
 enum { EX_WORD = 1, EX_PATH = 2 };
@@ -185,6 +228,7 @@ typedef struct ex_emitter {
     void *ud;
     ex_sset seen;
     ex_sset tokens;        /* candidates: tokens already expanded in this call */
+    ex_wset words;         /* ... and the whole-word ones of up to 8 bytes, lowercase */
     buf id;                /* scratch for building ids */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
     char *ws;              /* normalized workspace or NULL */

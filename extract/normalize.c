@@ -95,6 +95,48 @@ int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h)
     return 1;
 }
 
+/* ---------------------------------------------------------------- ex_wset */
+
+void ex_wset_init(ex_wset *w, uint64_t seed)
+{
+    memset(w, 0, sizeof *w);
+    w->seed = seed;
+}
+
+void ex_wset_free(ex_wset *w)
+{
+    free(w->lanes);
+    free(w->lens);
+    memset(w, 0, sizeof *w);
+}
+
+int ex_wset_grow(ex_wset *w)
+{
+    if (w->n >= EX_MAX_DISTINCT) return -2;
+    size_t ns = w->nslots ? w->nslots * 2 : 256;
+    uint64_t *lanes = calloc(ns, sizeof *lanes);
+    uint8_t *lens = malloc(ns);
+    if (!lanes || !lens) {
+        free(lanes);
+        free(lens);
+        return -1;
+    }
+    ex_wset old = *w;
+    w->lanes = lanes;
+    w->lens = lens;
+    w->nslots = ns;
+    for (size_t i = 0; i < old.nslots; i++) {
+        if (!old.lanes[i]) continue;
+        size_t j = ex_wset_slot(w, old.lanes[i]);
+        while (lanes[j]) j = (j + 1) & (ns - 1);
+        lanes[j] = old.lanes[i];
+        lens[j] = old.lens[i];
+    }
+    free(old.lanes);
+    free(old.lens);
+    return 0;
+}
+
 /* --------------------------------------------------------------- paths */
 
 void ex_append_lower(buf *b, const char *s, size_t n)

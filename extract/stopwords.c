@@ -89,27 +89,50 @@ static const char *const STOPWORDS[] = {
 
 static uint16_t table[TABLE_SIZE]; /* index + 1 into STOPWORDS, 0 = empty */
 static uint8_t lens[N_STOPWORDS];  /* strlen of each: compared before the bytes */
+/* each word's bytes as lanes in memory order, zero-padded: a lookup
+ * compares integers (a word of up to 8 bytes is one compare) */
+static uint64_t lanes[N_STOPWORDS][STOPWORD_MAX / 8];
 static size_t n_distinct;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* Slot holding w, or the empty slot where it would go; h = name_hash(w). */
-static uint32_t find_slot(const char *w, size_t n, uint64_t h)
+/* Whether the word with lanes l (memory order, zero-padded) is entry k. */
+static int same(size_t k, const uint64_t *l, size_t n)
+{
+    if (lens[k] != n) return 0;
+    for (size_t j = 0; j * 8 < n; j++)
+        if (lanes[k][j] != l[j]) return 0;
+    return 1;
+}
+
+/* Slot holding the word, or the empty slot where it would go; h = name_hash(w). */
+static uint32_t find_slot(const uint64_t *l, size_t n, uint64_t h)
 {
     uint32_t i = (uint32_t)h & (TABLE_SIZE - 1);
     for (;;) {
         uint16_t v = table[i];
-        if (v == 0) return i;
-        if (lens[v - 1] == n && memcmp(STOPWORDS[v - 1], w, n) == 0) return i;
+        if (v == 0 || same(v - 1u, l, n)) return i;
         i = (i + 1) & (TABLE_SIZE - 1);
     }
+}
+
+/* The lanes of w[0, n) (n <= STOPWORD_MAX). */
+static void lanes_of(const char *w, size_t n, uint64_t *l)
+{
+    memset(l, 0, STOPWORD_MAX);
+    memcpy(l, w, n);
 }
 
 static void build(void)
 {
     _Static_assert(TABLE_SIZE > 2 * N_STOPWORDS, "stopword table too small");
-    for (size_t k = 0; k < N_STOPWORDS; k++) lens[k] = (uint8_t)strlen(STOPWORDS[k]);
     for (size_t k = 0; k < N_STOPWORDS; k++) {
-        uint32_t i = find_slot(STOPWORDS[k], lens[k], name_hash(STOPWORDS[k], lens[k]));
+        size_t n = strlen(STOPWORDS[k]);
+        lens[k] = (uint8_t)(n <= STOPWORD_MAX ? n : 0); /* (none is longer) */
+        lanes_of(STOPWORDS[k], lens[k], lanes[k]);
+    }
+    for (size_t k = 0; k < N_STOPWORDS; k++) {
+        if (!lens[k]) continue;
+        uint32_t i = find_slot(lanes[k], lens[k], name_hash(STOPWORDS[k], lens[k]));
         if (table[i] == 0) {
             table[i] = (uint16_t)(k + 1);
             n_distinct++;
@@ -120,14 +143,16 @@ static void build(void)
 int stopword_is(const char *w, size_t n)
 {
     if (n == 0 || n > STOPWORD_MAX) return 0;
-    return stopword_is_hashed(w, n, name_hash(w, n));
+    uint64_t l[STOPWORD_MAX / 8];
+    lanes_of(w, n, l);
+    return stopword_is_lanes(l, n, name_hash(w, n));
 }
 
-int stopword_is_hashed(const char *w, size_t n, uint64_t h)
+int stopword_is_lanes(const uint64_t *l, size_t n, uint64_t h)
 {
     if (n == 0 || n > STOPWORD_MAX) return 0;
     pthread_once(&once, build);
-    return table[find_slot(w, n, h)] != 0;
+    return table[find_slot(l, n, h)] != 0;
 }
 
 size_t stopword_count(void)

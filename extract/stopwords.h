@@ -15,8 +15,9 @@
 /* Non-zero when the n bytes at w (lowercase ASCII expected; the comparison
  * is exact) are a stopword. */
 int stopword_is(const char *w, size_t n);
-/* The same with h = name_hash(w, n) (util/namefilter.h) already known. */
-int stopword_is_hashed(const char *w, size_t n, uint64_t h);
+/* The same for a word given as lanes: its bytes in memory order, zero
+ * past n, STOPWORD_MAX / 8 of them readable; h = name_hash() of it. */
+int stopword_is_lanes(const uint64_t *lanes, size_t n, uint64_t h);
 
 /* Number of distinct stopwords in the list. */
 size_t stopword_count(void);

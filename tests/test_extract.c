@@ -266,6 +266,14 @@ Test(mentions, stopwords)
     cr_assert(!stopword_is("refactoring", 11));
     cr_assert(!stopword_is("sessions_x", 10));
     cr_assert_gt(stopword_count(), 300);
+    /* words of one, two and more lanes, and their near misses */
+    cr_assert(stopword_is("configuration", 13));
+    cr_assert(stopword_is("instructions", 12));
+    cr_assert(stopword_is("a", 1) || stopword_is("the", 3));
+    cr_assert(!stopword_is("configuratio", 12));
+    cr_assert(!stopword_is("configurationx", 14));
+    cr_assert(!stopword_is("Session", 7), "the comparison is exact (callers lowercase)");
+    cr_assert(!stopword_is("sessio", 6));
     extractor *ex = default_ex();
     col *c = mentions(ex, "Model model MODEL prompt prompt prompt context context context", NULL);
     cr_assert_eq(c->n, 0, "got: %s", dump(c));

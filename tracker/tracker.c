@@ -189,10 +189,11 @@ size_t tracker_history(const item *it, int64_t *out, size_t max)
     size_t n = it->hist_len < max ? it->hist_len : max;
     int cap = it->hist_len;
     if (cap == 0) return 0;
+    int idx = ((int)it->hist_head - 1) % cap; /* the newest, then one back at a time */
+    if (idx < 0) idx += cap;
     for (size_t i = 0; i < n; i++) {
-        int idx = ((int)it->hist_head - 1 - (int)i) % cap;
-        if (idx < 0) idx += cap;
         out[i] = it->history[idx];
+        idx = idx ? idx - 1 : cap - 1;
     }
     return n;
 }
