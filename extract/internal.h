@@ -136,14 +136,7 @@ static inline uint64_t ex_lane_le(uint64_t memory_order)
 
 static inline uint64_t ex_bytes_mix(uint64_t h, const char *s, size_t n)
 {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_load8(s + i));
-    if (i < n) {
-        uint64_t x = 0;
-        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
-        h = name_hash_step(h, x);
-    }
-    return name_hash_end(h);
+    return name_mix_bytes(h, s, n);
 }
 
 /* A word of at most EX_MAX_WORD bytes as lanes in memory order (so .b is

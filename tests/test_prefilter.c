@@ -46,13 +46,40 @@ static const char *const pieces[] = {
     "session.ts", "docs/guide.md", "--flag", "state.", "na\xc3\xafve", "\xff", "(src/a.c)", "key:value"};
 #define NP (sizeof pieces / sizeof *pieces)
 
+static extractor *default_extractor(clarity_config *cfg)
+{
+    char *err = NULL;
+    cr_assert_eq(config_parse(cfg, NULL, &err), 0);
+    extractor *ex;
+    cr_assert_eq(extract_new(cfg, &ex, &err), 0);
+    return ex;
+}
+
+/* The filtered scan of text reports exactly the tracked ids the unfiltered
+ * one reports (in the same order, or as sets when sorted).  Returns how many. */
+static size_t same_hits(const extractor *ex, tracker *t, const char *text, size_t len, int sorted,
+                        const char *what)
+{
+    hits filtered = {t, NULL, 0}, all = {t, NULL, 0};
+    extract_candidates_filtered(ex, text, len, "/ws", &t->names, collect, &filtered);
+    extract_candidates(ex, text, len, "/ws", collect, &all);
+    if (sorted) {
+        if (filtered.n) qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
+        if (all.n) qsort(all.ids, all.n, sizeof *all.ids, cmp);
+    }
+    cr_assert_eq(filtered.n, all.n, "%s: %zu filtered vs %zu unfiltered hits in \"%.*s\"", what, filtered.n,
+                 all.n, (int)len, text);
+    for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i], "%s, hit %zu", what, i);
+    size_t n = all.n;
+    hits_free(&filtered);
+    hits_free(&all);
+    return n;
+}
+
 Test(prefilter, filtered_candidates_equal_unfiltered_on_tracked_items)
 {
     clarity_config cfg;
-    char *err = NULL;
-    cr_assert_eq(config_parse(&cfg, NULL, &err), 0);
-    extractor *ex;
-    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    extractor *ex = default_extractor(&cfg);
     srand(7);
     for (int round = 0; round < 300; round++) {
         tracker t;
@@ -65,17 +92,10 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_tracked_items)
         for (int w = 0; w < 30 && off < sizeof text - 64; w++)
             off += (size_t)snprintf(text + off, sizeof text - off, "%s%s", pieces[rand() % NP],
                                     (rand() % 4) ? " " : "\n");
-        hits filtered = {&t, NULL, 0}, all = {&t, NULL, 0};
-        extract_candidates_filtered(ex, text, off, "/ws", &t.names, collect, &filtered);
-        extract_candidates(ex, text, off, "/ws", collect, &all);
         cr_assert_gt(t.count, 0);
-        qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
-        qsort(all.ids, all.n, sizeof *all.ids, cmp);
-        cr_assert_eq(filtered.n, all.n, "round %d: %zu filtered vs %zu unfiltered hits in \"%s\"",
-                     round, filtered.n, all.n, text);
-        for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i]);
-        hits_free(&filtered);
-        hits_free(&all);
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        same_hits(ex, &t, text, off, 1, what);
         tracker_free(&t);
     }
     extract_free(ex);
@@ -109,10 +129,7 @@ Test(prefilter, filter_rejects_most_untracked_words)
 Test(prefilter, filtered_candidates_equal_unfiltered_on_random_text)
 {
     clarity_config cfg;
-    char *err = NULL;
-    cr_assert_eq(config_parse(&cfg, NULL, &err), 0);
-    extractor *ex;
-    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    extractor *ex = default_extractor(&cfg);
     static const char alpha[] = "abAB01_-./ ~@+:\n\xc3";
     srand(11);
     size_t total = 0;
@@ -128,14 +145,9 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_random_text)
             if (a + n > len) n = len - a;
             extract_candidates(ex, text + a, n, "/ws", track, &t);
         }
-        hits filtered = {&t, NULL, 0}, all = {&t, NULL, 0};
-        extract_candidates_filtered(ex, text, len, "/ws", &t.names, collect, &filtered);
-        extract_candidates(ex, text, len, "/ws", collect, &all);
-        cr_assert_eq(filtered.n, all.n, "round %d: %zu filtered vs %zu unfiltered", round, filtered.n, all.n);
-        for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i], "round %d, hit %zu", round, i);
-        total += all.n;
-        hits_free(&filtered);
-        hits_free(&all);
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        total += same_hits(ex, &t, text, len, 0, what);
         tracker_free(&t);
         free(text);
     }
@@ -189,24 +201,15 @@ Test(prefilter, eight_lane_fold_equals_the_byte_fold)
 Test(prefilter, memory_files_inside_relative_paths_pass_the_filter)
 {
     clarity_config cfg;
-    char *err = NULL;
-    cr_assert_eq(config_parse(&cfg, NULL, &err), 0);
-    extractor *ex;
-    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    extractor *ex = default_extractor(&cfg);
     tracker t;
     tracker_init(&t, 16);
     tracker_touch(&t, "file:soul.md", CAT_FILE, 0);
     tracker_touch(&t, "file:memory/active-context.md", CAT_FILE, 0);
     tracker_touch(&t, "file:docs/guide.md", CAT_FILE, 0);
     const char *text = "Clare/ws/SOUL.md, notes/memory/active-context.md and web/docs/guide.md";
-    hits filtered = {&t, NULL, 0}, all = {&t, NULL, 0};
-    extract_candidates_filtered(ex, text, strlen(text), "/ws", &t.names, collect, &filtered);
-    extract_candidates(ex, text, strlen(text), "/ws", collect, &all);
-    cr_assert_eq(all.n, 3, "the unfiltered scan finds the three files");
-    cr_assert_eq(filtered.n, all.n, "%zu filtered vs %zu unfiltered", filtered.n, all.n);
-    for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i]);
-    hits_free(&filtered);
-    hits_free(&all);
+    cr_assert_eq(same_hits(ex, &t, text, strlen(text), 0, "memory files"), 3,
+                 "the unfiltered scan finds the three files");
     tracker_free(&t);
     extract_free(ex);
     config_free(&cfg);

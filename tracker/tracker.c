@@ -104,15 +104,7 @@ int tracker_category_of_id(const char *id)
  * text yields).  Every add and find of t->items goes through it. */
 static unsigned id_hash(const char *id, size_t n)
 {
-    uint64_t h = 0x452821e638d01377ull ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_load8(id + i));
-    if (i < n) {
-        uint64_t x = 0;
-        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)id[i + k] << (8 * k);
-        h = name_hash_step(h, x);
-    }
-    return (unsigned)name_hash_end(h);
+    return (unsigned)name_mix_bytes(0x452821e638d01377ull ^ n, id, n);
 }
 
 item *tracker_find(tracker *t, const char *id)

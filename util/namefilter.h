@@ -69,6 +69,20 @@ static inline uint64_t name_hash_end(uint64_t h)
     return h ^ (h >> 29);
 }
 
+/* The same steps over raw bytes (no folding): the hash of the other
+ * tables that key on text (the tracker's items, extract/'s sets). */
+static inline uint64_t name_mix_bytes(uint64_t h, const char *s, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_load8(s + i));
+    if (i < n) {
+        uint64_t x = 0;
+        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
+        h = name_hash_step(h, x);
+    }
+    return name_hash_end(h);
+}
+
 static inline uint64_t name_hash(const char *s, size_t n)
 {
     uint64_t h = NAME_HASH_SEED;
