@@ -58,7 +58,53 @@ static size_t item_line(char *line, size_t cap, const char *mark, const item *it
     return n;
 }
 
-void block_write(engine *e, session *s, buf *out)
+/* it into the k best so far (top[0, *n), best first) when it belongs. */
+static void consider(engine *e, session *s, item *it, double pred_max, size_t k, top_entry *top, size_t *n)
+{
+    const clarity_config *c = &e->cfg;
+    if (it->pruned) return;
+    /* an item whose bound cannot reach the k-th best (or the minimum) is
+     * not even scored */
+    double ub = scorer_bound(c, &e->tables, it, s->t.current_turn, pred_max);
+    if (ub < c->context.min_score || ub <= 0 || (*n == k && ub < top[*n - 1].score)) return;
+    score_breakdown b;
+    engine_score(e, s, it, s->t.current_turn, &b);
+    if (b.score < c->context.min_score || b.score <= 0) return;
+    top_entry cand = {it, b.score};
+    if (*n == k && !better(&cand, &top[*n - 1])) return;
+    size_t pos = *n < k ? (*n)++ : k - 1;
+    while (pos > 0 && better(&cand, &top[pos - 1])) {
+        top[pos] = top[pos - 1];
+        pos--;
+    }
+    top[pos] = cand;
+}
+
+/* The k best items into top (best first); their count.  With the rank
+ * index the items come highest turn-free bound first, and the walk stops
+ * at the first that cannot reach the k-th best: no later one can.
+ * Without it (or without memory for it) every item is bounded.  The k
+ * best are the same either way: ties are broken by id. */
+static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int use_index)
+{
+    const clarity_config *c = &e->cfg;
+    size_t n = 0;
+    if (k == 0) return 0;
+    double pred_max = predict_term_max(e, s);
+    if (use_index && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
+        rankidx_iter ri = {&s->rank, 0, 0};
+        for (const rank_slot *sl; (sl = rankidx_next(&ri));) {
+            double most = scorer_bound_of_core(sl->core, pred_max);
+            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) break;
+            consider(e, s, sl->it, pred_max, k, top, &n);
+        }
+        return n;
+    }
+    for (item *it = s->t.items; it; it = it->hh.next) consider(e, s, it, pred_max, k, top, &n);
+    return n;
+}
+
+static void block_emit(engine *e, session *s, buf *out, int use_index)
 {
     const clarity_config *c = &e->cfg;
     size_t k = (size_t)c->context.max_items;
@@ -67,29 +113,7 @@ void block_write(engine *e, session *s, buf *out)
     top_entry stack_top[32];
     top_entry *top = k <= 32 ? stack_top : malloc(k * sizeof *top);
     if (!top) return;
-    size_t n = 0;
-    double pred_max = predict_term_max(e, s);
-    /* Keep the k best in a sorted array: items mostly fail the first
-     * comparison, so this stays linear in the number of items; an item
-     * whose upper bound cannot reach the k-th best (or the minimum) is not
-     * even scored. */
-    for (item *it = s->t.items; it; it = it->hh.next) {
-        if (it->pruned) continue;
-        if (k == 0) break;
-        double ub = scorer_bound(c, &e->tables, it, s->t.current_turn, pred_max);
-        if (ub < c->context.min_score || ub <= 0 || (n == k && ub < top[n - 1].score)) continue;
-        score_breakdown b;
-        engine_score(e, s, it, s->t.current_turn, &b);
-        if (b.score < c->context.min_score || b.score <= 0) continue;
-        top_entry cand = {it, b.score};
-        if (n == k && !better(&cand, &top[n - 1])) continue;
-        size_t pos = n < k ? n++ : k - 1;
-        while (pos > 0 && better(&cand, &top[pos - 1])) {
-            top[pos] = top[pos - 1];
-            pos--;
-        }
-        top[pos] = cand;
-    }
+    size_t n = best_items(e, s, k, top, use_index);
     if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress && !s->n_hints) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
@@ -130,3 +154,7 @@ void block_write(engine *e, session *s, buf *out)
 done:
     if (top != stack_top) free(top);
 }
+
+void block_write(engine *e, session *s, buf *out) { block_emit(e, s, out, 1); }
+
+void block_write_scan(engine *e, session *s, buf *out) { block_emit(e, s, out, 0); }

@@ -87,6 +87,7 @@ static void session_free(session *s)
     compact_reinject_clear(s);
     progress_free(s->progress);
     hints_clear(s);
+    rankidx_free(&s->rank);
     tracker_free(&s->t);
     persist_session_free(s);
     pthread_mutex_destroy(&s->mu);

@@ -21,6 +21,7 @@
 #include "../store/store.h"
 #include "../tracker/tracker.h"
 #include "../util/buf.h"
+#include "rankidx.h"
 
 
 typedef struct session {
@@ -47,6 +48,7 @@ typedef struct session {
     size_t n_reinject;
     int reinject_shown;
     struct progress *progress; /* test runs (progress.c); NULL until the first; stored in the meta */
+    rankidx rank; /* the items by score bound, for the block (rankidx.c); not persisted */
     /* Files the latest turn edited, and the co-change hints they gave
      * (hints.c): shown in the blocks until the next turn ends. */
     char **edited;
@@ -149,5 +151,7 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);
 #define BLOCK_OPEN "[CLARITY CONTEXT]"
 #define BLOCK_CLOSE "[/CLARITY CONTEXT]"
 void block_write(engine *e, session *s, buf *out);
+/* The same without the rank index: every item bounded (tests compare). */
+void block_write_scan(engine *e, session *s, buf *out);
 
 #endif

@@ -81,6 +81,26 @@ static inline double scorer_bound(const clarity_config *cfg, const scorer_tables
     double s = f + r + u - 0.0 + a + prediction_max;
     return s + 1e-9 * (1.0 + (s < 0 ? -s : s));
 }
+/* The part of scorer_bound that no turn changes: recency at its largest
+ * for any turn (the bonus, or 0 when the bonus is negative).  For every
+ * turn, scorer_bound(..., p) <= scorer_bound_of_core(scorer_bound_core(...), p):
+ * the same additions in the same order, each term at least as large. */
+static inline double scorer_bound_core(const clarity_config *cfg, const scorer_tables *tables, const item *it)
+{
+    int64_t m = it->mention_count;
+    double f = m >= 0 && m < SCORER_TABLE ? tables->freq[m] : scorer_frequency(cfg, m);
+    double r = cfg->scoring.recency_bonus > 0 ? cfg->scoring.recency_bonus : 0.0;
+    double u = (double)it->reference_count * cfg->scoring.reference_weight;
+    double a = it->anchored ? cfg->scoring.anchor_bonus : 0.0;
+    return f + r + u - 0.0 + a;
+}
+
+static inline double scorer_bound_of_core(double core, double prediction_max)
+{
+    double s = core + prediction_max;
+    return s + 1e-9 * (1.0 + (s < 0 ? -s : s));
+}
+
 /* Without tables or prediction. */
 void scorer_score(const clarity_config *cfg, const item *it, int64_t current_turn,
                   score_breakdown *out);

@@ -1,5 +1,6 @@
 #include "tracker.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +11,16 @@
 static const char *const cat_names[CAT__COUNT] = {"project", "tool", "file", "keyword", "custom", "test"};
 static const char *const tier_names[TIER__COUNT] = {"essential", "high", "normal", "low"};
 
+uint64_t tracker_new_gen(void)
+{
+    static _Atomic uint64_t next = 1;
+    return atomic_fetch_add(&next, 1);
+}
+
 void tracker_init(tracker *t, int history_length)
 {
     memset(t, 0, sizeof *t);
+    t->rank_gen = tracker_new_gen();
     if (history_length < 1) history_length = 1;
     if (history_length > ITEM_HISTORY_MAX) history_length = ITEM_HISTORY_MAX;
     t->history_length = history_length;
@@ -115,8 +123,18 @@ item *tracker_find(tracker *t, const char *id)
     return it;
 }
 
+void tracker_rank_note(tracker *t, item *it)
+{
+    it->rank_ver++;
+    if (it->rank_queued) return;
+    it->rank_queued = 1;
+    it->rank_next = t->rank_q;
+    t->rank_q = it;
+}
+
 void tracker_mark_dirty(tracker *t, item *it)
 {
+    tracker_rank_note(t, it);
     if (it->dirty) return;
     it->dirty = 1;
     it->dirty_next = t->dirty;
@@ -153,6 +171,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     }
     t->count++;
     names_add(t, it);
+    tracker_rank_note(t, it);
     /* A previously evicted id that comes back must not be deleted later. */
     for (size_t i = 0; i < t->n_deleted; i++) {
         if (strcmp(t->deleted[i], id) == 0) {
@@ -261,6 +280,10 @@ static void remove_item(tracker *t, item *it, int forget)
     }
     HASH_DELETE(hh, t->items, it);
     t->count--;
+    /* the rank index may point at it: it rebuilds (the queue is dropped,
+     * and the queued flags are reset by that rebuild) */
+    t->rank_gen = tracker_new_gen();
+    t->rank_q = NULL;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
     if (forget && t->n_deleted < t->cap_deleted) {
         t->deleted[t->n_deleted++] = it->id; /* ownership moves to the list */

@@ -52,6 +52,9 @@ typedef struct item {
     uint8_t anchored, pruned, dirty;
     uint8_t hist_len, hist_head;
     uint8_t snap_dirty; /* changed since the stored snapshot (persist.c's turn log) */
+    uint8_t rank_queued; /* on the tracker's rank queue */
+    uint32_t rank_ver;   /* bumped at every change a score bound depends on */
+    struct item *rank_next;
     int32_t history[]; /* ring of the last turns with a mention */
 } item;
 
@@ -72,6 +75,11 @@ typedef struct tracker {
      * removed since the last rebuild still answer "maybe" until then. */
     name_filter names;
     size_t names_removed;
+    /* For an index of the items by score bound (engine/rankidx.c): the
+     * items changed since it last looked, and a generation that changes
+     * (unique in the process) whenever items go away; 0 = not yet given. */
+    item *rank_q;
+    uint64_t rank_gen;
     /* hashes of the last turn keys counted (agent_end's turn_key), a ring */
     uint64_t turn_keys[TRACKER_TURN_KEYS];
     size_t n_turn_keys;
@@ -102,6 +110,12 @@ void tracker_anchor(tracker *t, item *it, const char *reason, int64_t now_ms);
 void tracker_unanchor(tracker *t, item *it);
 void tracker_set_tier(tracker *t, item *it, int tier);
 void tracker_mark_dirty(tracker *t, item *it);
+/* Notes a change of the counts or the anchor of it for the rank index
+ * (tracker_mark_dirty does it; so must any code that sets those fields
+ * directly, as a restore does). */
+void tracker_rank_note(tracker *t, item *it);
+/* A generation number no tracker of this process has had. */
+uint64_t tracker_new_gen(void);
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
 /* Removes and frees an item without touching the store (one that was never

@@ -1,0 +1,129 @@
+/* rankidx.c: the items by turn-free score bound (rankidx.h). */
+#include "rankidx.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int by_core_desc(const void *a, const void *b)
+{
+    double x = ((const rank_slot *)a)->core, y = ((const rank_slot *)b)->core;
+    return (x < y) - (x > y);
+}
+
+static int reserve(rank_slot **v, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    rank_slot *p = realloc(*v, c * sizeof *p);
+    if (!p) return -1;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+static void reset(rankidx *x)
+{
+    x->n = x->no = 0;
+    x->gen = 0;
+}
+
+static rank_slot slot_of(const clarity_config *cfg, const scorer_tables *tables, item *it)
+{
+    return (rank_slot){scorer_bound_core(cfg, tables, it), it, it->rank_ver};
+}
+
+/* Every item anew; the queue is emptied. */
+static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t)
+{
+    reset(x);
+    t->rank_q = NULL; /* every item's flag is reset below */
+    if (reserve(&x->main, &x->cap, t->count) != 0) return -1;
+    for (item *it = t->items; it; it = it->hh.next) {
+        it->rank_queued = 0;
+        x->main[x->n++] = slot_of(cfg, tables, it);
+    }
+    if (x->n > 1) qsort(x->main, x->n, sizeof *x->main, by_core_desc);
+    if (!t->rank_gen) t->rank_gen = tracker_new_gen(); /* a tracker reset by memset */
+    x->gen = t->rank_gen;
+    return 0;
+}
+
+/* The overlay into the main array, superseded entries dropped. */
+static int fold(rankidx *x)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->main[i].ver == x->main[i].it->rank_ver) x->main[live++] = x->main[i];
+    x->n = live;
+    if (reserve(&x->main, &x->cap, x->n + x->no) != 0) return -1;
+    /* merge from the back, in place */
+    size_t i = x->n, j = x->no, k = x->n + x->no;
+    while (j > 0) {
+        const rank_slot *o = &x->over[j - 1];
+        if (o->ver != o->it->rank_ver) {
+            j--;
+            continue;
+        }
+        if (i > 0 && x->main[i - 1].core < o->core) x->main[--k] = x->main[--i];
+        else x->main[--k] = x->over[--j];
+    }
+    /* k - i slots were left by superseded overlay entries: close the gap */
+    if (k > i) memmove(x->main + i, x->main + k, (x->n + x->no - k) * sizeof *x->main);
+    x->n = i + (x->n + x->no - k);
+    x->no = 0;
+    return 0;
+}
+
+/* over[from, no) are new: sorted, then merged with over[0, from) from the back. */
+static int merge_new(rankidx *x, size_t from)
+{
+    size_t m = x->no - from;
+    qsort(x->over + from, m, sizeof *x->over, by_core_desc);
+    rank_slot *add = malloc(m * sizeof *add);
+    if (!add) return -1;
+    memcpy(add, x->over + from, m * sizeof *add);
+    size_t i = from, j = m, k = x->no;
+    while (j > 0) {
+        if (i > 0 && x->over[i - 1].core < add[j - 1].core) x->over[--k] = x->over[--i];
+        else x->over[--k] = add[--j];
+    }
+    free(add);
+    return 0;
+}
+
+int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t)
+{
+    int rc;
+    if (!x->gen || x->gen != t->rank_gen) {
+        rc = rebuild(x, cfg, tables, t);
+    } else {
+        size_t from = x->no;
+        rc = 0;
+        for (item *it = t->rank_q; it; it = it->rank_next) {
+            if (reserve(&x->over, &x->cap_o, x->no + 1) != 0) {
+                rc = -1;
+                break;
+            }
+            x->over[x->no++] = slot_of(cfg, tables, it);
+        }
+        if (rc == 0) {
+            for (item *it = t->rank_q; it; it = it->rank_next) it->rank_queued = 0;
+            t->rank_q = NULL;
+            if (x->no > from) rc = merge_new(x, from);
+            /* a fold costs O(n), a turn's merge O(overlay): folding once
+             * the overlay passes ~20 sqrt(n) balances the two */
+            if (rc == 0 && x->no > 64 + 20 * (size_t)sqrt((double)x->n)) rc = fold(x);
+        }
+    }
+    if (rc != 0) reset(x);
+    return rc;
+}
+
+void rankidx_free(rankidx *x)
+{
+    free(x->main);
+    free(x->over);
+    memset(x, 0, sizeof *x);
+}

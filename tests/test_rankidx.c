@@ -1,0 +1,132 @@
+/* The context block read through the rank index (engine/rankidx.c) is the
+ * block every item bounded gives: after each of thousands of random
+ * changes (mentions, references, anchors, prunes, new and removed items,
+ * restores that set counts directly, a reset tracker, turns going by), in
+ * both scoring models and with few or many items per block. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/engine.h"
+
+static void quiet(void *ud, int level, const char *msg) { (void)ud, (void)level, (void)msg; }
+static int64_t clock0(void *ud) { return (void)ud, 1700000000000; }
+
+static engine *open_engine(const char *config)
+{
+    clarity_host h;
+    memset(&h, 0, sizeof h);
+    h.struct_size = sizeof h;
+    h.abi_version = CLARITY_ABI_VERSION;
+    h.log = quiet;
+    h.now_ms = clock0;
+    engine *e = NULL;
+    char *err = NULL;
+    cr_assert_eq(engine_new(&h, config, &e, &err), CLARITY_OK, "%s", err ? err : "");
+    return e;
+}
+
+static item *random_item(tracker *t)
+{
+    if (!t->count) return NULL;
+    size_t k = (size_t)rand() % t->count;
+    item *it = t->items;
+    while (k--) it = it->hh.next;
+    return it;
+}
+
+static void change(tracker *t, int step)
+{
+    char id[48];
+    static const char *const prefix[] = {"", "tool:", "keyword:", "file:src/"};
+    item *it = random_item(t);
+    switch (rand() % 16) {
+    case 0: case 1: case 2: case 3:
+        snprintf(id, sizeof id, "%sname%d", prefix[rand() % 4], rand() % 400);
+        tracker_mention(t, id, tracker_category_of_id(id), 0);
+        break;
+    case 4: case 5: case 6:
+        if (it) tracker_reference(t, it);
+        break;
+    case 7:
+        if (it) tracker_anchor(t, it, "test", 0);
+        break;
+    case 8:
+        if (it) tracker_unanchor(t, it);
+        break;
+    case 9:
+        if (it && !it->anchored) {
+            it->pruned = 1;
+            tracker_mark_dirty(t, it);
+        }
+        break;
+    case 10:
+        if (it && rand() % 4 == 0) tracker_remove(t, it);
+        break;
+    case 11: /* a restore sets the counts directly */
+        if (it) {
+            it->mention_count = rand() % 40;
+            it->reference_count = rand() % 10;
+            it->pruned = 0;
+            tracker_rank_note(t, it);
+        }
+        break;
+    case 12: case 13:
+        tracker_advance_turn(t);
+        break;
+    case 14:
+        if (step % 500 == 499) { /* a reset session */
+            int h = t->history_length;
+            tracker_free(t);
+            tracker_init(t, h);
+        }
+        break;
+    default:
+        if (it) tracker_set_tier(t, it, rand() % TIER__COUNT);
+        break;
+    }
+}
+
+static void compare(const char *config, int steps)
+{
+    engine *e = open_engine(config);
+    session *s;
+    cr_assert_eq(engine_acquire(e, "rank-test", 1, &s), CLARITY_OK);
+    buf a, b;
+    buf_init(&a);
+    buf_init(&b);
+    size_t lines = 0;
+    for (int step = 0; step < steps; step++) {
+        change(&s->t, step);
+        if (rand() % 3) continue; /* several changes between blocks, too */
+        buf_reset(&a);
+        buf_reset(&b);
+        block_write(e, s, &a);
+        block_write_scan(e, s, &b);
+        cr_assert_eq(a.len, b.len, "step %d: the blocks differ:\n%s\n---\n%s", step, a.p ? a.p : "",
+                     b.p ? b.p : "");
+        cr_assert(a.len == 0 || memcmp(a.p, b.p, a.len) == 0, "step %d: the blocks differ:\n%s\n---\n%s", step,
+                  a.p, b.p);
+        for (size_t i = 0; i < a.len; i++) lines += a.p[i] == '\n';
+    }
+    cr_assert_gt(lines, (size_t)steps / 4, "the blocks were mostly empty (%zu lines)", lines);
+    buf_free(&a);
+    buf_free(&b);
+    engine_release(e, s);
+    engine_free(e);
+}
+
+Test(rankidx, indexed_block_equals_the_full_scan)
+{
+    srand(17);
+    compare("{\"storage\":{\"backend\":\"memory\"}}", 6000);
+}
+
+Test(rankidx, indexed_block_equals_the_full_scan_original_model_many_items)
+{
+    srand(23);
+    compare("{\"storage\":{\"backend\":\"memory\"},\"scoring\":{\"model\":\"original\"},"
+            "\"context\":{\"maxItems\":40,\"minScore\":0}}",
+            6000);
+}
