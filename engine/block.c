@@ -83,7 +83,7 @@ static void consider(engine *e, session *s, item *it, double pred_max, size_t k,
 /* The k best items into top (best first); their count.  With the rank
  * index the items come highest turn-free bound first, and the walk stops
  * at the first that cannot reach the k-th best: no later one can.
- * Without it (or without memory for it) every item is bounded.  The k
+ * Without it (a short session, or no memory for it) every item is bounded.  The k
  * best are the same either way: ties are broken by id. */
 static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int use_index)
 {
@@ -91,7 +91,7 @@ static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int us
     size_t n = 0;
     if (k == 0) return 0;
     double pred_max = predict_term_max(e, s);
-    if (use_index && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
+    if (use_index && s->t.count >= RANKIDX_MIN_ITEMS && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
         rankidx_iter ri = {&s->rank, 0, 0};
         for (const rank_slot *sl; (sl = rankidx_next(&ri));) {
             double most = scorer_bound_of_core(sl->core, pred_max);

@@ -19,6 +19,10 @@
 #include "../scorer/scorer.h"
 #include "../tracker/tracker.h"
 
+/* Below this many items bounding every item is cheaper than keeping the
+ * index (short sessions): the block scans them. */
+#define RANKIDX_MIN_ITEMS 256
+
 typedef struct rank_slot {
     double core; /* scorer_bound_core when the entry was made */
     item *it;
