@@ -142,7 +142,6 @@ static int item_from_json(tracker *t, item *it, json_t *o, const char *where, ch
     it->pruned = (uint8_t)pruned;
     it->pruned_turn = pt;
     it->created_at_ms = c;
-    tracker_rank_note(t, it);
     const char *ar = json_string_value(json_object_get(o, "ar"));
     if (!ar) ar = json_string_value(json_object_get(o, "anchorReason"));
     free(it->anchor_reason);
@@ -160,10 +159,7 @@ typedef struct load_ctx {
 static int item_from_row(tracker *t, item *it, const char *val, size_t len, const char *where, char **err)
 {
     tl_reader r = {(const unsigned char *)val + 1, (const unsigned char *)val + len, NULL};
-    if (len && (unsigned char)val[0] == TL_ROW_V1 && tl_get_item(&r, t, it) == 0 && r.p == r.end) {
-        tracker_rank_note(t, it);
-        return 0;
-    }
+    if (len && (unsigned char)val[0] == TL_ROW_V1 && tl_get_item(&r, t, it) == 0 && r.p == r.end) return 0;
     *err = util_format("%s: \"%s\" is out of range or cut short", where,
                        len && (unsigned char)val[0] == TL_ROW_V1 ? (r.what ? r.what : "length") : "format");
     return -1;
@@ -343,10 +339,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
         free(k);
         if (!it) rc = -2;
         else if (tl_get_item(r, &s->t, it) != 0) rc = -1; /* checked before: cannot happen */
-        else {
-            it->snap_dirty = 1;
-            tracker_rank_note(&s->t, it);
-        }
+        else it->snap_dirty = 1;
     }
     if (scratch) free(scratch->anchor_reason);
     free(scratch);

@@ -45,7 +45,6 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
         x->main[x->n++] = slot_of(cfg, tables, it);
     }
     if (x->n > 1) qsort(x->main, x->n, sizeof *x->main, by_core_desc);
-    if (!t->rank_gen) t->rank_gen = tracker_new_gen(); /* a tracker reset by memset */
     x->gen = t->rank_gen;
     return 0;
 }
@@ -81,37 +80,34 @@ static int merge_new(rankidx *x, size_t from)
 {
     size_t m = x->no - from;
     qsort(x->over + from, m, sizeof *x->over, by_core_desc);
-    rank_slot *add = malloc(m * sizeof *add);
-    if (!add) return -1;
+    if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
+    rank_slot *add = x->tmp;
     memcpy(add, x->over + from, m * sizeof *add);
     size_t i = from, j = m, k = x->no;
     while (j > 0) {
         if (i > 0 && x->over[i - 1].core < add[j - 1].core) x->over[--k] = x->over[--i];
         else x->over[--k] = add[--j];
     }
-    free(add);
     return 0;
 }
 
 int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t)
 {
-    int rc;
+    int rc = 0;
     if (!x->gen || x->gen != t->rank_gen) {
         rc = rebuild(x, cfg, tables, t);
-    } else {
-        size_t from = x->no;
-        rc = 0;
-        for (item *it = t->rank_q; it; it = it->rank_next) {
-            if (reserve(&x->over, &x->cap_o, x->no + 1) != 0) {
-                rc = -1;
-                break;
+    } else if (t->rank_q) {
+        size_t from = x->no, m = 0;
+        for (item *it = t->rank_q; it; it = it->rank_next) m++;
+        if (reserve(&x->over, &x->cap_o, x->no + m) != 0) {
+            rc = -1; /* the queue stays; the rebuild after the reset takes it */
+        } else {
+            for (item *it = t->rank_q; it; it = it->rank_next) {
+                x->over[x->no++] = slot_of(cfg, tables, it);
+                it->rank_queued = 0;
             }
-            x->over[x->no++] = slot_of(cfg, tables, it);
-        }
-        if (rc == 0) {
-            for (item *it = t->rank_q; it; it = it->rank_next) it->rank_queued = 0;
             t->rank_q = NULL;
-            if (x->no > from) rc = merge_new(x, from);
+            rc = merge_new(x, from);
             /* a fold costs O(n), a turn's merge O(overlay): folding once
              * the overlay passes ~20 sqrt(n) balances the two */
             if (rc == 0 && x->no > 64 + 20 * (size_t)sqrt((double)x->n)) rc = fold(x);
@@ -125,5 +121,6 @@ void rankidx_free(rankidx *x)
 {
     free(x->main);
     free(x->over);
+    free(x->tmp);
     memset(x, 0, sizeof *x);
 }

@@ -4,7 +4,7 @@
  * item can reach it, instead of bounding every item every turn.
  *
  * The tracker queues every item whose counts or anchor change
- * (tracker_rank_note) and changes its generation when items go away; the
+ * (tracker_mark_dirty) and changes its generation when items go away; the
  * index drains the queue into a small sorted overlay, merges the overlay
  * into the main array when it grows, and rebuilds on a new generation.
  * An entry records the item's rank_ver when it was made: one that no
@@ -31,7 +31,8 @@ typedef struct rank_slot {
 
 typedef struct rankidx {
     rank_slot *main, *over; /* each by core, highest first */
-    size_t n, cap, no, cap_o;
+    rank_slot *tmp;         /* a turn's new entries while they are merged */
+    size_t n, cap, no, cap_o, cap_t;
     uint64_t gen; /* the tracker generation it reflects; 0 = none */
 } rankidx;
 

@@ -6,36 +6,24 @@
 #include <string.h>
 
 #include "turnlog.h"
+#include "../util/endian.h"
 
 #define TL_REASON_MAX (1u << 20)
 #define TL_ITEM_FIXED (4 + 8 * 8) /* the item form up to the reason */
 #define TL_HEADER (4 + 3 * 8)
 
 /* Little-endian fields, one load or store each. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define TL_LE64(v) __builtin_bswap64(v)
-#define TL_LE32(v) __builtin_bswap32(v)
-#else
-#define TL_LE64(v) (v)
-#define TL_LE32(v) (v)
-#endif
-
 static void put_u64(unsigned char *p, uint64_t v)
 {
-    v = TL_LE64(v);
+    v = util_le64(v);
     memcpy(p, &v, 8);
 }
 
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return TL_LE64(v);
-}
+static uint64_t get_u64(const unsigned char *p) { return util_load_le64(p); }
 
 static unsigned char *put_u32p(unsigned char *p, uint32_t v)
 {
-    v = TL_LE32(v);
+    v = util_le32(v);
     memcpy(p, &v, 4);
     return p + 4;
 }
@@ -101,7 +89,7 @@ int tl_get_u32(tl_reader *r, uint32_t *v, const char *what)
 {
     if (need(r, 4, what)) return -1;
     memcpy(v, r->p, 4);
-    *v = TL_LE32(*v);
+    *v = util_le32(*v);
     r->p += 4;
     return 0;
 }

@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) uint64_t word_hash(const char *t, s
         uint64_t x;
         memcpy(&x, t + a, 8);
         low->v[0] = name_fold_upper8(x & ex_lane_mask(b - a));
-        return name_hash_end(name_hash_step(NAME_HASH_SEED, ex_lane_le(low->v[0])));
+        return name_hash_end(name_hash_step(NAME_HASH_SEED, util_le64(low->v[0])));
     }
     ex_lanes raw;
     ex_word_lanes(t, len, a, b - a, &raw, low);
@@ -172,7 +172,7 @@ static int word_may_match(const name_filter *nf, const char *t, size_t len, size
 static int dot_continues(const char *t, size_t len, size_t p, size_t *q)
 {
     size_t i = p + 1;
-    while (i < len && is_path_char((unsigned char)t[i]) && t[i] == '.') i++;
+    while (i < len && t[i] == '.') i++;
     *q = i;
     return i < len && is_path_char((unsigned char)t[i]);
 }

@@ -67,9 +67,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Whether the word t[0..n) is one of the plain-word tool names: a length
- * and first-byte screen (most words fail it), then one probe of a table. */
-/* Whether a configured tool name may be n bytes long and start with t[0]. */
+/* Whether a configured tool name may be n bytes long and start with t[0]:
+ * the screen most words fail before the table is probed. */
 static int tool_may_be(const extractor *ex, const char *t, size_t n)
 {
     unsigned char c0 = (unsigned char)t[0];
@@ -77,7 +76,7 @@ static int tool_may_be(const extractor *ex, const char *t, size_t n)
 }
 
 /* The word t[0, n) is a configured tool name; h = ex_word_hash(t, n). */
-static int is_tool_word_h(const extractor *ex, const char *t, size_t n, uint32_t h)
+static inline int is_tool_word_h(const extractor *ex, const char *t, size_t n, uint32_t h)
 {
     for (size_t i = h & ex->tool_mask;; i = (i + 1) & ex->tool_mask) {
         uint16_t v = ex->tool_slots[i];
@@ -87,15 +86,10 @@ static int is_tool_word_h(const extractor *ex, const char *t, size_t n, uint32_t
     }
 }
 
+/* Whether the word t[0..n) is one of the plain-word tool names. */
 static int is_tool_word(const extractor *ex, const char *t, size_t n)
 {
-    if (!tool_may_be(ex, t, n)) return 0;
-    for (size_t i = ex_word_hash(t, n) & ex->tool_mask;; i = (i + 1) & ex->tool_mask) {
-        uint16_t v = ex->tool_slots[i];
-        if (!v) return 0;
-        const char *w = ex->tool_words[v - 1];
-        if (strncmp(w, t, n) == 0 && !w[n]) return 1;
-    }
+    return tool_may_be(ex, t, n) && is_tool_word_h(ex, t, n, ex_word_hash(t, n));
 }
 
 static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
@@ -438,24 +432,10 @@ static int emit_project(ex_emitter *e, const char *t, size_t a, size_t b)
     return ex_em_emit_scratch(e, CAT_PROJECT, 1);
 }
 
-/* Counts the word w[0..n) as a keyword when it may be one (long enough,
- * not all digits, not a stopword).  0, or -1 out of memory. */
-static int count_keyword(const extractor *ex, ex_sset *counts, const char *w, size_t n)
-{
-    char low[EX_MAX_WORD];
-    if (n < (size_t)ex->min_len || n > EX_MAX_WORD) return 0;
-    int digits = 1;
-    for (size_t k = 0; k < n; k++) {
-        char c = w[k];
-        digits &= c >= '0' && c <= '9';
-        low[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
-    }
-    if (digits || stopword_is(low, n)) return 0;
-    return ex_sset_add(counts, low, n) == -1 ? -1 : 0;
-}
-
-/* count_keyword for a word whose lanes are loaded (n <= EX_MAX_WORD). */
-static int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char *w, size_t n,
+/* Counts the word w[0..n) (n <= EX_MAX_WORD, its lowercase lanes loaded)
+ * as a keyword when it may be one: long enough, not all digits, not a
+ * stopword.  0, or -1 out of memory. */
+static inline int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char *w, size_t n,
                                const ex_lanes *low)
 {
     if (n < (size_t)ex->min_len) return 0;
@@ -466,6 +446,15 @@ static int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char 
     }
     if (n <= STOPWORD_MAX && stopword_is_lanes(low->v, n, ex_lanes_mix(NAME_HASH_SEED, low, n))) return 0;
     return ex_sset_add_h(counts, low->b, n, ex_sset_hash_lanes(counts->seed, low, n)) == -1 ? -1 : 0;
+}
+
+/* The same for a word not loaded yet (the reference passes). */
+static int count_keyword(const extractor *ex, ex_sset *counts, const char *w, size_t n)
+{
+    if (n > EX_MAX_WORD) return 0;
+    ex_lanes raw, low;
+    ex_word_lanes(w, n, 0, n, &raw, &low);
+    return count_keyword_lanes(ex, counts, w, n, &low);
 }
 
 static void pass_tools(ex_emitter *e, const char *t, size_t len)

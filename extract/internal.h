@@ -123,22 +123,8 @@ static inline int ex_is_path_char(unsigned char c) { return ex_ctype[c] & EX_PAT
  * Every hash of extract/ runs over 8-byte lanes (name_load8 order, the
  * tail zero-padded; util/namefilter.h), so a scanner that has loaded a
  * word's lanes once derives each of its hashes from them in a few
- * instructions: ex_lanes_mix() of a word's lanes equals ex_bytes_mix() of
- * its bytes. */
-static inline uint64_t ex_lane_le(uint64_t memory_order)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return __builtin_bswap64(memory_order);
-#else
-    return memory_order;
-#endif
-}
-
-static inline uint64_t ex_bytes_mix(uint64_t h, const char *s, size_t n)
-{
-    return name_mix_bytes(h, s, n);
-}
-
+ * instructions: ex_lanes_mix() of a word's lanes equals name_mix_bytes()
+ * of its bytes. */
 /* A word of at most EX_MAX_WORD bytes as lanes in memory order (so .b is
  * its bytes), zero past n: as written, and folded to lowercase. */
 typedef union ex_lanes {
@@ -148,18 +134,14 @@ typedef union ex_lanes {
 
 static inline uint64_t ex_lanes_mix(uint64_t h, const ex_lanes *l, size_t n)
 {
-    for (size_t k = 0; k * 8 < n; k++) h = name_hash_step(h, ex_lane_le(l->v[k]));
+    for (size_t k = 0; k * 8 < n; k++) h = name_hash_step(h, util_le64(l->v[k]));
     return name_hash_end(h);
 }
 
 /* The first m (1..8) bytes of a lane in memory order. */
 static inline uint64_t ex_lane_mask(size_t m)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    return ~(uint64_t)0 << (64 - 8 * m);
-#else
-    return ~(uint64_t)0 >> (64 - 8 * m);
-#endif
+    return UTIL_BIG_ENDIAN ? ~(uint64_t)0 << (64 - 8 * m) : ~(uint64_t)0 >> (64 - 8 * m);
 }
 
 /* Loads the word t[a, a + n) (1 <= n <= EX_MAX_WORD, inside t[0, len)). */
@@ -181,14 +163,14 @@ static inline void ex_word_lanes(const char *t, size_t len, size_t a, size_t n, 
 /* The tool-name table's hash (case-sensitive). */
 static inline uint32_t ex_word_hash(const char *w, size_t n)
 {
-    return (uint32_t)ex_bytes_mix(EX_TOOL_SEED, w, n);
+    return (uint32_t)name_mix_bytes(EX_TOOL_SEED, w, n);
 }
 
 /* The string set's hash of a key, from its bytes or from a word's lanes;
  * seeded per extractor so that a text cannot be built offline to collide. */
 static inline uint32_t ex_sset_hash_bytes(uint64_t seed, const char *k, size_t n)
 {
-    return (uint32_t)ex_bytes_mix(seed ^ (0xcbf29ce484222325ull + n), k, n);
+    return (uint32_t)name_mix_bytes(seed ^ (0xcbf29ce484222325ull + n), k, n);
 }
 
 static inline uint32_t ex_sset_hash_lanes(uint64_t seed, const ex_lanes *l, size_t n)

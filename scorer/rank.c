@@ -1,5 +1,6 @@
 /* rank.c: the score order (rank.h). */
 #include "rank.h"
+#include "../util/endian.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,14 +11,8 @@
 /* Bytes s[0..8) as a big-endian integer, zero past n. */
 static uint64_t be8(const char *s, size_t n)
 {
+    if (n >= 8) return util_load_be64(s);
     uint64_t x = 0;
-    if (n >= 8) {
-        memcpy(&x, s, 8);
-#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        x = __builtin_bswap64(x);
-#endif
-        return x;
-    }
     for (size_t i = 0; i < 8; i++) x = x << 8 | (i < n ? (unsigned char)s[i] : 0);
     return x;
 }

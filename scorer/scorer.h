@@ -62,43 +62,46 @@ static inline double scorer_since_use(const clarity_config *cfg, const item *it,
 /* The frequency term without tables (the bound's slow case). */
 double scorer_frequency(const clarity_config *cfg, int64_t mentions);
 
-/* An upper bound of scorer_score_with's score for it at current_turn
- * (tables required), with any prediction term up to prediction_max: a
- * table lookup and a few additions, inline, so a scan for the best items skips most of them
- * without scoring.  The terms at their largest: recency at most the bonus
- * inside the window and 0 past it, staleness at least 0; the same
- * additions in the same order, so rounding keeps the bound (IEEE addition
- * is monotonic), plus a hair. */
-static inline double scorer_bound(const clarity_config *cfg, const scorer_tables *tables, const item *it,
-                                  int64_t current_turn, double prediction_max)
+/* The bound's terms without prediction, with recency as given: the same
+ * additions in the same order as the score, so rounding keeps the bound
+ * (IEEE addition is monotonic). */
+static inline double scorer_bound_terms(const clarity_config *cfg, const scorer_tables *tables, const item *it,
+                                        double recency)
 {
     int64_t m = it->mention_count;
     double f = m >= 0 && m < SCORER_TABLE ? tables->freq[m] : scorer_frequency(cfg, m);
-    double r = scorer_since_use(cfg, it, current_turn) <= cfg->scoring.recency_window ? cfg->scoring.recency_bonus
-                                                                                     : 0.0;
     double u = (double)it->reference_count * cfg->scoring.reference_weight;
     double a = it->anchored ? cfg->scoring.anchor_bonus : 0.0;
-    double s = f + r + u - 0.0 + a + prediction_max;
-    return s + 1e-9 * (1.0 + (s < 0 ? -s : s));
-}
-/* The part of scorer_bound that no turn changes: recency at its largest
- * for any turn (the bonus, or 0 when the bonus is negative).  For every
- * turn, scorer_bound(..., p) <= scorer_bound_of_core(scorer_bound_core(...), p):
- * the same additions in the same order, each term at least as large. */
-static inline double scorer_bound_core(const clarity_config *cfg, const scorer_tables *tables, const item *it)
-{
-    int64_t m = it->mention_count;
-    double f = m >= 0 && m < SCORER_TABLE ? tables->freq[m] : scorer_frequency(cfg, m);
-    double r = cfg->scoring.recency_bonus > 0 ? cfg->scoring.recency_bonus : 0.0;
-    double u = (double)it->reference_count * cfg->scoring.reference_weight;
-    double a = it->anchored ? cfg->scoring.anchor_bonus : 0.0;
-    return f + r + u - 0.0 + a;
+    return f + recency + u - 0.0 + a;
 }
 
+/* terms + a prediction term of at most prediction_max, plus a hair. */
 static inline double scorer_bound_of_core(double core, double prediction_max)
 {
     double s = core + prediction_max;
     return s + 1e-9 * (1.0 + (s < 0 ? -s : s));
+}
+
+/* An upper bound of scorer_score_with's score for it at current_turn
+ * (tables required), with any prediction term up to prediction_max: a
+ * table lookup and a few additions, inline, so a scan for the best items
+ * skips most of them without scoring.  The terms at their largest:
+ * recency at most the bonus inside the window and 0 past it, staleness at
+ * least 0. */
+static inline double scorer_bound(const clarity_config *cfg, const scorer_tables *tables, const item *it,
+                                  int64_t current_turn, double prediction_max)
+{
+    double r = scorer_since_use(cfg, it, current_turn) <= cfg->scoring.recency_window ? cfg->scoring.recency_bonus
+                                                                                     : 0.0;
+    return scorer_bound_of_core(scorer_bound_terms(cfg, tables, it, r), prediction_max);
+}
+
+/* The part of scorer_bound that no turn changes: recency at its largest
+ * for any turn (the bonus, or 0 when the bonus is negative).  For every
+ * turn, scorer_bound(..., p) <= scorer_bound_of_core(scorer_bound_core(...), p). */
+static inline double scorer_bound_core(const clarity_config *cfg, const scorer_tables *tables, const item *it)
+{
+    return scorer_bound_terms(cfg, tables, it, cfg->scoring.recency_bonus > 0 ? cfg->scoring.recency_bonus : 0.0);
 }
 
 /* Without tables or prediction. */

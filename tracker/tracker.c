@@ -11,7 +11,8 @@
 static const char *const cat_names[CAT__COUNT] = {"project", "tool", "file", "keyword", "custom", "test"};
 static const char *const tier_names[TIER__COUNT] = {"essential", "high", "normal", "low"};
 
-uint64_t tracker_new_gen(void)
+/* A generation number no tracker of this process has had. */
+static uint64_t new_gen(void)
 {
     static _Atomic uint64_t next = 1;
     return atomic_fetch_add(&next, 1);
@@ -20,7 +21,7 @@ uint64_t tracker_new_gen(void)
 void tracker_init(tracker *t, int history_length)
 {
     memset(t, 0, sizeof *t);
-    t->rank_gen = tracker_new_gen();
+    t->rank_gen = new_gen();
     if (history_length < 1) history_length = 1;
     if (history_length > ITEM_HISTORY_MAX) history_length = ITEM_HISTORY_MAX;
     t->history_length = history_length;
@@ -45,6 +46,7 @@ void tracker_free(tracker *t)
     free(t->deleted);
     name_filter_free(&t->names);
     memset(t, 0, sizeof *t);
+    t->rank_gen = new_gen(); /* a rank index of the freed items rebuilds */
 }
 
 const char *tracker_bare_name(const char *id, int category)
@@ -123,7 +125,8 @@ item *tracker_find(tracker *t, const char *id)
     return it;
 }
 
-void tracker_rank_note(tracker *t, item *it)
+/* Queues it for the rank index (rankidx.c), once until the index drains it. */
+static void rank_note(tracker *t, item *it)
 {
     it->rank_ver++;
     if (it->rank_queued) return;
@@ -134,7 +137,7 @@ void tracker_rank_note(tracker *t, item *it)
 
 void tracker_mark_dirty(tracker *t, item *it)
 {
-    tracker_rank_note(t, it);
+    rank_note(t, it);
     if (it->dirty) return;
     it->dirty = 1;
     it->dirty_next = t->dirty;
@@ -171,7 +174,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     }
     t->count++;
     names_add(t, it);
-    tracker_rank_note(t, it);
+    rank_note(t, it);
     /* A previously evicted id that comes back must not be deleted later. */
     for (size_t i = 0; i < t->n_deleted; i++) {
         if (strcmp(t->deleted[i], id) == 0) {
@@ -282,7 +285,7 @@ static void remove_item(tracker *t, item *it, int forget)
     t->count--;
     /* the rank index may point at it: it rebuilds (the queue is dropped,
      * and the queued flags are reset by that rebuild) */
-    t->rank_gen = tracker_new_gen();
+    t->rank_gen = new_gen();
     t->rank_q = NULL;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
     if (forget && t->n_deleted < t->cap_deleted) {

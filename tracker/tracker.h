@@ -76,8 +76,8 @@ typedef struct tracker {
     name_filter names;
     size_t names_removed;
     /* For an index of the items by score bound (engine/rankidx.c): the
-     * items changed since it last looked, and a generation that changes
-     * (unique in the process) whenever items go away; 0 = not yet given. */
+     * items changed since it last looked, and a generation, unique in the
+     * process, that changes at init, free and whenever items go away. */
     item *rank_q;
     uint64_t rank_gen;
     /* hashes of the last turn keys counted (agent_end's turn_key), a ring */
@@ -109,13 +109,11 @@ int tracker_reference(tracker *t, item *it);
 void tracker_anchor(tracker *t, item *it, const char *reason, int64_t now_ms);
 void tracker_unanchor(tracker *t, item *it);
 void tracker_set_tier(tracker *t, item *it, int tier);
+/* Marks it changed since the last persist, and queues it for the rank
+ * index.  Every change of an item's counts or anchor goes through here;
+ * a loader that sets fields directly fills a tracker just initialized,
+ * whose new generation makes the index rebuild. */
 void tracker_mark_dirty(tracker *t, item *it);
-/* Notes a change of the counts or the anchor of it for the rank index
- * (tracker_mark_dirty does it; so must any code that sets those fields
- * directly, as a restore does). */
-void tracker_rank_note(tracker *t, item *it);
-/* A generation number no tracker of this process has had. */
-uint64_t tracker_new_gen(void);
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
 /* Removes and frees an item without touching the store (one that was never

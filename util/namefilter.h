@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "endian.h"
+
 typedef struct name_filter {
     uint64_t *bits;
     size_t nbits; /* power of two, or 0 when unallocated */
@@ -30,15 +32,7 @@ typedef struct name_filter {
  * zero-padded (names hold no NUL, so the padding cannot collide). */
 #define NAME_HASH_SEED 0x243f6a8885a308d3ull
 
-static inline uint64_t name_load8(const char *s)
-{
-    uint64_t x;
-    memcpy(&x, s, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    x = __builtin_bswap64(x);
-#endif
-    return x;
-}
+static inline uint64_t name_load8(const char *s) { return util_load_le64(s); }
 
 /* Bytes A-Z get 0x20 added; a byte's high bit excludes it. */
 static inline uint64_t name_fold_upper8(uint64_t x)
