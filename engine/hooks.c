@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../pruner/pruner.h"
 #include "assemble.h"
@@ -347,14 +348,30 @@ static int run_end(engine *e, const void *p, buf *out, char **err)
     return agent_end(e, p, out, err);
 }
 
+/* Before the i-th run again: a random wait that doubles with i (up to
+ * ~6 ms), so processes that keep colliding on one session stop moving in
+ * step and one of them commits. */
+static void conflict_backoff(int i)
+{
+    static _Thread_local uint64_t x;
+    if (!x) x = (uint64_t)(uintptr_t)&x ^ (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ull;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    long span_us = 100L << (i < 6 ? i : 6);
+    struct timespec ts = {0, (long)(x % (uint64_t)span_us) * 1000L};
+    nanosleep(&ts, NULL);
+}
+
 /* Runs an event that commits, again while its commit loses the fence. */
 static int fenced(engine *e, int (*run)(engine *, const void *, buf *, char **), const void *p,
                   const char *session_id, buf *out, char **err)
 {
     int rc = STORE_ECONFLICT;
     for (int i = 0; i < CONFLICT_TRIES && rc == STORE_ECONFLICT; i++) {
-        if (i) engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed first; "
-                          "reloaded, running the event again", session_id);
+        if (i) {
+            engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: another process committed first; "
+                       "reloaded, running the event again", session_id);
+            conflict_backoff(i);
+        }
         buf_reset(out);
         rc = run(e, p, out, err);
     }
