@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "../pruner/pruner.h"
+#include "../util/memfind.h"
 #include "assemble.h"
 #include "engine.h"
 #include "compact.h"
@@ -43,7 +44,7 @@ static int tool_output_role(const char *role)
 static int without_own_blocks(const char *text, size_t len, buf *scratch, const char **out,
                               size_t *out_len)
 {
-    if (!memmem(text, len, BLOCK_OPEN, sizeof BLOCK_OPEN - 1)) {
+    if (!util_memfind(text, len, BLOCK_OPEN, sizeof BLOCK_OPEN - 1)) {
         *out = text;
         *out_len = len;
         return CLARITY_OK;

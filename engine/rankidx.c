@@ -5,10 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int by_core_desc(const void *a, const void *b)
+/* Sorts v[0, n) by core, highest first, keeping the order of equal cores:
+ * insertion sort of runs of 8, then merges through tmp (n entries). */
+static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
 {
-    double x = ((const rank_slot *)a)->core, y = ((const rank_slot *)b)->core;
-    return (x < y) - (x > y);
+    const size_t run = 8;
+    for (size_t a = 0; a < n; a += run) {
+        size_t b = a + run < n ? a + run : n;
+        for (size_t i = a + 1; i < b; i++) {
+            rank_slot s = v[i];
+            size_t j = i;
+            for (; j > a && v[j - 1].core < s.core; j--) v[j] = v[j - 1];
+            v[j] = s;
+        }
+    }
+    rank_slot *src = v, *dst = tmp;
+    for (size_t w = run; w < n; w *= 2) {
+        for (size_t a = 0; a < n; a += 2 * w) {
+            size_t m = a + w < n ? a + w : n, b = a + 2 * w < n ? a + 2 * w : n;
+            size_t i = a, j = m, k = a;
+            while (i < m && j < b) dst[k++] = src[j].core > src[i].core ? src[j++] : src[i++];
+            while (i < m) dst[k++] = src[i++];
+            while (j < b) dst[k++] = src[j++];
+        }
+        rank_slot *sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
 }
 
 static int reserve(rank_slot **v, size_t *cap, size_t need)
@@ -44,7 +68,8 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
         it->rank_queued = 0;
         x->main[x->n++] = slot_of(cfg, tables, it);
     }
-    if (x->n > 1) qsort(x->main, x->n, sizeof *x->main, by_core_desc);
+    if (reserve(&x->tmp, &x->cap_t, x->n) != 0) return -1;
+    sort_slots(x->main, x->n, x->tmp);
     x->gen = t->rank_gen;
     return 0;
 }
@@ -79,8 +104,8 @@ static int fold(rankidx *x)
 static int merge_new(rankidx *x, size_t from)
 {
     size_t m = x->no - from;
-    qsort(x->over + from, m, sizeof *x->over, by_core_desc);
     if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
+    sort_slots(x->over + from, m, x->tmp);
     rank_slot *add = x->tmp;
     memcpy(add, x->over + from, m * sizeof *add);
     size_t i = from, j = m, k = x->no;

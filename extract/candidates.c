@@ -227,15 +227,17 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
  * token (a path; its forms are checked after normalization).  Triggers are
  * taken in text order, so tokens are expanded in the order the unfiltered
  * scan expands them. */
-static void scan_filtered(ex_emitter *e, const char *t, size_t len)
+static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo)
 {
     size_t done = 0; /* bytes before this are decided */
-    uint64_t carry = 0; /* bit 0: the byte before the block is a word byte */
+    uint64_t carry = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
     for (size_t base = 0; base < len && !e->stop; base += 64) {
         ex_cls c;
         ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
         uint64_t starts = c.word & ~((c.word << 1) | carry);
+        uint64_t after_path = (c.path << 1) | carry_p; /* bit i: byte i - 1 is a path byte */
         carry = c.word >> 63;
+        carry_p = c.path >> 63;
         uint64_t trig = starts | c.slash | c.dot;
         if (done > base) trig &= done - base >= 64 ? 0 : ~(uint64_t)0 << (done - base);
         while (trig) {
@@ -251,7 +253,23 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len)
                     end = p + (size_t)__builtin_ctzll(rest);
                 else /* the word runs into the next block */
                     while (end < len && ex_is_word((unsigned char)t[end])) end++;
+                /* A word that no path byte precedes, the common case, was
+                 * decided by single_word the first time, the same way for
+                 * the same bytes: the memo skips its repeats.  When path
+                 * bytes follow, the rest of its token is still found: by a
+                 * '/' or '.' trigger, or, for a hyphen run, from the run's
+                 * last word, which a path byte precedes. */
+                size_t slot = SIZE_MAX;
+                uint64_t key[2];
+                if (memo->key && end - p <= EX_MEMO_MAX && p + 16 <= len && !(after_path >> bit & 1)) {
+                    slot = ex_memo_slot(memo, t, p, end - p, key);
+                    if (ex_memo_has(memo, slot, key)) {
+                        done = end;
+                        continue;
+                    }
+                }
                 int r = single_word(e, t, len, p, end, &done);
+                if (slot != SIZE_MAX && r > 0) ex_memo_put(memo, slot, key);
                 if (r < 0) return;
                 if (r > 0) continue;
                 maybe = word_may_match(e->nf, t, len, p, end);
@@ -276,7 +294,10 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len)
 static void scan_text(ex_emitter *e, const char *t, size_t len)
 {
     if (e->nf && e->nf->nbits) {
-        scan_filtered(e, t, len);
+        ex_memo memo;
+        ex_memo_init(&memo, len, 0);
+        scan_filtered(e, t, len, &memo);
+        ex_memo_free(&memo);
         return;
     }
     for (size_t i = 0; i < len && !e->stop;) {

@@ -10,6 +10,7 @@
 
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "../util/memfind.h"
 #include "classify.h"
 #include "internal.h"
 #include "stopwords.h"
@@ -395,11 +396,11 @@ void extract_strip_own(const char *text, size_t len, buf *out)
     size_t pos = 0;
     int no_end = 0;
     while (pos < len) {
-        const char *b = memmem(text + pos, len - pos, BEG, sizeof BEG - 1);
+        const char *b = util_memfind(text + pos, len - pos, BEG, sizeof BEG - 1);
         if (!b) break;
         size_t bs = (size_t)(b - text), after = bs + sizeof BEG - 1;
         buf_append(out, text + pos, bs - pos);
-        const char *e = no_end ? NULL : memmem(text + after, len - after, END, sizeof END - 1);
+        const char *e = no_end ? NULL : util_memfind(text + after, len - after, END, sizeof END - 1);
         if (e) {
             pos = (size_t)(e - text) + sizeof END - 1;
             continue;
@@ -434,10 +435,12 @@ static int emit_project(ex_emitter *e, const char *t, size_t a, size_t b)
 
 /* Counts the word w[0..n) (n <= EX_MAX_WORD, its lowercase lanes loaded)
  * as a keyword when it may be one: long enough, not all digits, not a
- * stopword.  0, or -1 out of memory. */
+ * stopword.  0 with *kw its entry index + 1 (0 when not counted), or -1
+ * out of memory. */
 static inline int count_keyword_lanes(const extractor *ex, ex_sset *counts, const char *w, size_t n,
-                               const ex_lanes *low)
+                                      const ex_lanes *low, uint32_t *kw)
 {
+    *kw = 0;
     if (n < (size_t)ex->min_len) return 0;
     if (w[0] >= '0' && w[0] <= '9') { /* only such a word can be all digits */
         size_t k = 1;
@@ -445,7 +448,10 @@ static inline int count_keyword_lanes(const extractor *ex, ex_sset *counts, cons
         if (k == n) return 0;
     }
     if (n <= STOPWORD_MAX && stopword_is_lanes(low->v, n, ex_lanes_mix(NAME_HASH_SEED, low, n))) return 0;
-    return ex_sset_add_h(counts, low->b, n, ex_sset_hash_lanes(counts->seed, low, n)) == -1 ? -1 : 0;
+    size_t at;
+    int r = ex_sset_add_at(counts, low->b, n, ex_sset_hash_lanes(counts->seed, low, n), &at);
+    if (r >= 0) *kw = (uint32_t)at + 1;
+    return r == -1 ? -1 : 0;
 }
 
 /* The same for a word not loaded yet (the reference passes). */
@@ -454,7 +460,8 @@ static int count_keyword(const extractor *ex, ex_sset *counts, const char *w, si
     if (n > EX_MAX_WORD) return 0;
     ex_lanes raw, low;
     ex_word_lanes(w, n, 0, n, &raw, &low);
-    return count_keyword_lanes(ex, counts, w, n, &low);
+    uint32_t kw;
+    return count_keyword_lanes(ex, counts, w, n, &low, &kw);
 }
 
 static void pass_tools(ex_emitter *e, const char *t, size_t len)
@@ -707,10 +714,12 @@ static int is_camel(const char *w, size_t n)
     return groups >= 2 && groups <= 33;
 }
 
-/* One word t[a, a + n) of the scan: tool name, CamelCase name, keyword. */
+/* One word t[a, a + n) of the scan: tool name, CamelCase name, keyword
+ * (*kw as count_keyword_lanes gives it). */
 static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, size_t n, spans *tools,
-                     spans *camel, ex_sset *counts)
+                     spans *camel, ex_sset *counts, uint32_t *kw)
 {
+    *kw = 0;
     int camel_may = ex->projects && t[a] >= 'A' && t[a] <= 'Z';
     if (n > EX_MAX_WORD) /* never a keyword; the tool table has no such name */
         return camel_may && n <= EX_MAX_ID && is_camel(t + a, n) && spans_add(camel, a, n) != 0 ? -1 : 0;
@@ -721,8 +730,17 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
         is_tool_word_h(ex, t + a, n, (uint32_t)ex_lanes_mix(EX_TOOL_SEED, &raw, n)) && spans_add(tools, a, n) != 0)
         return -1;
     if (camel_may && is_camel(t + a, n) && spans_add(camel, a, n) != 0) return -1;
-    if (ex->keywords && ex->max_keywords > 0 && count_keyword_lanes(ex, counts, t + a, n, &low) != 0) return -1;
+    if (ex->keywords && ex->max_keywords > 0 && count_keyword_lanes(ex, counts, t + a, n, &low, kw) != 0)
+        return -1;
     return 0;
+}
+
+/* A word the scan has seen before (the memo): its tool and CamelCase
+ * spans would only repeat an id already reported, so only its keyword
+ * count moves. */
+static inline void rescan_word(ex_sset *counts, uint32_t kw)
+{
+    if (kw && counts->ents[kw - 1].count < UINT32_MAX) counts->ents[kw - 1].count++;
 }
 
 /* The word passes of mentions in one walk over the text, classified 64
@@ -731,7 +749,7 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
  * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
  * text order for the emission below. */
 static int scan_words(const extractor *ex, const char *t, size_t len, spans *tools, spans *camel,
-                      ex_sset *counts, spans *paths)
+                      ex_sset *counts, spans *paths, ex_memo *memo)
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
@@ -766,7 +784,20 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
                 if (rest) e = p + (size_t)__builtin_ctzll(rest);
                 else
                     while (e < len && ex_is_word((unsigned char)t[e])) e++;
-                if (scan_word(ex, t, len, p, e - p, tools, camel, counts) != 0) return -1;
+                uint32_t kw;
+                if (memo->key && e - p <= EX_MEMO_MAX && p + 16 <= len) {
+                    uint64_t key[2];
+                    size_t slot = ex_memo_slot(memo, t, p, e - p, key);
+                    if (ex_memo_has(memo, slot, key)) {
+                        rescan_word(counts, memo->val[slot]);
+                        continue;
+                    }
+                    if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) return -1;
+                    ex_memo_put(memo, slot, key);
+                    memo->val[slot] = kw;
+                } else if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) {
+                    return -1;
+                }
             }
         }
     }
@@ -850,7 +881,11 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
     spans tools = {0}, camel = {0}, paths = {0};
     ex_sset counts;
     ex_sset_init(&counts, ex->seed);
-    if (scan_words(ex, text, len, &tools, &camel, &counts, &paths) != 0) {
+    ex_memo memo;
+    ex_memo_init(&memo, len, 1);
+    int sr = scan_words(ex, text, len, &tools, &camel, &counts, &paths, &memo);
+    ex_memo_free(&memo);
+    if (sr != 0) {
         ex_em_error(&e, CLARITY_ENOMEM);
     } else {
         /* the order of the passes: tools, files, projects, custom, keywords */

@@ -6,6 +6,7 @@
 #include <pcre2.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../util/buf.h"
 #include "../util/namefilter.h"
@@ -65,6 +66,8 @@ void ex_sset_free(ex_sset *s);
 int ex_sset_add(ex_sset *s, const char *k, size_t n);
 /* The same with the key's hash given (ex_sset_hash_lanes below). */
 int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h);
+/* The same, with the key's entry index in *at when it returns 0 or 1. */
+int ex_sset_add_at(ex_sset *s, const char *k, size_t n, uint32_t h, size_t *at);
 static inline const char *ex_sset_key(const ex_sset *s, size_t i) { return s->arena.p + s->ents[i].off; }
 
 /* ---- short words already seen (normalize.c) ----
@@ -108,6 +111,54 @@ static inline int ex_wset_add(ex_wset *w, uint64_t lane, size_t n)
     w->lens[j] = (uint8_t)n;
     w->n++;
     return 1;
+}
+
+/* ---- the words a scan has decided (normalize.c) ----
+ * Text repeats its words, and what a scan does with a word depends only
+ * on its bytes, so a scan decides each distinct word once and finds the
+ * decision again by the word itself: its first 16 bytes, zero-padded,
+ * compared whole (words hold no NUL, so the padding tells lengths apart).
+ * Direct-mapped: a collision replaces the older word, which is then only
+ * decided again.  Per call, sized by the text. */
+typedef struct ex_memo {
+    uint64_t (*key)[2]; /* NULL: no memo (short text or no memory) */
+    uint32_t *val;      /* the scan's decision per slot, when it keeps one */
+    unsigned shift;     /* 64 - log2(slots) */
+} ex_memo;
+
+#define EX_MEMO_MAX 16 /* longest word the memo keeps */
+/* Texts shorter than this are scanned without a memo (it would not pay). */
+#define EX_MEMO_MIN_TEXT 512
+
+/* A memo for a text of len bytes, with a decision per word when with_val,
+ * or none (m->key NULL) when the text is short or memory is short: the
+ * scan is then only slower. */
+void ex_memo_init(ex_memo *m, size_t len, int with_val);
+void ex_memo_free(ex_memo *m);
+
+extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2];
+
+/* The key of the word t[a, a + n) (1 <= n <= EX_MEMO_MAX, a + 16 <= its
+ * text's length) in k, and its slot. */
+static inline size_t ex_memo_slot(const ex_memo *m, const char *t, size_t a, size_t n, uint64_t k[2])
+{
+    uint64_t x, y;
+    memcpy(&x, t + a, 8);
+    memcpy(&y, t + a + 8, 8);
+    k[0] = x & ex_memo_keep[n][0];
+    k[1] = y & ex_memo_keep[n][1];
+    return (size_t)(((k[0] ^ (k[1] * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >> m->shift);
+}
+
+static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2])
+{
+    return m->key[slot][0] == k[0] && m->key[slot][1] == k[1];
+}
+
+static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])
+{
+    m->key[slot][0] = k[0];
+    m->key[slot][1] = k[1];
 }
 
 /* ---- paths and ids (normalize.c) ---- */

@@ -64,6 +64,12 @@ int ex_sset_add(ex_sset *s, const char *k, size_t n)
 
 int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h)
 {
+    size_t at;
+    return ex_sset_add_at(s, k, n, h, &at);
+}
+
+int ex_sset_add_at(ex_sset *s, const char *k, size_t n, uint32_t h, size_t *at)
+{
     if (n > UINT32_MAX) return -2;
     if ((s->n + 1) * 2 > s->nslots && ex_sset_grow(s) != 0) return -1;
     size_t j = h & (s->nslots - 1);
@@ -71,6 +77,7 @@ int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h)
         ex_sset_ent *e = &s->ents[s->slots[j] - 1];
         if (e->hash == h && e->len == n && memcmp(s->arena.p + e->off, k, n) == 0) {
             if (e->count < UINT32_MAX) e->count++;
+            *at = s->slots[j] - 1;
             return 0;
         }
         j = (j + 1) & (s->nslots - 1);
@@ -91,8 +98,46 @@ int ex_sset_add_h(ex_sset *s, const char *k, size_t n, uint32_t h)
     s->arena.p[s->arena.len] = '\0'; /* the buf invariant (reserved above) */
     s->ents[s->n] = (ex_sset_ent){off, (uint32_t)n, h, 1, (uint32_t)s->n};
     s->slots[j] = (uint32_t)(s->n + 1);
-    s->n++;
+    *at = s->n++;
     return 1;
+}
+
+/* ---------------------------------------------------------------- ex_memo */
+
+/* The bytes of a lane in memory order that hold the first m (0..8) bytes. */
+#define KEEP(m) ((m) >= 8 ? ~0ull : UTIL_BIG_ENDIAN ? ~0ull << 1 << (63 - 8 * ((m) & 7)) : ~0ull >> 1 >> (63 - 8 * ((m) & 7)))
+#define KEEP2(n) {KEEP(n), KEEP((n) > 8 ? (n) - 8 : 0)}
+const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] = {
+    KEEP2(0),  KEEP2(1),  KEEP2(2),  KEEP2(3),  KEEP2(4),  KEEP2(5),  KEEP2(6),  KEEP2(7),  KEEP2(8),
+    KEEP2(9),  KEEP2(10), KEEP2(11), KEEP2(12), KEEP2(13), KEEP2(14), KEEP2(15), KEEP2(16)};
+
+void ex_memo_init(ex_memo *m, size_t len, int with_val)
+{
+    m->key = NULL;
+    m->val = NULL;
+    m->shift = 64;
+    if (len < EX_MEMO_MIN_TEXT) return;
+    /* about one slot per 32 bytes of text (a word in five or six), 16 to
+     * 512 slots: small enough to clear at every call */
+    unsigned bits = 4;
+    while (bits < 9 && ((size_t)32 << bits) < len) bits++;
+    size_t n = (size_t)1 << bits;
+    m->key = malloc(n * sizeof *m->key);
+    if (with_val) m->val = malloc(n * sizeof *m->val); /* read only where a key was put */
+    if (!m->key || (with_val && !m->val)) {
+        ex_memo_free(m);
+        return;
+    }
+    memset(m->key, 0, n * sizeof *m->key);
+    m->shift = 64 - bits;
+}
+
+void ex_memo_free(ex_memo *m)
+{
+    free(m->key);
+    free(m->val);
+    m->key = NULL;
+    m->val = NULL;
 }
 
 /* ---------------------------------------------------------------- ex_wset */

@@ -4,7 +4,9 @@
  * passes, CamelCase by PCRE2) reports: the same ids, categories and order,
  * and the same return code.  The first byte picks one of several configs
  * (defaults, short keywords, few keywords, custom patterns and exclusions,
- * categories off, a tool list of plain words) so each branch is compared. */
+ * categories off, a tool list of plain words) so each branch is compared.
+ * A short input is compared again repeated past 512 bytes, where the scan
+ * keeps a memo of the words it has decided. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,18 @@ static int log_id(void *ud, const char *id, int category)
     return 0;
 }
 
+static void compare(const extractor *x, const char *text, size_t len)
+{
+    buf fast, ref;
+    buf_init(&fast);
+    buf_init(&ref);
+    int rf = extract_mentions(x, text, len, "/ws", log_id, &fast);
+    int rr = extract_mentions_reference(x, text, len, "/ws", log_id, &ref);
+    if (rf != rr || fast.len != ref.len || (fast.len && memcmp(fast.p, ref.p, fast.len) != 0)) abort();
+    buf_free(&fast);
+    buf_free(&ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static extractor *ex[N_CONFIGS];
@@ -45,13 +59,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) return 0;
     const extractor *x = ex[data[0] % N_CONFIGS];
     const char *text = (const char *)data + 1;
-    buf fast, ref;
-    buf_init(&fast);
-    buf_init(&ref);
-    int rf = extract_mentions(x, text, size - 1, "/ws", log_id, &fast);
-    int rr = extract_mentions_reference(x, text, size - 1, "/ws", log_id, &ref);
-    if (rf != rr || fast.len != ref.len || (fast.len && memcmp(fast.p, ref.p, fast.len) != 0)) abort();
-    buf_free(&fast);
-    buf_free(&ref);
+    size_t len = size - 1;
+    compare(x, text, len);
+    if (len > 0 && len < 512) { /* the text repeated, in a buffer of its exact size */
+        size_t reps = 600 / len + 1;
+        char *rep = malloc(len * reps);
+        if (!rep) abort();
+        for (size_t i = 0; i < reps; i++) memcpy(rep + i * len, text, len);
+        compare(x, rep, len * reps);
+        free(rep);
+    }
     return 0;
 }

@@ -4,7 +4,8 @@
  * classified blocks, word hashes read eight bytes at a time) reports that
  * name a tracked item must be exactly those the unfiltered scan reports,
  * in the same order.  The text is copied to a buffer of its exact size, so
- * a read past its end is an ASan error. */
+ * a read past its end is an ASan error.  A short text is compared again
+ * repeated past 512 bytes, where the scan keeps a memo of decided words. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,24 @@ static int collect(void *ud, const char *id, int category)
     return 0;
 }
 
+/* The scans of s[0, len) repeated reps times, in a buffer of its exact size. */
+static void compare(const extractor *ex, tracker *t, const char *s, size_t len, size_t reps)
+{
+    char *text = malloc(len * reps ? len * reps : 1);
+    if (!text) abort();
+    for (size_t i = 0; i < reps; i++) memcpy(text + i * len, s, len);
+    hits f = {t, {0}}, a = {t, {0}};
+    buf_init(&f.log);
+    buf_init(&a.log);
+    int rf = extract_candidates_filtered(ex, text, len * reps, "/ws", &t->names, collect, &f);
+    int ra = extract_candidates(ex, text, len * reps, "/ws", collect, &a);
+    if (rf != ra || f.log.len != a.log.len || (f.log.len && memcmp(f.log.p, a.log.p, f.log.len) != 0))
+        abort();
+    buf_free(&f.log);
+    buf_free(&a.log);
+    free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static extractor *ex;
@@ -53,19 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p += n + 1;
     }
     size_t len = size - (size_t)(sep - data) - 1;
-    char *text = malloc(len ? len : 1);
-    if (!text) abort();
-    memcpy(text, sep + 1, len);
-    hits f = {&t, {0}}, a = {&t, {0}};
-    buf_init(&f.log);
-    buf_init(&a.log);
-    int rf = extract_candidates_filtered(ex, text, len, "/ws", &t.names, collect, &f);
-    int ra = extract_candidates(ex, text, len, "/ws", collect, &a);
-    if (rf != ra || f.log.len != a.log.len || (f.log.len && memcmp(f.log.p, a.log.p, f.log.len) != 0))
-        abort();
-    buf_free(&f.log);
-    buf_free(&a.log);
-    free(text);
+    size_t reps = len > 0 && len < 512 ? 600 / len + 1 : 1;
+    compare(ex, &t, (const char *)sep + 1, len, 1);
+    if (reps > 1) compare(ex, &t, (const char *)sep + 1, len, reps);
     tracker_free(&t);
     return 0;
 }

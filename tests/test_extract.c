@@ -751,6 +751,67 @@ Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
     cr_assert_gt(ids, 10, "the texts named nothing: the comparison proved nothing");
 }
 
+/* Long texts of repeated words, where the scan decides each distinct word
+ * once (its memo) and counts the repeats: keyword counts and their order,
+ * tool names and CamelCase names must come out as the passes give them.
+ * Each text is in a buffer of its exact size (the memo reads 16 bytes from
+ * a word's start). */
+Test(mentions, one_pass_scan_equals_the_passes_on_long_repetitive_text, .timeout = 120)
+{
+    static const char *const cfgs[] = {
+        "{}",
+        "{\"extraction\":{\"minWordLength\":1,\"maxKeywordsPerMessage\":64}}",
+        "{\"extraction\":{\"tools\":[\"Bash\",\"Read\",\"Edit\",\"open\",\"edit\",\"find_file\"]}}",
+    };
+    static const char *const vocab[] = {
+        "config", "Config", "CONFIG", "configs", "configuration", "configurationsXY", "configurationsXYZ",
+        "ClaraCore", "ClaraCoreEngine", "claracore", "Read", "read", "Edit", "find_file", "open", "Bash",
+        "session", "sessions", "Session", "a", "ab", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
+        "abcdefghijklmnopq", "12345", "x1", "the", "and", "focus-engine", "src/auth/session.ts",
+        "SOUL.md", "memory/notes.md", "Config.", "refactoring", "refactorings"};
+    static const char *const seps[] = {" ", " ", " ", "\n", ", ", "(", ")", ". ", "-", "/"};
+    extractor *ex[3];
+    for (int k = 0; k < 3; k++) {
+        clarity_config c;
+        char *err = NULL;
+        cr_assert_eq(config_parse(&c, cfgs[k], &err), 0, "%s", err ? err : "");
+        cr_assert_eq(extract_new(&c, &ex[k], &err), 0, "%s", err ? err : "");
+        config_free(&c);
+    }
+    srand(17);
+    size_t ids = 0;
+    for (int round = 0; round < 150; round++) {
+        /* a few words of the vocabulary, most of them many times */
+        size_t nv = 2 + (size_t)rand() % (sizeof vocab / sizeof *vocab - 2);
+        size_t want = 512 + (size_t)(rand() % 5000), len = 0;
+        char *text = malloc(want + 64);
+        while (len < want) {
+            const char *w = vocab[(size_t)rand() % nv], *sep = seps[rand() % (sizeof seps / sizeof *seps)];
+            memcpy(text + len, w, strlen(w));
+            len += strlen(w);
+            memcpy(text + len, sep, strlen(sep));
+            len += strlen(sep);
+        }
+        len -= (size_t)(rand() % 2);
+        char *exact = malloc(len);
+        memcpy(exact, text, len);
+        free(text);
+        for (int k = 0; k < 3; k++) {
+            char *a = NULL, *b = NULL;
+            int ra = extract_mentions(ex[k], exact, len, "/ws", log_id, &a);
+            int rb = extract_mentions_reference(ex[k], exact, len, "/ws", log_id, &b);
+            cr_assert_eq(ra, rb);
+            cr_assert_str_eq(a ? a : "", b ? b : "", "config %d, round %d differs", k, round);
+            ids += a ? strlen(a) > 0 : 0;
+            free(a);
+            free(b);
+        }
+        free(exact);
+    }
+    for (int k = 0; k < 3; k++) extract_free(ex[k]);
+    cr_assert_gt(ids, 300, "the texts named nothing: the comparison proved nothing");
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)

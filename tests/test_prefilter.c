@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../config/config.h"
 #include "../extract/classify.h"
@@ -150,6 +151,62 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_random_text)
         total += same_hits(ex, &t, text, len, 0, what);
         tracker_free(&t);
         free(text);
+    }
+    cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
+/* Words that repeat, as prose and code repeat them, in texts long enough
+ * for the scan's memo of decided words: case variants, words that share a
+ * first 8 or 16 bytes, words longer than the memo keeps, words ending a
+ * sentence, joined by '-', inside paths and at the very end of the buffer
+ * (its exact size, so the memo's 16-byte reads past a word stay inside it
+ * or are an ASan error). */
+static const char *const vocab[] = {
+    "config", "Config", "CONFIG", "configs", "config_", "configuration", "configurations",
+    "configurationsX", "configurationsXY", "configurationsXYZ", "session", "Session", "sessions",
+    "focus", "engine", "focus-engine", "ClaraCore", "claracore", "done.", "end..", "x", "ab", "abcdefgh",
+    "abcdefghi", "abcdefghijklmnop", "abcdefghijklmnopq", "src/auth/session.ts", "session.ts", "SOUL.md",
+    "web_search", "-config", "config-", "@config", "config@x", "~/config", "config/", "a.config", "12345",
+    "the", "and", "Read", "read"};
+#define NV (sizeof vocab / sizeof *vocab)
+
+Test(prefilter, filtered_candidates_equal_unfiltered_on_long_repetitive_text)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    static const char *const seps[] = {" ", " ", " ", "\n", ", ", "(", ")", ": ", "\"", "\t"};
+    srand(13);
+    size_t total = 0;
+    for (int round = 0; round < 120; round++) {
+        size_t want = 512 + (size_t)(rand() % 6000);
+        char *text = malloc(want + 64);
+        size_t len = 0;
+        while (len < want) {
+            const char *w = vocab[rand() % NV], *sep = seps[rand() % (sizeof seps / sizeof *seps)];
+            memcpy(text + len, w, strlen(w));
+            len += strlen(w);
+            memcpy(text + len, sep, strlen(sep));
+            len += strlen(sep);
+        }
+        if (rand() % 2) len -= 1; /* sometimes a word ends the text */
+        char *exact = malloc(len);
+        memcpy(exact, text, len);
+        free(text);
+        tracker t;
+        tracker_init(&t, 16);
+        for (size_t k = 0; k < NV; k++)
+            if (rand() % 3 == 0) extract_candidates(ex, vocab[k], strlen(vocab[k]), "/ws", track, &t);
+        /* a hyphen run tracked without its words: only the run's last word
+         * can find it, so that word must be looked at inside the run even
+         * when the memo has it alone */
+        if (rand() % 2) tracker_touch(&t, "focus_engine", CAT_PROJECT, 0);
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        total += same_hits(ex, &t, exact, len, 0, what);
+        tracker_free(&t);
+        free(exact);
     }
     cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
     extract_free(ex);

@@ -10,6 +10,7 @@
 
 #include "../include/clarity.h"
 #include "../util/errors.h"
+#include "../util/memfind.h"
 #include "runproc.h"
 
 Test(util, every_return_code_has_one_name)
@@ -85,4 +86,25 @@ Test(util, default_state_path_without_home_uses_the_password_database)
     }
     free(p);
     free(err);
+}
+
+/* util_memfind finds what memmem finds, on texts dense with the needle's
+ * first byte and its prefixes, at both ends of exact-size buffers. */
+Test(util, memfind_equals_memmem)
+{
+    static const char *const needles[] = {"[CLARITY CONTEXT]", "[/CLARITY CONTEXT]", "[", "[[", "ab", "x"};
+    srand(5);
+    for (int round = 0; round < 3000; round++) {
+        size_t n = (size_t)(rand() % 200);
+        char *h = malloc(n ? n : 1);
+        for (size_t i = 0; i < n; i++) {
+            static const char alpha[] = "[[/CLARITY CONTEXT]ab x";
+            h[i] = alpha[rand() % (sizeof alpha - 1)];
+        }
+        const char *nd = needles[rand() % 6];
+        size_t m = strlen(nd);
+        if (n >= m && rand() % 3 == 0) memcpy(h + (size_t)rand() % (n - m + 1), nd, m);
+        cr_assert_eq(util_memfind(h, n, nd, m), memmem(h, n, nd, m), "round %d", round);
+        free(h);
+    }
 }

@@ -19,7 +19,7 @@ void buf_reset(buf *b)
     if (b->p) b->p[0] = '\0';
 }
 
-int buf_reserve(buf *b, size_t extra)
+int buf_grow(buf *b, size_t extra)
 {
     if (b->oom) return -1;
     if (extra > SIZE_MAX - b->len - 1) {
@@ -39,17 +39,6 @@ int buf_reserve(buf *b, size_t extra)
     b->cap = cap;
     return 0;
 }
-
-void buf_append(buf *b, const char *s, size_t n)
-{
-    if (buf_reserve(b, n) != 0) return;
-    if (n) memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-void buf_puts(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
-void buf_putc(buf *b, char c) { buf_append(b, &c, 1); }
 
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct buf {
     char *p;    /* owned; NUL-terminated when len > 0 or after any append */
@@ -17,10 +18,27 @@ typedef struct buf {
 void buf_init(buf *b);
 void buf_free(buf *b);
 void buf_reset(buf *b); /* len = 0, keeps the allocation */
-int buf_reserve(buf *b, size_t extra);
-void buf_append(buf *b, const char *s, size_t n);
-void buf_puts(buf *b, const char *s);
-void buf_putc(buf *b, char c);
+/* The out-of-line part of buf_reserve: grows the allocation. */
+int buf_grow(buf *b, size_t extra);
+/* Room for extra more bytes and the NUL: 0, or -1 (sticky oom).  Inline,
+ * with the appends below: ids are built from a few appends each, many per
+ * turn, and room is nearly always there. */
+static inline int buf_reserve(buf *b, size_t extra)
+{
+    if (!b->oom && b->cap > b->len && extra < b->cap - b->len) return 0;
+    return buf_grow(b, extra);
+}
+
+static inline void buf_append(buf *b, const char *s, size_t n)
+{
+    if (buf_reserve(b, n) != 0) return;
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static inline void buf_puts(buf *b, const char *s) { buf_append(b, s, strlen(s)); }
+static inline void buf_putc(buf *b, char c) { buf_append(b, &c, 1); }
 void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends a decimal integer (no printf: this runs per item per turn). */
