@@ -6,10 +6,12 @@
 #include <string.h>
 
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores:
- * insertion sort of runs of 8, then merges through tmp (n entries). */
+ * insertion sort of runs of 4, then bottom-up merges through tmp (n
+ * entries), each step choosing its entry without a branch (cores compare
+ * at random, so a branch would miss half the time). */
 static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
 {
-    const size_t run = 8;
+    const size_t run = 4;
     for (size_t a = 0; a < n; a += run) {
         size_t b = a + run < n ? a + run : n;
         for (size_t i = a + 1; i < b; i++) {
@@ -24,7 +26,12 @@ static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
         for (size_t a = 0; a < n; a += 2 * w) {
             size_t m = a + w < n ? a + w : n, b = a + 2 * w < n ? a + 2 * w : n;
             size_t i = a, j = m, k = a;
-            while (i < m && j < b) dst[k++] = src[j].core > src[i].core ? src[j++] : src[i++];
+            while (i < m && j < b) {
+                int right = src[j].core > src[i].core;
+                dst[k++] = src[right ? j : i];
+                j += (size_t)right;
+                i += (size_t)!right;
+            }
             while (i < m) dst[k++] = src[i++];
             while (j < b) dst[k++] = src[j++];
         }

@@ -359,6 +359,8 @@ static int excluded(ex_emitter *e, const char *id, size_t n)
 int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
 {
     if (e->stop) return -1;
+    /* candidates: an id no tracked item has is dropped before the set */
+    if (e->nf && !name_filter_test_id(e->nf, id, n)) return 0;
     if (n == 0 || memchr(id, '\0', n)) return 0;
     if (e->filter && pattern_id && n < (size_t)e->ex->min_len) return 0;
     int r = ex_sset_add(&e->seen, id, n);
@@ -740,7 +742,9 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
  * count moves. */
 static inline void rescan_word(ex_sset *counts, uint32_t kw)
 {
-    if (kw && counts->ents[kw - 1].count < UINT32_MAX) counts->ents[kw - 1].count++;
+    uint32_t sink = 0; /* not a keyword: counted nowhere, without a branch on it */
+    uint32_t *c = kw ? &counts->ents[kw - 1].count : &sink;
+    *c += *c < UINT32_MAX;
 }
 
 /* The word passes of mentions in one walk over the text, classified 64

@@ -152,7 +152,7 @@ static inline size_t ex_memo_slot(const ex_memo *m, const char *t, size_t a, siz
 
 static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2])
 {
-    return m->key[slot][0] == k[0] && m->key[slot][1] == k[1];
+    return ((m->key[slot][0] ^ k[0]) | (m->key[slot][1] ^ k[1])) == 0; /* one branch, not two */
 }
 
 static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])

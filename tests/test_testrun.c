@@ -216,3 +216,28 @@ Test(testrun, fifty_hand_labelled_outputs)
     cr_expect_geq(precision, 0.95, "precision %.3f (%d false positives)", precision, fp);
     cr_expect_eq(fn, 0, "%d runs missed", fn);
 }
+
+/* A summary line with a carriage return, a NUL or a colour code at any
+ * offset (before, inside and after each 8-byte lane the line is checked
+ * by) is read as the same line without it. */
+Test(testrun, control_bytes_anywhere_in_a_line_are_dropped)
+{
+    static const char line[] = "===== 3 failed, 41 passed, 2 skipped in 1.23s =====";
+    static const char *const junk[] = {"\r", "\x1b[0m", "\x1b[1;31m", "\x00"};
+    static const size_t junk_len[] = {1, 4, 7, 1};
+    for (size_t at = 0; at <= sizeof line - 1; at++) {
+        for (size_t j = 0; j < 4; j++) {
+            char text[128];
+            memcpy(text, line, at);
+            memcpy(text + at, junk[j], junk_len[j]);
+            memcpy(text + at + junk_len[j], line + at, sizeof line - 1 - at);
+            size_t len = sizeof line - 1 + junk_len[j];
+            testrun r;
+            cr_assert_eq(testrun_parse(text, len, &r), 1, "junk %zu at %zu", j, at);
+            cr_assert_eq(r.runner, TR_PYTEST);
+            cr_assert_eq(r.passed, 41, "junk %zu at %zu", j, at);
+            cr_assert_eq(r.failed, 3);
+            cr_assert_eq(r.skipped, 2);
+        }
+    }
+}

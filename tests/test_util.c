@@ -10,6 +10,7 @@
 
 #include "../include/clarity.h"
 #include "../util/errors.h"
+#include "../util/endian.h"
 #include "../util/memfind.h"
 #include "runproc.h"
 
@@ -106,5 +107,20 @@ Test(util, memfind_equals_memmem)
         if (n >= m && rand() % 3 == 0) memcpy(h + (size_t)rand() % (n - m + 1), nd, m);
         cr_assert_eq(util_memfind(h, n, nd, m), memmem(h, n, nd, m), "round %d", round);
         free(h);
+    }
+}
+
+/* A tail of 0..7 bytes read with two overlapping loads is the value the
+ * byte-by-byte loop builds (the hashes of names and ids depend on it). */
+Test(util, tail_load_equals_the_byte_loop)
+{
+    unsigned char b[16];
+    srand(9);
+    for (int round = 0; round < 2000; round++) {
+        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)rand();
+        size_t at = (size_t)rand() % 8, r = (size_t)round % 8;
+        uint64_t want = 0;
+        for (size_t k = 0; k < r; k++) want |= (uint64_t)b[at + k] << (8 * k);
+        cr_assert_eq(util_load_le_tail(b + at, r), want, "r = %zu", r);
     }
 }

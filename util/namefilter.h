@@ -9,6 +9,11 @@
  * the id normalization applies, so the filter never rejects a real match.
  * The filter lives in memory only (it is rebuilt from the items), so the
  * hash may change between versions.
+ *
+ * A second filter holds the items' exact ids ("tool:web_search"): a word
+ * that passes stands for three or four ids, of which usually one is
+ * tracked, and the others are dropped before they are deduplicated and
+ * looked up.
  */
 #ifndef UTIL_NAMEFILTER_H
 #define UTIL_NAMEFILTER_H
@@ -20,9 +25,10 @@
 #include "endian.h"
 
 typedef struct name_filter {
-    uint64_t *bits;
-    size_t nbits; /* power of two, or 0 when unallocated */
-    size_t n;     /* names added since the last reset */
+    uint64_t *bits;   /* the names */
+    uint64_t *idbits; /* the ids, as many bits */
+    size_t nbits;     /* power of two, or 0 when unallocated */
+    size_t n;         /* names added since the last reset */
 } name_filter;
 
 /* The names hash eight bytes at a time, so that a scanner can hash a word
@@ -69,11 +75,7 @@ static inline uint64_t name_mix_bytes(uint64_t h, const char *s, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_load8(s + i));
-    if (i < n) {
-        uint64_t x = 0;
-        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
-        h = name_hash_step(h, x);
-    }
+    if (i < n) h = name_hash_step(h, util_load_le_tail(s + i, n - i));
     return name_hash_end(h);
 }
 
@@ -82,20 +84,21 @@ static inline uint64_t name_hash(const char *s, size_t n)
     uint64_t h = NAME_HASH_SEED;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) h = name_hash_step(h, name_fold8(name_load8(s + i)));
-    if (i < n) {
-        uint64_t x = 0;
-        for (size_t k = 0; i + k < n; k++) x |= (uint64_t)(unsigned char)s[i + k] << (8 * k);
-        h = name_hash_step(h, name_fold8(x));
-    }
+    if (i < n) h = name_hash_step(h, name_fold8(util_load_le_tail(s + i, n - i)));
     return name_hash_end(h);
+}
+
+static inline int name_filter_bits_test(const uint64_t *bits, size_t nbits, uint64_t h)
+{
+    size_t m = nbits - 1;
+    size_t a = (size_t)h & m, b = (size_t)(h >> 32) & m;
+    return (bits[a >> 6] >> (a & 63) & 1) && (bits[b >> 6] >> (b & 63) & 1);
 }
 
 static inline int name_filter_test_hash(const name_filter *f, uint64_t h)
 {
     if (!f || !f->nbits) return 1; /* no filter: everything may match */
-    size_t m = f->nbits - 1;
-    size_t a = (size_t)h & m, b = (size_t)(h >> 32) & m;
-    return (f->bits[a >> 6] >> (a & 63) & 1) && (f->bits[b >> 6] >> (b & 63) & 1);
+    return name_filter_bits_test(f->bits, f->nbits, h);
 }
 
 static inline int name_filter_test(const name_filter *f, const char *s, size_t n)
@@ -103,10 +106,23 @@ static inline int name_filter_test(const name_filter *f, const char *s, size_t n
     return name_filter_test_hash(f, name_hash(s, n));
 }
 
+/* The ids hash as they are (they are normalized already). */
+static inline uint64_t name_id_hash(const char *id, size_t n)
+{
+    return name_mix_bytes(0x13198a2e03707344ull ^ n, id, n);
+}
+
+static inline int name_filter_test_id(const name_filter *f, const char *id, size_t n)
+{
+    if (!f || !f->nbits) return 1;
+    return name_filter_bits_test(f->idbits, f->nbits, name_id_hash(id, n));
+}
+
 /* Sizes the filter for `expected` names (16 bits each) and clears it.
  * Returns 0, or -1 on allocation failure (the filter then passes everything). */
 int name_filter_reset(name_filter *f, size_t expected);
-void name_filter_add(name_filter *f, const char *s, size_t n);
+/* Adds an item: its bare name and its id. */
+void name_filter_add(name_filter *f, const char *name, size_t n, const char *id, size_t id_n);
 void name_filter_free(name_filter *f);
 
 #endif
