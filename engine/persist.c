@@ -153,6 +153,7 @@ typedef struct load_ctx {
     engine *e;
     session *s;
     int rc;
+    char where[160]; /* "session <id>: stored item", formatted once per load */
 } load_ctx;
 
 /* A binary row (turnlog.h): 0, or -1 with *err. */
@@ -179,23 +180,25 @@ static int load_item(void *ud, const char *key, const char *val, size_t len)
             return 0;
         }
     }
-    if (tracker_find(&c->s->t, key + 2)) { /* cannot happen in a kv store: keys are unique */
-        json_decref(o);
-        return 0;
-    }
+    size_t had = c->s->t.count;
     item *it = tracker_touch(&c->s->t, key + 2, CAT_PROJECT, 0);
     if (!it) {
         json_decref(o);
         c->rc = CLARITY_ENOMEM;
         return 1;
     }
-    char where[300], *err = NULL;
-    snprintf(where, sizeof where, "session %.100s: stored item %.150s", c->s->id, key);
-    int bad = o ? item_from_json(&c->s->t, it, o, where, &err) : item_from_row(&c->s->t, it, val, len, where, &err);
+    if (c->s->t.count == had) { /* there already: cannot happen in a kv store (keys are unique) */
+        json_decref(o);
+        return 0;
+    }
+    char *err = NULL;
+    int bad = o ? item_from_json(&c->s->t, it, o, c->where, &err)
+                : item_from_row(&c->s->t, it, val, len, c->where, &err);
     if (bad) {
         /* a corrupted or hand-edited row is never trusted: left out, and
          * left in the store as it is */
-        engine_log(c->e, CLARITY_LOG_ERROR, "clarity: %s; the item is left out", err ? err : where);
+        engine_log(c->e, CLARITY_LOG_ERROR, "clarity: %s; the item (row %.150s) is left out",
+                   err ? err : c->where, key);
         tracker_discard(&c->s->t, it);
     }
     free(err);
@@ -462,7 +465,9 @@ int persist_load(engine *e, session *s)
     s->log_seq = s->snap_seq = (uint64_t)seq;
     meta_apply(e, s, meta, where);
     json_decref(meta);
-    load_ctx c = {e, s, CLARITY_OK};
+    tracker_defer_names(&s->t); /* built once below */
+    load_ctx c = {e, s, CLARITY_OK, {0}};
+    snprintf(c.where, sizeof c.where, "session %.100s: stored item", s->id);
     rc = store_iter(e->st, s->ns, "i:", load_item, &c);
     if (rc == CLARITY_OK) rc = c.rc;
     snprintf(where, sizeof where, "session %.100s", s->id);
@@ -742,6 +747,7 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
     }
     tracker fresh;
     tracker_init(&fresh, e->cfg.limits.history_length);
+    tracker_defer_names(&fresh); /* built once after the items */
     int rc = CLARITY_OK;
     if (get_num(st, "currentTurn", 0, TRACKER_TURN_MAX, 0, &fresh.current_turn, "state", err) ||
         get_num(st, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &fresh.last_persist_ms, "state", err))

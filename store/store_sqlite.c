@@ -1,7 +1,9 @@
 /* store_sqlite.c: the embedded SQLite backend.
  *
- * One connection per store (SQLITE_OPEN_FULLMUTEX; store.c serializes the
- * calls anyway).  Durability: journal_mode=WAL with synchronous=NORMAL.  A
+ * One connection per store, opened SQLITE_OPEN_NOMUTEX: store.c serializes
+ * every call on it, so SQLite's own lock around each API call (two per
+ * column read) would only add cost.  The checkpoint thread has its own
+ * connection.  Durability: journal_mode=WAL with synchronous=NORMAL.  A
  * committed transaction survives the process being killed (kill -9, crash)
  * and the file is never corrupted by that; it is NOT guaranteed to survive a
  * power loss or OS crash (the WAL is fsync'ed only at checkpoints), where
@@ -424,7 +426,7 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         return CLARITY_ENOMEM;
     }
     int rc = sqlite3_open_v2(
-        path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+        path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "open");
     sqlite3_extended_result_codes(q->db, 1);
     /* Same as PRAGMA busy_timeout=5000: another process (the CLI, a second

@@ -58,6 +58,7 @@ const char *tracker_bare_name(const char *id, int category)
 
 void tracker_rebuild_names(tracker *t)
 {
+    t->names_deferred = 0; /* without memory below, the next add tries again */
     if (name_filter_reset(&t->names, t->count * 2 + 64) != 0) return; /* passes all */
     for (item *it = t->items; it; it = it->hh.next) {
         const char *bare = tracker_bare_name(it->id, it->category);
@@ -66,8 +67,15 @@ void tracker_rebuild_names(tracker *t)
     t->names_removed = 0;
 }
 
+void tracker_defer_names(tracker *t)
+{
+    name_filter_free(&t->names);
+    t->names_deferred = 1;
+}
+
 static void names_add(tracker *t, const item *it)
 {
+    if (t->names_deferred) return;
     if (!t->names.nbits || (t->names.n + 1) * 16 > t->names.nbits) {
         tracker_rebuild_names(t); /* grows the filter; the new item is already in the table */
         return;

@@ -75,6 +75,7 @@ typedef struct tracker {
      * removed since the last rebuild still answer "maybe" until then. */
     name_filter names;
     size_t names_removed;
+    int names_deferred; /* a load is filling the table: tracker_rebuild_names builds the filter once */
     /* For an index of the items by score bound (engine/rankidx.c): the
      * items changed since it last looked, and a generation, unique in the
      * process, that changes at init, free and whenever items go away. */
@@ -134,8 +135,12 @@ void tracker_turn_key_add(tracker *t, uint64_t h);
 /* The name an id is written as in text: the id without its category
  * prefix ("tool:web_search" -> "web_search"); projects are bare already. */
 const char *tracker_bare_name(const char *id, int category);
-/* Rebuilds the name filter from the items (after many removals). */
+/* Rebuilds the name filter from the items (after many removals, and to
+ * end a load). */
 void tracker_rebuild_names(tracker *t);
+/* Before a load adds many items: the filter is dropped (so it passes every
+ * name meanwhile) and not kept up to date until tracker_rebuild_names. */
+void tracker_defer_names(tracker *t);
 
 /* Clears the dirty list and the deleted ids (after a successful persist). */
 void tracker_clear_dirty(tracker *t);
