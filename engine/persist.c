@@ -159,10 +159,11 @@ typedef struct load_ctx {
 /* A binary row (turnlog.h): 0, or -1 with *err. */
 static int item_from_row(tracker *t, item *it, const char *val, size_t len, const char *where, char **err)
 {
-    tl_reader r = {(const unsigned char *)val + 1, (const unsigned char *)val + len, NULL};
-    if (len && (unsigned char)val[0] == TL_ROW_V1 && tl_get_item(&r, t, it) == 0 && r.p == r.end) return 0;
+    tl_reader r;
+    int binary = tl_row_reader(&r, val, len) == 0;
+    if (binary && tl_get_item(&r, t, it) == 0 && r.p == r.end) return 0;
     *err = util_format("%s: \"%s\" is out of range or cut short", where,
-                       len && (unsigned char)val[0] == TL_ROW_V1 ? (r.what ? r.what : "length") : "format");
+                       binary ? (r.what ? r.what : "length") : "format");
     return -1;
 }
 
@@ -255,7 +256,7 @@ static int collect_rec(void *ud, const char *key, const char *val, size_t len)
 {
     (void)key;
     log_ctx *c = ud;
-    tl_reader r = {(const unsigned char *)val, (const unsigned char *)val + len, NULL};
+    tl_reader r = {(const unsigned char *)val, (const unsigned char *)val + len, NULL, 0};
     tl_header h;
     if (tl_get_header(&r, &h) != 0 || h.seq <= c->above) return 0; /* stale, or reported when applied */
     if (c->n == c->cap) {
@@ -386,10 +387,10 @@ static int load_log(engine *e, session *s, const char *where)
                        (unsigned long long)s->log_seq + 1, c.n - i);
             break;
         }
-        tl_reader r = {(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL};
+        tl_reader r = {(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL, 0};
         int w = rec_walk(e, s, &r, 0, where);
         if (w == 0) {
-            r = (tl_reader){(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL};
+            r = (tl_reader){(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL, 0};
             w = rec_walk(e, s, &r, 1, where);
         }
         if (w == -2) rc = CLARITY_ENOMEM;

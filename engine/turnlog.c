@@ -9,7 +9,8 @@
 #include "../util/endian.h"
 
 #define TL_REASON_MAX (1u << 20)
-#define TL_ITEM_FIXED (4 + 8 * 8) /* the item form up to the reason */
+#define TL_ITEM_FIXED (4 + 8 * 8) /* form 1 up to the reason */
+#define TL_VAR_MAX 10             /* bytes of a 64-bit varint */
 #define TL_HEADER (4 + 3 * 8)
 
 /* Little-endian fields, one load or store each. */
@@ -48,34 +49,61 @@ void tl_put_bytes(buf *out, const char *s, size_t n)
 
 /* Written in place after one reserve: this runs for every item a turn
  * touches. */
+static unsigned char *put_var(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* The lowest value of each of the eight numbers: stored as value - lo. */
+static const int64_t field_lo[8] = {0, 0, 0, 0, -1, -1, 0, 0};
+
 void tl_put_item(buf *out, const item *it)
 {
     int64_t h[ITEM_HISTORY_MAX];
     size_t nh = tracker_history(it, h, ITEM_HISTORY_MAX);
     size_t rn = it->anchor_reason ? strlen(it->anchor_reason) : 0;
-    size_t size = TL_ITEM_FIXED + 4 + rn + 4 * nh;
-    if (buf_reserve(out, size) != 0) return;
-    unsigned char *p = (unsigned char *)out->p + out->len;
+    size_t most = 4 + 9 * TL_VAR_MAX + rn + TL_VAR_MAX * nh;
+    if (buf_reserve(out, most) != 0) return;
+    unsigned char *p = (unsigned char *)out->p + out->len, *start = p;
     p[0] = (unsigned char)it->category;
     p[1] = (unsigned char)it->tier;
     p[2] = (unsigned char)((it->anchored ? 1 : 0) | (it->pruned ? 2 : 0));
     p[3] = (unsigned char)nh;
+    p += 4;
     const int64_t f[8] = {it->mention_count,       it->reference_count, it->first_seen_turn,
                           it->last_mention_turn,   it->last_reference_turn, it->pruned_turn,
                           it->anchor_at_ms,        it->created_at_ms};
-    for (int i = 0; i < 8; i++) put_u64(p + 4 + 8 * i, (uint64_t)f[i]);
-    p = put_u32p(p + TL_ITEM_FIXED, (uint32_t)rn);
+    for (int i = 0; i < 8; i++) p = put_var(p, (uint64_t)(f[i] - field_lo[i]));
+    p = put_var(p, rn);
     if (rn) memcpy(p, it->anchor_reason, rn);
     p += rn;
-    for (size_t i = 0; i < nh; i++) p = put_u32p(p, (uint32_t)h[nh - 1 - i]); /* oldest first */
-    out->len += size;
+    int64_t prev = 0;
+    for (size_t i = 0; i < nh; i++) { /* oldest first */
+        p = put_var(p, zigzag(h[nh - 1 - i] - prev));
+        prev = h[nh - 1 - i];
+    }
+    out->len += (size_t)(p - start);
     out->p[out->len] = '\0';
 }
 
 void tl_put_row(buf *out, const item *it)
 {
-    buf_putc(out, TL_ROW_V1);
+    buf_putc(out, TL_ROW_V2);
     tl_put_item(out, it);
+}
+
+int tl_row_reader(tl_reader *r, const char *val, size_t len)
+{
+    const unsigned char *v = (const unsigned char *)val;
+    *r = (tl_reader){v + 1, v + len, NULL, len ? (v[0] == TL_ROW_V2 ? 2 : v[0] == TL_ROW_V1 ? 1 : 0) : 0};
+    return r->form ? 0 : -1;
 }
 
 static int need(tl_reader *r, size_t n, const char *what)
@@ -109,36 +137,92 @@ static int in_range(tl_reader *r, int64_t v, int64_t lo, int64_t hi, const char 
     return -1;
 }
 
+/* An unsigned LEB128 varint of at most 64 bits. */
+static int get_var(tl_reader *r, uint64_t *v, const char *what)
+{
+    uint64_t x = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->p >= r->end) break;
+        unsigned char b = *r->p++;
+        if (shift == 63 && b > 1) break; /* more than 64 bits */
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    r->what = what;
+    return -1;
+}
+
+static const char *const field_names[8] = {"mentionCount",    "referenceCount",    "firstSeenTurn",
+                                           "lastMentionTurn", "lastReferenceTurn", "prunedTurn",
+                                           "anchorSetAt",     "createdAt"};
+
+/* The eight numbers, the reason and the history of either form. */
+static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t *rn, unsigned nh,
+                      int32_t hist[])
+{
+    const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
+    const int64_t hi[8] = {C, C, T, T, T, T, C, C};
+    if (r->form == 1) {
+        if (need(r, 8 * 8, "item")) return -1;
+        for (int i = 0; i < 8; i++) f[i] = (int64_t)get_u64(r->p + 8 * i);
+        r->p += 8 * 8;
+        for (int i = 0; i < 8; i++)
+            if (in_range(r, f[i], field_lo[i], hi[i], field_names[i])) return -1;
+        if (tl_get_bytes(r, reason, rn, "anchorReason")) return -1;
+        for (unsigned i = 0; i < nh; i++) {
+            uint32_t v;
+            if (tl_get_u32(r, &v, "history") || in_range(r, (int64_t)v, 0, T, "history")) return -1;
+            hist[i] = (int32_t)v;
+        }
+        return 0;
+    }
+    for (int i = 0; i < 8; i++) {
+        uint64_t v;
+        if (get_var(r, &v, field_names[i])) return -1;
+        if (v > (uint64_t)(hi[i] - field_lo[i])) return r->what = field_names[i], -1;
+        f[i] = (int64_t)v + field_lo[i];
+    }
+    uint64_t n;
+    if (get_var(r, &n, "anchorReason")) return -1;
+    if (n > TL_REASON_MAX || need(r, (size_t)n, "anchorReason")) return r->what = "anchorReason", -1;
+    *reason = (const char *)r->p;
+    *rn = (uint32_t)n;
+    r->p += n;
+    int64_t prev = 0;
+    for (unsigned i = 0; i < nh; i++) {
+        uint64_t z;
+        if (get_var(r, &z, "history")) return -1;
+        /* un-zigzag; a difference that takes the turn out of 0..T is refused */
+        uint64_t mag = z >> 1;
+        if (mag > (uint64_t)T) return r->what = "history", -1;
+        int64_t d = (z & 1) ? -(int64_t)mag - 1 : (int64_t)mag;
+        if (in_range(r, prev + d, 0, T, "history")) return -1;
+        prev += d;
+        hist[i] = (int32_t)prev;
+    }
+    return 0;
+}
+
 int tl_get_item(tl_reader *r, tracker *t, item *it)
 {
-    static const char *const names[8] = {"mentionCount",     "referenceCount", "firstSeenTurn",
-                                         "lastMentionTurn",  "lastReferenceTurn", "prunedTurn",
-                                         "anchorSetAt",      "createdAt"};
-    const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
-    const int64_t lo[8] = {0, 0, 0, 0, -1, -1, 0, 0}, hi[8] = {C, C, T, T, T, T, C, C};
-    if (need(r, TL_ITEM_FIXED, "item")) return -1;
+    if (need(r, 4, "item")) return -1;
     const unsigned char *b = r->p;
-    int64_t f[8];
-    for (int i = 0; i < 8; i++) {
-        f[i] = (int64_t)get_u64(b + 4 + 8 * i);
-        if (in_range(r, f[i], lo[i], hi[i], names[i])) return -1;
-    }
     if (in_range(r, b[0], 0, CAT__COUNT - 1, "category") || in_range(r, b[1], 0, TIER__COUNT - 1, "tier") ||
         in_range(r, b[2], 0, 3, "flags") || in_range(r, b[3], 0, ITEM_HISTORY_MAX, "history"))
         return -1;
-    r->p += TL_ITEM_FIXED;
+    unsigned char cat = b[0], tier = b[1], flags = b[2], nh = b[3];
+    r->p += 4;
+    int64_t f[8];
     const char *reason;
     uint32_t rn;
-    if (tl_get_bytes(r, &reason, &rn, "anchorReason")) return -1;
+    int32_t hist[ITEM_HISTORY_MAX];
+    if (get_fields(r, f, &reason, &rn, nh, hist)) return -1;
     if (rn > TL_REASON_MAX || memchr(reason, '\0', rn)) {
         r->what = "anchorReason";
         return -1;
-    }
-    int32_t hist[ITEM_HISTORY_MAX];
-    for (unsigned i = 0; i < b[3]; i++) {
-        uint32_t v;
-        if (tl_get_u32(r, &v, "history") || in_range(r, (int64_t)v, 0, T, "history")) return -1;
-        hist[i] = (int32_t)v;
     }
     char *ar = NULL;
     if (rn) {
@@ -150,10 +234,10 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
         memcpy(ar, reason, rn);
         ar[rn] = '\0';
     }
-    it->category = (int8_t)b[0];
-    it->tier = (int8_t)b[1];
-    it->anchored = b[2] & 1;
-    it->pruned = (b[2] >> 1) & 1;
+    it->category = (int8_t)cat;
+    it->tier = (int8_t)tier;
+    it->anchored = flags & 1;
+    it->pruned = (flags >> 1) & 1;
     it->mention_count = f[0];
     it->reference_count = f[1];
     it->first_seen_turn = f[2];
@@ -165,7 +249,7 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
     free(it->anchor_reason);
     it->anchor_reason = ar;
     it->hist_len = it->hist_head = 0;
-    for (unsigned i = 0; i < b[3]; i++) tracker_history_push(t, it, hist[i]);
+    for (unsigned i = 0; i < nh; i++) tracker_history_push(t, it, hist[i]);
     return 0;
 }
 
@@ -182,10 +266,11 @@ int tl_get_header(tl_reader *r, tl_header *h)
 {
     if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
-    if (b[0] != TL_REC_MAGIC || b[1] != TL_REC_VERSION || b[2] > TL_REC_META) {
+    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > TL_REC_META) {
         r->what = "header";
         return -1;
     }
+    r->form = b[1]; /* record version n holds items in form n */
     h->flags = b[2];
     h->seq = get_u64(b + 4);
     h->turn = (int64_t)get_u64(b + 12);

@@ -6,17 +6,25 @@
  * a few stores to write and a few loads to read (the JSON rows it replaces
  * cost ~20,000 instructions per item to write and ~7 µs to read back).
  *
- * Item form (little-endian, every number range-checked when read):
+ * Item form, version 2 (written; every number range-checked when read):
  *   u8 category, u8 tier, u8 flags (1 anchored, 2 pruned), u8 history length
- *   i64 mention count, reference count, first seen, last mention,
- *       last reference, pruned turn, anchor time, creation time
- *   u32 anchor reason length, reason bytes (no NUL)
- *   i32 history turns, oldest first
- * Snapshot row "i:<id>": the byte TL_ROW_V1, then the item form.  A row
- * that starts with '{' is the JSON form of earlier versions (still read).
+ *   varints (unsigned LEB128) of mention count, reference count, first seen,
+ *       last mention, last reference + 1, pruned turn + 1, anchor time,
+ *       creation time
+ *   varint anchor reason length, reason bytes (no NUL)
+ *   history turns, oldest first: each the zigzag varint of its difference
+ *       from the one before (the first from 0)
+ * A dense turn's record is then about a third of version 1's, and SQLite
+ * writes a record of a page or two instead of a chain of overflow pages.
+ * Item form, version 1 (read): the same bytes, with the eight numbers as
+ * i64 little-endian, the reason length as u32 and the history as i32.
+ * Snapshot row "i:<id>": the byte TL_ROW_V2 (or TL_ROW_V1), then the item
+ * form of that version.  A row that starts with '{' is the JSON form of
+ * earlier versions (still read).
  *
  * Record "l:<slot>" (slot = seq mod storage.snapshotEvery):
- *   u8 'L', u8 version 1, u8 flags (1: meta JSON follows), u8 0
+ *   u8 'L', u8 version (2; 1 read: its items in form 1), u8 flags (1: meta
+ *   JSON follows), u8 0
  *   u64 seq, i64 current turn, i64 last persist time (ms)
  *   [u32 length, the meta JSON as the "meta" row holds it]
  *   u32 items, each: u32 id length, id, item form
@@ -33,20 +41,26 @@
 #include "../util/buf.h"
 
 #define TL_ROW_V1 0x01
+#define TL_ROW_V2 0x02
 #define TL_REC_MAGIC 'L'
-#define TL_REC_VERSION 1
+#define TL_REC_VERSION 2
 #define TL_REC_META 1
 
 /* Appends the item form of it. */
 void tl_put_item(buf *out, const item *it);
-/* Appends a snapshot row: TL_ROW_V1 + the item form. */
+/* Appends a snapshot row: TL_ROW_V2 + the item form. */
 void tl_put_row(buf *out, const item *it);
 
 /* A reader over stored bytes; every read checks the bounds. */
 typedef struct tl_reader {
     const unsigned char *p, *end;
     const char *what; /* the first field found bad, for the message */
+    int form;         /* the item form its items are in: 1 or 2 (0 reads as 2) */
 } tl_reader;
+
+/* Starts a reader over a snapshot row (its version byte included): 0, or
+ * -1 when the row is not a binary one. */
+int tl_row_reader(tl_reader *r, const char *val, size_t len);
 
 /* Reads an item form into it (its id and hash linkage untouched; history
  * pushed through t).  0, or -1 with r->what naming the bad field. */

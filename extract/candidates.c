@@ -236,6 +236,9 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *mem
         ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
         uint64_t starts = c.word & ~((c.word << 1) | carry);
         uint64_t after_path = (c.path << 1) | carry_p; /* bit i: byte i - 1 is a path byte */
+        /* bit i: a word starting at byte i may be looked up in the memo (no
+         * path byte before it, and 16 bytes of text from it) */
+        uint64_t memo_ok = ex_memo_room(memo, base, len) & ~after_path;
         carry = c.word >> 63;
         carry_p = c.path >> 63;
         uint64_t trig = starts | c.slash | c.dot;
@@ -261,7 +264,7 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *mem
                  * last word, which a path byte precedes. */
                 size_t slot = SIZE_MAX;
                 uint64_t key[2];
-                if (memo->key && end - p <= EX_MEMO_MAX && p + 16 <= len && !(after_path >> bit & 1)) {
+                if ((memo_ok >> bit & 1) && end - p <= EX_MEMO_MAX) {
                     slot = ex_memo_slot(memo, t, p, end - p, key);
                     if (ex_memo_has(memo, slot, key)) {
                         done = end;

@@ -764,6 +764,7 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
         uint64_t trig = ws | (path_on ? ts : 0);
+        uint64_t memo_ok = ex_memo_room(memo, base, len);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -789,7 +790,7 @@ static int scan_words(const extractor *ex, const char *t, size_t len, spans *too
                 else
                     while (e < len && ex_is_word((unsigned char)t[e])) e++;
                 uint32_t kw;
-                if (memo->key && e - p <= EX_MEMO_MAX && p + 16 <= len) {
+                if ((memo_ok >> bit & 1) && e - p <= EX_MEMO_MAX) {
                     uint64_t key[2];
                     size_t slot = ex_memo_slot(memo, t, p, e - p, key);
                     if (ex_memo_has(memo, slot, key)) {

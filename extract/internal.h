@@ -138,6 +138,15 @@ void ex_memo_free(ex_memo *m);
 
 extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2];
 
+/* Bit i: a word starting at byte base + i of a text of len bytes has the
+ * 16 bytes the memo reads (none without a memo). */
+static inline uint64_t ex_memo_room(const ex_memo *m, size_t base, size_t len)
+{
+    if (!m->key || base + 16 > len) return 0;
+    size_t room = len - 16 - base + 1;
+    return room >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << room) - 1;
+}
+
 /* The key of the word t[a, a + n) (1 <= n <= EX_MEMO_MAX, a + 16 <= its
  * text's length) in k, and its slot. */
 static inline size_t ex_memo_slot(const ex_memo *m, const char *t, size_t a, size_t n, uint64_t k[2])
@@ -147,7 +156,8 @@ static inline size_t ex_memo_slot(const ex_memo *m, const char *t, size_t a, siz
     memcpy(&y, t + a + 8, 8);
     k[0] = x & ex_memo_keep[n][0];
     k[1] = y & ex_memo_keep[n][1];
-    return (size_t)(((k[0] ^ (k[1] * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >> m->shift);
+    /* the slot from the first 8 bytes: words that share them only share a slot */
+    return (size_t)((k[0] * 0x9e3779b97f4a7c15ull) >> m->shift);
 }
 
 static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2])

@@ -1,0 +1,224 @@
+/* test_turnlog.c: the binary item form of turn-log records and snapshot
+ * rows (engine/turnlog.c): what is written reads back the same at every
+ * edge of every range, the version 1 form of earlier releases still reads,
+ * and bytes out of range or cut short are refused with the field named. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/turnlog.h"
+
+static item *new_item(int history_length)
+{
+    item *it = calloc(1, sizeof *it + (size_t)history_length * sizeof it->history[0]);
+    cr_assert_not_null(it);
+    return it;
+}
+
+static void same_item(const item *a, const item *b, const char *what)
+{
+    cr_assert_eq(a->category, b->category, "%s: category", what);
+    cr_assert_eq(a->tier, b->tier, "%s: tier", what);
+    cr_assert_eq(a->anchored, b->anchored, "%s: anchored", what);
+    cr_assert_eq(a->pruned, b->pruned, "%s: pruned", what);
+    cr_assert_eq(a->mention_count, b->mention_count, "%s: mentions", what);
+    cr_assert_eq(a->reference_count, b->reference_count, "%s: references", what);
+    cr_assert_eq(a->first_seen_turn, b->first_seen_turn, "%s: first seen", what);
+    cr_assert_eq(a->last_mention_turn, b->last_mention_turn, "%s: last mention", what);
+    cr_assert_eq(a->last_reference_turn, b->last_reference_turn, "%s: last reference", what);
+    cr_assert_eq(a->pruned_turn, b->pruned_turn, "%s: pruned turn", what);
+    cr_assert_eq(a->anchor_at_ms, b->anchor_at_ms, "%s: anchor time", what);
+    cr_assert_eq(a->created_at_ms, b->created_at_ms, "%s: created", what);
+    cr_assert_str_eq(a->anchor_reason ? a->anchor_reason : "", b->anchor_reason ? b->anchor_reason : "",
+                     "%s: reason", what);
+    int64_t ha[ITEM_HISTORY_MAX], hb[ITEM_HISTORY_MAX];
+    size_t na = tracker_history(a, ha, ITEM_HISTORY_MAX), nb = tracker_history(b, hb, ITEM_HISTORY_MAX);
+    cr_assert_eq(na, nb, "%s: history length", what);
+    for (size_t i = 0; i < na; i++) cr_assert_eq(ha[i], hb[i], "%s: history[%zu]", what, i);
+}
+
+static int64_t pick(int64_t lo, int64_t hi)
+{
+    switch (rand() % 4) {
+    case 0: return lo;
+    case 1: return hi;
+    case 2: return lo + rand() % 200;
+    default: return lo + (int64_t)(((uint64_t)rand() << 31 ^ (uint64_t)rand()) % (uint64_t)(hi - lo + 1));
+    }
+}
+
+Test(turnlog, items_read_back_as_written_at_every_range_edge)
+{
+    tracker t;
+    tracker_init(&t, ITEM_HISTORY_MAX);
+    const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
+    srand(3);
+    for (int round = 0; round < 3000; round++) {
+        item *a = new_item(ITEM_HISTORY_MAX), *b = new_item(ITEM_HISTORY_MAX);
+        a->category = (int8_t)(rand() % CAT__COUNT);
+        a->tier = (int8_t)(rand() % TIER__COUNT);
+        a->anchored = rand() % 2;
+        a->pruned = rand() % 2;
+        a->mention_count = pick(0, C);
+        a->reference_count = pick(0, C);
+        a->first_seen_turn = pick(0, T);
+        a->last_mention_turn = pick(0, T);
+        a->last_reference_turn = pick(-1, T);
+        a->pruned_turn = pick(-1, T);
+        a->anchor_at_ms = pick(0, C);
+        a->created_at_ms = pick(0, C);
+        if (rand() % 3 == 0) {
+            size_t n = (size_t)(rand() % 300);
+            a->anchor_reason = malloc(n + 1);
+            for (size_t i = 0; i < n; i++) a->anchor_reason[i] = (char)('a' + rand() % 26);
+            a->anchor_reason[n] = '\0';
+        }
+        int nh = rand() % (ITEM_HISTORY_MAX + 1);
+        for (int i = 0; i < nh; i++) tracker_history_push(&t, a, pick(0, T)); /* any order */
+        buf out;
+        buf_init(&out);
+        tl_put_row(&out, a);
+        cr_assert(!buf_failed(&out));
+        cr_assert_eq((unsigned char)out.p[0], TL_ROW_V2);
+        tl_reader r;
+        cr_assert_eq(tl_row_reader(&r, out.p, out.len), 0);
+        cr_assert_eq(tl_get_item(&r, &t, b), 0, "round %d: %s", round, r.what ? r.what : "?");
+        cr_assert(r.p == r.end, "round %d: bytes left over", round);
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        same_item(a, b, what);
+        buf_free(&out);
+        free(a->anchor_reason);
+        free(b->anchor_reason);
+        free(a);
+        free(b);
+    }
+    tracker_free(&t);
+}
+
+static void put_le(buf *b, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) buf_putc(b, (char)(v >> (8 * i)));
+}
+
+/* A snapshot row as version 1 wrote it (fixed-width little-endian). */
+static void v1_row(buf *b, const item *a, const int32_t *hist, int nh)
+{
+    buf_putc(b, TL_ROW_V1);
+    buf_putc(b, (char)a->category);
+    buf_putc(b, (char)a->tier);
+    buf_putc(b, (char)((a->anchored ? 1 : 0) | (a->pruned ? 2 : 0)));
+    buf_putc(b, (char)nh);
+    const int64_t f[8] = {a->mention_count,     a->reference_count, a->first_seen_turn,
+                          a->last_mention_turn, a->last_reference_turn, a->pruned_turn,
+                          a->anchor_at_ms,      a->created_at_ms};
+    for (int i = 0; i < 8; i++) put_le(b, (uint64_t)f[i], 8);
+    size_t rn = a->anchor_reason ? strlen(a->anchor_reason) : 0;
+    put_le(b, rn, 4);
+    buf_append(b, a->anchor_reason ? a->anchor_reason : "", rn);
+    for (int i = 0; i < nh; i++) put_le(b, (uint32_t)hist[i], 4);
+}
+
+Test(turnlog, version_1_rows_still_read)
+{
+    tracker t;
+    tracker_init(&t, 8);
+    item *a = new_item(8), *b = new_item(8);
+    a->category = CAT_FILE;
+    a->tier = 1;
+    a->anchored = 1;
+    a->mention_count = 123456789012LL;
+    a->reference_count = 7;
+    a->first_seen_turn = 3;
+    a->last_mention_turn = 40;
+    a->last_reference_turn = -1;
+    a->pruned_turn = -1;
+    a->anchor_at_ms = 1732000000000LL;
+    a->created_at_ms = 1731000000000LL;
+    a->anchor_reason = strdup("pinned by the user");
+    const int32_t hist[] = {5, 9, 9, 40};
+    for (int i = 0; i < 4; i++) tracker_history_push(&t, a, hist[i]);
+    buf row;
+    buf_init(&row);
+    v1_row(&row, a, hist, 4);
+    tl_reader r;
+    cr_assert_eq(tl_row_reader(&r, row.p, row.len), 0);
+    cr_assert_eq(r.form, 1);
+    cr_assert_eq(tl_get_item(&r, &t, b), 0, "%s", r.what ? r.what : "?");
+    cr_assert(r.p == r.end);
+    same_item(a, b, "v1 row");
+    /* the same item now takes far fewer bytes */
+    buf v2;
+    buf_init(&v2);
+    tl_put_row(&v2, a);
+    cr_assert_lt(v2.len * 2, row.len, "v2 %zu bytes, v1 %zu", v2.len, row.len);
+    buf_free(&v2);
+    buf_free(&row);
+    free(a->anchor_reason);
+    free(b->anchor_reason);
+    free(a);
+    free(b);
+    tracker_free(&t);
+}
+
+/* Decodes bytes as a version 2 row; returns the field the reader refused. */
+static const char *refused(const unsigned char *bytes, size_t n)
+{
+    static tracker t;
+    static int ready;
+    if (!ready) tracker_init(&t, ITEM_HISTORY_MAX), ready = 1;
+    item *it = new_item(ITEM_HISTORY_MAX);
+    tl_reader r;
+    cr_assert_eq(tl_row_reader(&r, (const char *)bytes, n), 0);
+    int rc = tl_get_item(&r, &t, it);
+    free(it->anchor_reason);
+    free(it);
+    if (rc == 0) return r.p == r.end ? NULL : "trailing";
+    return r.what ? r.what : "?";
+}
+
+Test(turnlog, out_of_range_or_cut_short_is_refused_by_name)
+{
+    /* header: row v2, category 0, tier 0, flags 0, 1 history entry */
+    const unsigned char ok[] = {TL_ROW_V2, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+    cr_assert_null(refused(ok, sizeof ok));
+    /* a count one past TRACKER_COUNT_MAX */
+    unsigned char big[32] = {TL_ROW_V2, 0, 0, 0, 0};
+    size_t n = 5;
+    uint64_t v = (uint64_t)TRACKER_COUNT_MAX + 1;
+    for (; v >= 0x80; v >>= 7) big[n++] = (unsigned char)(v | 0x80);
+    big[n++] = (unsigned char)v;
+    cr_assert_str_eq(refused(big, n), "mentionCount");
+    /* a varint longer than 64 bits */
+    unsigned char longvar[20] = {TL_ROW_V2, 0, 0, 0, 0};
+    for (int i = 5; i < 16; i++) longvar[i] = 0xff;
+    longvar[16] = 0x01;
+    cr_assert_str_eq(refused(longvar, 17), "mentionCount");
+    /* cut short inside the numbers, and inside the reason */
+    cr_assert_str_eq(refused(ok, 8), "lastMentionTurn");
+    const unsigned char reason[] = {TL_ROW_V2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5, 'a', 'b'};
+    cr_assert_str_eq(refused(reason, sizeof reason), "anchorReason");
+    /* a history difference that goes below turn 0 */
+    const unsigned char neg[] = {TL_ROW_V2, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    cr_assert_str_eq(refused(neg, sizeof neg), "history");
+    /* a category past the last */
+    const unsigned char cat[] = {TL_ROW_V2, CAT__COUNT, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_str_eq(refused(cat, sizeof cat), "category");
+}
+
+Test(turnlog, record_versions_1_and_2_read_and_others_are_refused)
+{
+    for (int v = 0; v <= 3; v++) {
+        unsigned char h[28] = {TL_REC_MAGIC, (unsigned char)v, 0, 0, 1};
+        tl_reader r = {h, h + sizeof h, NULL, 0};
+        tl_header hd;
+        int rc = tl_get_header(&r, &hd);
+        if (v == 1 || v == 2) {
+            cr_assert_eq(rc, 0, "version %d", v);
+            cr_assert_eq(r.form, v);
+        } else {
+            cr_assert_neq(rc, 0, "version %d read", v);
+        }
+    }
+}
