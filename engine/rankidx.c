@@ -75,8 +75,12 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
         it->rank_queued = 0;
         x->main[x->n++] = slot_of(cfg, tables, it);
     }
-    if (reserve(&x->tmp, &x->cap_t, x->n) != 0) return -1;
-    sort_slots(x->main, x->n, x->tmp);
+    /* scratch for the whole array, given back at once (a turn's merges
+     * keep only a small one in x->tmp) */
+    rank_slot *tmp = x->n > 1 ? malloc(x->n * sizeof *tmp) : NULL;
+    if (x->n > 1 && !tmp) return -1;
+    sort_slots(x->main, x->n, tmp);
+    free(tmp);
     x->gen = t->rank_gen;
     return 0;
 }
