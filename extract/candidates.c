@@ -44,39 +44,40 @@ static int path_may_match(const name_filter *nf, const char *p, size_t n)
  * tails (which may be tracked relative to an unknown workspace). */
 static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
 {
-    buf np;
-    buf_init(&np);
-    ex_norm_path(p, n, e->ws, e->wslen, &np);
-    int r = buf_failed(&np) ? (ex_em_error(e, CLARITY_ENOMEM), -1) : 0;
-    if (r == 0 && e->nf && !path_may_match(e->nf, np.p, np.len)) {
-        buf_free(&np);
-        return 0;
-    }
-    if (r == 0 && ex_file_id(np.p, np.len, &e->id) != FILE_NONE) {
+    buf *np = &e->np; /* the emitter's: no allocation per path */
+    buf_reset(np);
+    ex_norm_path(p, n, e->ws, e->wslen, np);
+    int r = buf_failed(np) ? (ex_em_error(e, CLARITY_ENOMEM), -1) : 0;
+    if (r == 0 && e->nf && !path_may_match(e->nf, np->p, np->len)) return 0;
+    if (r == 0 && ex_file_id(np->p, np->len, &e->id) != FILE_NONE) {
+        /* the canonical id is most often "file:" + the path itself */
+        int same = e->id.len == 5 + np->len && memcmp(e->id.p + 5, np->p, np->len) == 0;
         if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
-        buf_puts(&e->id, "file:");
-        buf_append(&e->id, np.p, np.len);
-        if (r == 0 && ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
-        if (r == 0 && ex_has_md_ext(np.p, np.len) && emit_lower(e, "file:", np.p, np.len, 0, CAT_FILE) < 0)
+        if (!same) {
+            buf_puts(&e->id, "file:");
+            buf_append(&e->id, np->p, np->len);
+            if (r == 0 && ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
+        }
+        if (r == 0 && ex_has_md_ext(np->p, np->len) && emit_lower(e, "file:", np->p, np->len, 0, CAT_FILE) < 0)
             r = -1;
-        if (np.p[0] == '/')
-            for (size_t i = 1; r == 0 && i + 1 < np.len; i++)
-                if (np.p[i] == '/') {
+        if (np->p[0] == '/')
+            for (size_t i = 1; r == 0 && i + 1 < np->len; i++)
+                if (np->p[i] == '/') {
                     buf_puts(&e->id, "file:");
-                    buf_append(&e->id, np.p + i + 1, np.len - i - 1);
+                    buf_append(&e->id, np->p + i + 1, np->len - i - 1);
                     if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
                 }
     }
     buf_reset(&e->id);
-    buf_free(&np);
     return r;
 }
 
-/* Word forms: project (lowercase), tool, keyword. */
-static int emit_word(ex_emitter *e, const char *w, size_t n)
+/* Word forms: project (lowercase), tool, keyword.  passed: the word is
+ * known to pass the name filter. */
+static int emit_word(ex_emitter *e, const char *w, size_t n, int passed)
 {
     if (n > EX_MAX_WORD) return 0;
-    if (e->nf && !name_filter_test(e->nf, w, n)) return 0;
+    if (!passed && e->nf && !name_filter_test(e->nf, w, n)) return 0;
     if (emit_lower(e, "", w, n, 0, CAT_PROJECT) < 0 || emit_lower(e, "tool:", w, n, 0, CAT_TOOL) < 0)
         return -1;
     if (n < (size_t)e->ex->min_len) return 0;
@@ -121,7 +122,7 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
         }
         size_t a = i;
         while (i < n && ex_is_word((unsigned char)t[i])) i++;
-        if (emit_word(e, t + a, i - a) < 0) return -1;
+        if (emit_word(e, t + a, i - a, 0) < 0) return -1;
         if (run_words == 0 || a == 0 || t[a - 1] != '-' || (a >= 2 && !ex_is_word((unsigned char)t[a - 2])))
             run_start = a, run_words = 0;
         run_words++;
@@ -217,7 +218,9 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
         return -1;
     }
     if (r == 0) return 1;
-    return process_token(e, t + p, n, 0) < 0 ? -1 : 1;
+    /* a lone word is a token of one word: process_token would only emit
+     * its word forms */
+    return emit_word(e, t + p, n, 1) < 0 ? -1 : 1;
 }
 
 /* With a filter of the tracked names, most tokens name nothing: the text is
@@ -357,18 +360,16 @@ static void visit_string(ex_emitter *e, const char *s, size_t n, int path_key, i
     int pathy = path_key && n > 0 && n <= JSON_MAX_PATH && !memchr(s, '\0', n);
     if (files_only) {
         if (!pathy) return;
-        buf np;
-        buf_init(&np);
-        ex_norm_path(s, n, e->ws, e->wslen, &np);
-        if (buf_failed(&np)) {
+        buf_reset(&e->np);
+        ex_norm_path(s, n, e->ws, e->wslen, &e->np);
+        if (buf_failed(&e->np)) {
             ex_em_error(e, CLARITY_ENOMEM);
         } else {
-            int kind = ex_file_id(np.p, np.len, &e->id);
+            int kind = ex_file_id(e->np.p, e->np.len, &e->id);
             int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
             if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
             buf_reset(&e->id);
         }
-        buf_free(&np);
         return;
     }
     if (pathy && emit_path_forms(e, s, n) < 0) return;

@@ -299,6 +299,7 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
     ex_sset_init(&e->tokens, ex->seed);
     ex_wset_init(&e->words, ex->seed);
     buf_init(&e->id);
+    buf_init(&e->np);
     int oom;
     e->ws = ex_norm_workspace(workspace, &oom);
     e->wslen = e->ws ? strlen(e->ws) : 0;
@@ -316,6 +317,7 @@ int ex_em_finish(ex_emitter *e)
     ex_sset_free(&e->tokens);
     ex_wset_free(&e->words);
     buf_free(&e->id);
+    buf_free(&e->np);
     pcre2_match_data_free(e->md);
     free(e->ws);
     e->md = NULL;
@@ -340,7 +342,7 @@ static int builtin_excluded(const char *id, size_t n)
     if ((n == 6 && memcmp(id, "claude", 6) == 0) || (n == 3 && memcmp(id, "gpt", 3) == 0)) return 1;
     if (has_prefix(id, n, "keyword:"))
         for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
-            if (memmem(id + 8, n - 8, kw[i], strlen(kw[i]))) return 1;
+            if (util_memfind(id + 8, n - 8, kw[i], strlen(kw[i]))) return 1;
     return 0;
 }
 

@@ -266,6 +266,7 @@ typedef struct ex_emitter {
     ex_sset tokens;        /* candidates: tokens already expanded in this call */
     ex_wset words;         /* ... and the whole-word ones of up to 8 bytes, lowercase */
     buf id;                /* scratch for building ids */
+    buf np;                /* scratch for a normalized path */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
     char *ws;              /* normalized workspace or NULL */
     size_t wslen;

@@ -67,17 +67,12 @@ static void merge(const rank_ent *v, const uint32_t *a, size_t na, const uint32_
     while (j < nb) out[k++] = b[j++];
 }
 
-void rank_sort(rank_ent *v, size_t n)
+/* Sorts the indices x[0..n) of v by the order, through tmp (n entries);
+ * returns where the sorted indices ended up (x or tmp). */
+static uint32_t *sort_idx(const rank_ent *v, uint32_t *x, uint32_t *tmp, size_t n)
 {
-    if (n < 2) return;
-    uint32_t *x = n <= UINT32_MAX ? malloc(2 * n * sizeof *x) : NULL;
-    if (!x) {
-        qsort(v, n, sizeof *v, cmp);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) x[i] = (uint32_t)i;
     for (size_t s = 0; s < n; s += RUN) insertion(v, x + s, n - s < RUN ? n - s : RUN);
-    uint32_t *src = x, *dst = x + n;
+    uint32_t *src = x, *dst = tmp;
     for (size_t w = RUN; w < n; w *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
@@ -86,6 +81,85 @@ void rank_sort(rank_ent *v, size_t n)
         uint32_t *t = src;
         src = dst;
         dst = t;
+    }
+    return src;
+}
+
+/* The score as an integer that sorts ascending when the scores sort
+ * descending (IEEE order: flip the sign bit of positives, every bit of
+ * negatives; then complement). */
+static uint64_t desc_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    if (d == 0) u = 0; /* -0.0 == 0.0 */
+    u = (u >> 63) ? ~u : u | (uint64_t)1 << 63;
+    return ~u;
+}
+
+#define RADIX_MIN 512 /* below this the merge sort is cheaper */
+
+/* Large arrays: a stable LSD radix sort of the indices by score (8-bit
+ * digits, passes where every entry has the same digit skipped), then each
+ * run of equal scores sorted by id.  Returns the sorted indices (x or
+ * x + n), or NULL without memory. */
+static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
+{
+    uint64_t *k = malloc(n * sizeof *k);
+    size_t (*cnt)[256] = calloc(8, sizeof *cnt);
+    if (!k || !cnt) {
+        free(k);
+        free(cnt);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[i] = desc_bits(v[i].score);
+        for (int d = 0; d < 8; d++) cnt[d][k[i] >> (8 * d) & 255]++;
+    }
+    uint32_t *src = x, *dst = x + n;
+    for (size_t i = 0; i < n; i++) src[i] = (uint32_t)i;
+    for (int d = 0; d < 8; d++) {
+        size_t *c = cnt[d], sum = 0;
+        if (c[k[0] >> (8 * d) & 255] == n) continue; /* one digit for all */
+        for (int b = 0; b < 256; b++) {
+            size_t t = c[b];
+            c[b] = sum;
+            sum += t;
+        }
+        for (size_t i = 0; i < n; i++) dst[c[k[src[i]] >> (8 * d) & 255]++] = src[i];
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    /* runs of equal scores, by id (dst is free scratch) */
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && k[src[b]] == k[src[a]]) b++;
+        if (b - a > 1) {
+            uint32_t *r = sort_idx(v, src + a, dst + a, b - a);
+            if (r != src + a) memcpy(src + a, r, (b - a) * sizeof *r);
+        }
+        a = b;
+    }
+    free(k);
+    free(cnt);
+    return src;
+}
+
+void rank_sort(rank_ent *v, size_t n)
+{
+    if (n < 2) return;
+    uint32_t *x = n <= UINT32_MAX ? malloc(2 * n * sizeof *x) : NULL;
+    uint32_t *src = NULL;
+    if (x && n >= RADIX_MIN) src = radix_idx(v, x, n);
+    if (x && !src) {
+        for (size_t i = 0; i < n; i++) x[i] = (uint32_t)i;
+        src = sort_idx(v, x, x + n, n);
+    }
+    if (!src) {
+        free(x);
+        qsort(v, n, sizeof *v, cmp);
+        return;
     }
     for (size_t i = 0; i < n; i++) { /* v[i] = v[src[i]], one cycle at a time */
         if (src[i] == i) continue;

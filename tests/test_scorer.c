@@ -252,12 +252,16 @@ Test(scorer, rank_order_is_score_then_id)
     static const char *const stems[] = {"", "keyword:", "file:src/auth/", "file:src/auth/session", "a", "tool:x"};
     srand(21);
     for (int round = 0; round < 60; round++) {
-        size_t n = (size_t)(rand() % 3000);
+        size_t n = (size_t)(rand() % (round < 50 ? 3000 : 40000));
         char (*ids)[48] = malloc((n ? n : 1) * sizeof *ids);
         rank_ent *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
         for (size_t i = 0; i < n; i++) {
             snprintf(ids[i], sizeof ids[i], "%s%x", stems[rand() % 6], (unsigned)i * 2654435761u);
             double score = (double)(rand() % 7) * 0.5;
+            if (round % 2) { /* every sign and magnitude: the radix path's key */
+                static const double odd[] = {0.0, -0.0, INFINITY, -INFINITY, 5e-324, -5e-324, 1e300, -1e300};
+                score = rand() % 4 ? ldexp((double)(rand() % 2001 - 1000), rand() % 40 - 20) : odd[rand() % 8];
+            }
             if (rand() % 50 == 0) score = NAN;
             rank_set(&v[i], ids[i], score, i);
         }
