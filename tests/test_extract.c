@@ -701,6 +701,33 @@ static int log_id(void *ud, const char *id, int cat)
     return 0;
 }
 
+/* One extractor per config. */
+static void extractors_of(const char *const *cfgs, int n, extractor **ex)
+{
+    for (int k = 0; k < n; k++) {
+        clarity_config c;
+        char *err = NULL;
+        cr_assert_eq(config_parse(&c, cfgs[k], &err), 0, "%s", err ? err : "");
+        cr_assert_eq(extract_new(&c, &ex[k], &err), 0, "%s", err ? err : "");
+        config_free(&c);
+    }
+}
+
+/* The one-pass scan of text reports what the passes report; returns
+ * whether it reported anything. */
+static int same_mentions(const extractor *ex, const char *t, size_t len, const char *what)
+{
+    char *a = NULL, *b = NULL;
+    int ra = extract_mentions(ex, t, len, "/ws", log_id, &a);
+    int rb = extract_mentions_reference(ex, t, len, "/ws", log_id, &b);
+    cr_assert_eq(ra, rb, "%s", what);
+    cr_assert_str_eq(a ? a : "", b ? b : "", "%s differs", what);
+    int any = a && strlen(a) > 0;
+    free(a);
+    free(b);
+    return any;
+}
+
 Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
 {
     static const char *const cfgs[] = {
@@ -717,13 +744,7 @@ Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
     if (!f) f = fopen("examples/demo.jsonl", "r");
     cr_assert_not_null(f, "no corpus to compare on");
     extractor *ex[4];
-    for (int k = 0; k < 4; k++) {
-        clarity_config c;
-        char *err = NULL;
-        cr_assert_eq(config_parse(&c, cfgs[k], &err), 0, "%s", err ? err : "");
-        cr_assert_eq(extract_new(&c, &ex[k], &err), 0, "%s", err ? err : "");
-        config_free(&c);
-    }
+    extractors_of(cfgs, 4, ex);
     char *line = NULL;
     size_t cap = 0, texts = 0, ids = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -732,14 +753,9 @@ Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
         if (t) {
             texts++;
             for (int k = 0; k < 4; k++) {
-                char *a = NULL, *b = NULL;
-                int ra = extract_mentions(ex[k], t, strlen(t), "/ws", log_id, &a);
-                int rb = extract_mentions_reference(ex[k], t, strlen(t), "/ws", log_id, &b);
-                cr_assert_eq(ra, rb);
-                cr_assert_str_eq(a ? a : "", b ? b : "", "config %d, text %zu differs", k, texts);
-                ids += a ? strlen(a) > 0 : 0;
-                free(a);
-                free(b);
+                char what[64];
+                snprintf(what, sizeof what, "config %d, text %zu", k, texts);
+                ids += (size_t)same_mentions(ex[k], t, strlen(t), what);
             }
         }
         json_decref(o);
@@ -771,13 +787,7 @@ Test(mentions, one_pass_scan_equals_the_passes_on_long_repetitive_text, .timeout
         "SOUL.md", "memory/notes.md", "Config.", "refactoring", "refactorings"};
     static const char *const seps[] = {" ", " ", " ", "\n", ", ", "(", ")", ". ", "-", "/"};
     extractor *ex[3];
-    for (int k = 0; k < 3; k++) {
-        clarity_config c;
-        char *err = NULL;
-        cr_assert_eq(config_parse(&c, cfgs[k], &err), 0, "%s", err ? err : "");
-        cr_assert_eq(extract_new(&c, &ex[k], &err), 0, "%s", err ? err : "");
-        config_free(&c);
-    }
+    extractors_of(cfgs, 3, ex);
     srand(17);
     size_t ids = 0;
     for (int round = 0; round < 150; round++) {
@@ -797,14 +807,9 @@ Test(mentions, one_pass_scan_equals_the_passes_on_long_repetitive_text, .timeout
         memcpy(exact, text, len);
         free(text);
         for (int k = 0; k < 3; k++) {
-            char *a = NULL, *b = NULL;
-            int ra = extract_mentions(ex[k], exact, len, "/ws", log_id, &a);
-            int rb = extract_mentions_reference(ex[k], exact, len, "/ws", log_id, &b);
-            cr_assert_eq(ra, rb);
-            cr_assert_str_eq(a ? a : "", b ? b : "", "config %d, round %d differs", k, round);
-            ids += a ? strlen(a) > 0 : 0;
-            free(a);
-            free(b);
+            char what[64];
+            snprintf(what, sizeof what, "config %d, round %d", k, round);
+            ids += (size_t)same_mentions(ex[k], exact, len, what);
         }
         free(exact);
     }

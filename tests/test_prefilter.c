@@ -77,6 +77,18 @@ static size_t same_hits(const extractor *ex, tracker *t, const char *text, size_
     return n;
 }
 
+/* same_hits in text order for one round of a random test, whose tracker
+ * and text it then frees. */
+static size_t round_hits(const extractor *ex, tracker *t, char *text, size_t len, int round)
+{
+    char what[32];
+    snprintf(what, sizeof what, "round %d", round);
+    size_t n = same_hits(ex, t, text, len, 0, what);
+    tracker_free(t);
+    free(text);
+    return n;
+}
+
 Test(prefilter, filtered_candidates_equal_unfiltered_on_tracked_items)
 {
     clarity_config cfg;
@@ -146,11 +158,7 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_random_text)
             if (a + n > len) n = len - a;
             extract_candidates(ex, text + a, n, "/ws", track, &t);
         }
-        char what[32];
-        snprintf(what, sizeof what, "round %d", round);
-        total += same_hits(ex, &t, text, len, 0, what);
-        tracker_free(&t);
-        free(text);
+        total += round_hits(ex, &t, text, len, round);
     }
     cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
     extract_free(ex);
@@ -202,11 +210,7 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_long_repetitive_text)
          * can find it, so that word must be looked at inside the run even
          * when the memo has it alone */
         if (rand() % 2) tracker_touch(&t, "focus_engine", CAT_PROJECT, 0);
-        char what[32];
-        snprintf(what, sizeof what, "round %d", round);
-        total += same_hits(ex, &t, exact, len, 0, what);
-        tracker_free(&t);
-        free(exact);
+        total += round_hits(ex, &t, exact, len, round);
     }
     cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
     extract_free(ex);

@@ -16,6 +16,14 @@ static item *new_item(int history_length)
     return it;
 }
 
+static void items_free(item *a, item *b)
+{
+    free(a->anchor_reason);
+    free(b->anchor_reason);
+    free(a);
+    free(b);
+}
+
 static void same_item(const item *a, const item *b, const char *what)
 {
     cr_assert_eq(a->category, b->category, "%s: category", what);
@@ -89,10 +97,7 @@ Test(turnlog, items_read_back_as_written_at_every_range_edge)
         snprintf(what, sizeof what, "round %d", round);
         same_item(a, b, what);
         buf_free(&out);
-        free(a->anchor_reason);
-        free(b->anchor_reason);
-        free(a);
-        free(b);
+        items_free(a, b);
     }
     tracker_free(&t);
 }
@@ -155,10 +160,7 @@ Test(turnlog, version_1_rows_still_read)
     cr_assert_lt(v2.len * 2, row.len, "v2 %zu bytes, v1 %zu", v2.len, row.len);
     buf_free(&v2);
     buf_free(&row);
-    free(a->anchor_reason);
-    free(b->anchor_reason);
-    free(a);
-    free(b);
+    items_free(a, b);
     tracker_free(&t);
 }
 
