@@ -1,5 +1,6 @@
 /* rankidx.c: the items by turn-free score bound (rankidx.h). */
 #include "rankidx.h"
+#include "../scorer/rank.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -75,12 +76,30 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
         it->rank_queued = 0;
         x->main[x->n++] = slot_of(cfg, tables, it);
     }
-    /* scratch for the whole array, given back at once (a turn's merges
-     * keep only a small one in x->tmp) */
-    rank_slot *tmp = x->n > 1 ? malloc(x->n * sizeof *tmp) : NULL;
-    if (x->n > 1 && !tmp) return -1;
-    sort_slots(x->main, x->n, tmp);
+    /* the whole array by a radix sort of its cores, stable like the merge
+     * sort of a turn's entries; the scratch is given back at once (a
+     * turn's merges keep only a small one in x->tmp) */
+    size_t n = x->n;
+    if (n < 2) {
+        x->gen = t->rank_gen;
+        return 0;
+    }
+    uint64_t *k = malloc(n * sizeof *k);
+    uint32_t *idx = malloc(2 * n * sizeof *idx);
+    rank_slot *tmp = malloc(n * sizeof *tmp);
+    uint32_t *order = NULL;
+    if (k && idx && tmp) {
+        for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(x->main[i].core);
+        order = rank_radix(k, idx, n);
+    }
+    if (order) {
+        for (size_t i = 0; i < n; i++) tmp[i] = x->main[order[i]];
+        memcpy(x->main, tmp, n * sizeof *tmp);
+    }
+    free(k);
+    free(idx);
     free(tmp);
+    if (!order) return -1;
     x->gen = t->rank_gen;
     return 0;
 }

@@ -137,8 +137,20 @@ static int in_range(tl_reader *r, int64_t v, int64_t lo, int64_t hi, const char 
     return -1;
 }
 
-/* An unsigned LEB128 varint of at most 64 bits. */
-static int get_var(tl_reader *r, uint64_t *v, const char *what)
+static int get_var_long(tl_reader *r, uint64_t *v, const char *what);
+
+/* An unsigned LEB128 varint of at most 64 bits.  Most stored numbers are
+ * under 128: one byte, read inline. */
+static inline int get_var(tl_reader *r, uint64_t *v, const char *what)
+{
+    if (r->p < r->end && *r->p < 0x80) {
+        *v = *r->p++;
+        return 0;
+    }
+    return get_var_long(r, v, what);
+}
+
+static int get_var_long(tl_reader *r, uint64_t *v, const char *what)
 {
     uint64_t x = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {

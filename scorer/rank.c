@@ -85,10 +85,7 @@ static uint32_t *sort_idx(const rank_ent *v, uint32_t *x, uint32_t *tmp, size_t 
     return src;
 }
 
-/* The score as an integer that sorts ascending when the scores sort
- * descending (IEEE order: flip the sign bit of positives, every bit of
- * negatives; then complement). */
-static uint64_t desc_bits(double d)
+uint64_t rank_desc_bits(double d)
 {
     uint64_t u;
     memcpy(&u, &d, 8);
@@ -97,28 +94,15 @@ static uint64_t desc_bits(double d)
     return ~u;
 }
 
-#define RADIX_MIN 512 /* below this the merge sort is cheaper */
-
-/* Large arrays: a stable LSD radix sort of the indices by score (8-bit
- * digits, passes where every entry has the same digit skipped), then each
- * run of equal scores sorted by id.  Returns the sorted indices (x or
- * x + n), or NULL without memory. */
-static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
+uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n)
 {
-    uint64_t *k = malloc(n * sizeof *k);
     size_t (*cnt)[256] = calloc(8, sizeof *cnt);
-    if (!k || !cnt) {
-        free(k);
-        free(cnt);
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        k[i] = desc_bits(v[i].score);
+    if (!cnt) return NULL;
+    for (size_t i = 0; i < n; i++)
         for (int d = 0; d < 8; d++) cnt[d][k[i] >> (8 * d) & 255]++;
-    }
     uint32_t *src = x, *dst = x + n;
     for (size_t i = 0; i < n; i++) src[i] = (uint32_t)i;
-    for (int d = 0; d < 8; d++) {
+    for (int d = 0; d < 8 && n; d++) {
         size_t *c = cnt[d], sum = 0;
         if (c[k[0] >> (8 * d) & 255] == n) continue; /* one digit for all */
         for (int b = 0; b < 256; b++) {
@@ -131,8 +115,27 @@ static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
         src = dst;
         dst = t;
     }
-    /* runs of equal scores, by id (dst is free scratch) */
-    for (size_t a = 0; a < n;) {
+    free(cnt);
+    return src;
+}
+
+#define RADIX_MIN 512 /* below this the merge sort is cheaper */
+
+/* Large arrays: the radix sort of the indices by score, then each run of
+ * equal scores sorted by id.  Returns the sorted indices (x or x + n), or
+ * NULL without memory. */
+static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
+{
+    uint64_t *k = malloc(n * sizeof *k);
+    if (!k) return NULL;
+    for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(v[i].score);
+    uint32_t *src = rank_radix(k, x, n);
+    if (!src) {
+        free(k);
+        return NULL;
+    }
+    uint32_t *dst = src == x ? x + n : x; /* free scratch */
+    for (size_t a = 0; a < n;) { /* runs of equal scores, by id */
         size_t b = a + 1;
         while (b < n && k[src[b]] == k[src[a]]) b++;
         if (b - a > 1) {
@@ -142,7 +145,6 @@ static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
         a = b;
     }
     free(k);
-    free(cnt);
     return src;
 }
 

@@ -24,6 +24,15 @@ void rank_set(rank_ent *e, const char *id, double score, size_t idx);
 /* Sorts v[0..n) into the score order.  Never fails: without memory for
  * the merge buffer it falls back to qsort() with the same order. */
 void rank_sort(rank_ent *v, size_t n);
+/* The score as an integer that sorts ascending when the scores sort
+ * descending (IEEE order: the sign bit of positives flipped, every bit of
+ * negatives; then complemented; -0 is 0). */
+uint64_t rank_desc_bits(double d);
+/* A stable LSD radix sort (8-bit digits, a pass skipped where every key
+ * has the same digit) of the indices 0..n-1 by k ascending, through x
+ * (2n entries).  Returns where the sorted indices are (x or x + n), or
+ * NULL without memory. */
+uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n);
 /* Puts base[0..n) (elements of `size` bytes) in the order of the sorted
  * r: element r[i].idx goes to position i (in place; r's idx fields are
  * used up).  Returns 0, or -1 without memory (base is then unchanged). */
