@@ -6,12 +6,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sorts v[0, n) by core, highest first, keeping the order of equal cores:
- * insertion sort of runs of 4, then bottom-up merges through tmp (n
- * entries), each step choosing its entry without a branch (cores compare
- * at random, so a branch would miss half the time). */
+/* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
+ * through tmp (n entries).  A turn's few entries: insertion sort of runs
+ * of 4, then bottom-up merges, each step choosing its entry without a
+ * branch (cores compare at random, so a branch would miss half the time).
+ * A whole index: the radix sort of the scores' order (rank_radix), also
+ * stable; it falls back to the merges without memory for its keys. */
+#define SORT_RADIX_MIN 512
 static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
 {
+    if (n >= SORT_RADIX_MIN) {
+        uint64_t *k = malloc(n * sizeof *k);
+        uint32_t *idx = malloc(2 * n * sizeof *idx), *order = NULL;
+        if (k && idx) {
+            for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(v[i].core);
+            order = rank_radix(k, idx, n);
+        }
+        if (order) {
+            for (size_t i = 0; i < n; i++) tmp[i] = v[order[i]];
+            memcpy(v, tmp, n * sizeof *v);
+        }
+        free(k);
+        free(idx);
+        if (order) return;
+    }
     const size_t run = 4;
     for (size_t a = 0; a < n; a += run) {
         size_t b = a + run < n ? a + run : n;
@@ -76,30 +94,12 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
         it->rank_queued = 0;
         x->main[x->n++] = slot_of(cfg, tables, it);
     }
-    /* the whole array by a radix sort of its cores, stable like the merge
-     * sort of a turn's entries; the scratch is given back at once (a
-     * turn's merges keep only a small one in x->tmp) */
-    size_t n = x->n;
-    if (n < 2) {
-        x->gen = t->rank_gen;
-        return 0;
-    }
-    uint64_t *k = malloc(n * sizeof *k);
-    uint32_t *idx = malloc(2 * n * sizeof *idx);
-    rank_slot *tmp = malloc(n * sizeof *tmp);
-    uint32_t *order = NULL;
-    if (k && idx && tmp) {
-        for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(x->main[i].core);
-        order = rank_radix(k, idx, n);
-    }
-    if (order) {
-        for (size_t i = 0; i < n; i++) tmp[i] = x->main[order[i]];
-        memcpy(x->main, tmp, n * sizeof *tmp);
-    }
-    free(k);
-    free(idx);
+    /* the sort's scratch is given back at once (a turn's merges keep only
+     * a small one in x->tmp) */
+    rank_slot *tmp = x->n > 1 ? malloc(x->n * sizeof *tmp) : NULL;
+    if (x->n > 1 && !tmp) return -1;
+    sort_slots(x->main, x->n, tmp);
     free(tmp);
-    if (!order) return -1;
     x->gen = t->rank_gen;
     return 0;
 }

@@ -182,7 +182,6 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     }
     t->count++;
     names_add(t, it);
-    rank_note(t, it);
     /* A previously evicted id that comes back must not be deleted later. */
     for (size_t i = 0; i < t->n_deleted; i++) {
         if (strcmp(t->deleted[i], id) == 0) {
