@@ -301,9 +301,8 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
 {
     if (e->nf && e->nf->nbits) {
         ex_memo memo;
-        ex_memo_init(&memo, len, 0);
+        ex_memo_init(&memo, len, 0, &e->memo);
         scan_filtered(e, t, len, &memo);
-        ex_memo_free(&memo);
         return;
     }
     for (size_t i = 0; i < len && !e->stop;) {

@@ -2,6 +2,7 @@
  * de-duplication and exclusions, extract_strip_own and extract_mentions.
  * Reference candidates live in candidates.c, paths in normalize.c. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,11 @@ static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
     return 0;
 }
 
+struct ex_park {
+    _Atomic(ex_emitter *) slot[EX_PARK_SLOTS];
+};
+static void park_free(ex_park *pk);
+
 static uint64_t make_seed(const void *p)
 {
     uint64_t s = 0;
@@ -181,6 +187,10 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     ex->source_files = x->source_files;
     ex->keywords = x->keywords;
     ex->seed = make_seed(ex);
+    if (!(ex->park = calloc(1, sizeof *ex->park))) {
+        free(ex);
+        return CLARITY_ENOMEM;
+    }
     (void)stopword_count(); /* builds the table now rather than on a hot path */
 
     int rc = CLARITY_ENOMEM;
@@ -246,6 +256,7 @@ void extract_free(extractor *ex)
     }
     for (size_t i = 0; i < ex->n_exclude; i++) pcre2_code_free(ex->exclude[i]);
     pcre2_match_context_free(ex->mctx);
+    park_free(ex->park);
     free(ex);
 }
 
@@ -287,23 +298,129 @@ void ex_em_error(ex_emitter *e, int rc)
     }
 }
 
+/* A parked emitter, or NULL when none is free (another call holds each). */
+static ex_emitter *park_take(ex_park *pk)
+{
+    for (int i = 0; pk && i < EX_PARK_SLOTS; i++) {
+        if (!atomic_load_explicit(&pk->slot[i], memory_order_relaxed)) continue;
+        ex_emitter *e = atomic_exchange_explicit(&pk->slot[i], NULL, memory_order_acquire);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+/* Parks e; 0 when every slot is taken. */
+static int park_put(ex_park *pk, ex_emitter *e)
+{
+    for (int i = 0; pk && i < EX_PARK_SLOTS; i++) {
+        ex_emitter *none = NULL;
+        if (atomic_compare_exchange_strong_explicit(&pk->slot[i], &none, e, memory_order_release,
+                                                    memory_order_relaxed))
+            return 1;
+    }
+    return 0;
+}
+
+/* Frees what an emitter owns past its call. */
+static void em_release(ex_emitter *e)
+{
+    ex_sset_free(&e->seen);
+    ex_sset_free(&e->tokens);
+    ex_sset_free(&e->counts);
+    ex_wset_free(&e->words);
+    free(e->tools.v);
+    free(e->camel.v);
+    free(e->paths.v);
+    ex_memo_store_free(&e->memo);
+    buf_free(&e->id);
+    buf_free(&e->np);
+    pcre2_match_data_free(e->md);
+    e->md = NULL;
+}
+
+/* Memory a parked emitter may keep: a call over a huge text gives back
+ * what it grew beyond this rather than holding it for every later call. */
+#define KEEP_SLOTS (1u << 16)
+#define KEEP_BYTES ((size_t)1 << 20)
+#define KEEP_SPANS 4096
+
+static void sset_reuse(ex_sset *s, uint64_t seed)
+{
+    if (s->nslots > KEEP_SLOTS || s->arena.cap > KEEP_BYTES || buf_failed(&s->arena)) {
+        ex_sset_free(s);
+        ex_sset_init(s, seed);
+    } else {
+        ex_sset_clear(s);
+    }
+}
+
+static void buf_reuse(buf *b)
+{
+    if (b->cap > KEEP_BYTES || buf_failed(b)) {
+        buf_free(b);
+        buf_init(b);
+    } else {
+        buf_reset(b);
+    }
+}
+
+static void spans_reuse(ex_spans *s)
+{
+    if (s->cap > KEEP_SPANS) {
+        free(s->v);
+        s->v = NULL;
+        s->cap = 0;
+    }
+    s->n = 0;
+}
+
+/* Empties what e keeps between calls, within the KEEP_ bounds. */
+static void em_clear(ex_emitter *e)
+{
+    uint64_t seed = e->ex->seed;
+    sset_reuse(&e->seen, seed);
+    sset_reuse(&e->tokens, seed);
+    sset_reuse(&e->counts, seed);
+    if (e->words.nslots > KEEP_SLOTS) {
+        ex_wset_free(&e->words);
+        ex_wset_init(&e->words, seed);
+    } else {
+        ex_wset_clear(&e->words);
+    }
+    spans_reuse(&e->tools);
+    spans_reuse(&e->camel);
+    spans_reuse(&e->paths);
+    buf_reuse(&e->id);
+    buf_reuse(&e->np);
+}
+
 int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extract_cb cb, void *ud,
             int filter)
 {
-    memset(e, 0, sizeof *e);
+    ex_emitter *home = park_take(ex->park);
+    if (home) {
+        *e = *home; /* cleared when it was parked */
+    } else {
+        memset(e, 0, sizeof *e);
+        ex_sset_init(&e->seen, ex->seed);
+        ex_sset_init(&e->tokens, ex->seed);
+        ex_sset_init(&e->counts, ex->seed);
+        ex_wset_init(&e->words, ex->seed);
+        buf_init(&e->id);
+        buf_init(&e->np);
+    }
+    e->home = home;
     e->ex = ex;
     e->cb = cb;
     e->ud = ud;
     e->filter = filter;
-    ex_sset_init(&e->seen, ex->seed);
-    ex_sset_init(&e->tokens, ex->seed);
-    ex_wset_init(&e->words, ex->seed);
-    buf_init(&e->id);
-    buf_init(&e->np);
+    e->nf = NULL;
+    e->stop = 0;
+    e->rc = 0;
     int oom;
     e->ws = ex_norm_workspace(workspace, &oom);
     e->wslen = e->ws ? strlen(e->ws) : 0;
-    e->md = pcre2_match_data_create(1, NULL);
+    if (!e->md) e->md = pcre2_match_data_create(1, NULL);
     if (oom || !e->md) {
         ex_em_finish(e);
         return CLARITY_ENOMEM;
@@ -313,16 +430,35 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
 
 int ex_em_finish(ex_emitter *e)
 {
-    ex_sset_free(&e->seen);
-    ex_sset_free(&e->tokens);
-    ex_wset_free(&e->words);
-    buf_free(&e->id);
-    buf_free(&e->np);
-    pcre2_match_data_free(e->md);
+    int rc = e->rc;
     free(e->ws);
-    e->md = NULL;
     e->ws = NULL;
-    return e->rc;
+    em_clear(e);
+    ex_emitter *home = e->home ? e->home : malloc(sizeof *home);
+    if (home) {
+        *home = *e;
+        home->home = NULL;
+        home->cb = NULL;
+        home->ud = NULL;
+        if (park_put(e->ex->park, home)) return rc;
+        free(home);
+    }
+    em_release(e);
+    return rc;
+}
+
+/* Frees the parked emitters (extract_free: no call is running). */
+static void park_free(ex_park *pk)
+{
+    if (!pk) return;
+    for (int i = 0; i < EX_PARK_SLOTS; i++) {
+        ex_emitter *e = atomic_exchange(&pk->slot[i], NULL);
+        if (e) {
+            em_release(e);
+            free(e);
+        }
+    }
+    free(pk);
 }
 
 static int has_prefix(const char *id, size_t n, const char *p)
@@ -660,8 +796,6 @@ static void pass_keywords(ex_emitter *e, const char *t, size_t len)
 {
     const extractor *ex = e->ex;
     if (ex->max_keywords <= 0) return;
-    ex_sset counts;
-    ex_sset_init(&counts, ex->seed);
     int oom = 0;
     for (size_t i = 0; i < len && !oom;) {
         if (!ex_is_word((unsigned char)t[i])) {
@@ -670,35 +804,24 @@ static void pass_keywords(ex_emitter *e, const char *t, size_t len)
         }
         size_t a = i;
         while (i < len && ex_is_word((unsigned char)t[i])) i++;
-        oom = count_keyword(ex, &counts, t + a, i - a) != 0;
+        oom = count_keyword(ex, &e->counts, t + a, i - a) != 0;
     }
     if (oom) ex_em_error(e, CLARITY_ENOMEM);
-    else emit_keywords(e, &counts);
-    ex_sset_free(&counts);
+    else emit_keywords(e, &e->counts);
 }
 
 /* ------------------------------------------------- mentions in one pass */
 
-/* A word's span in the text. */
-typedef struct span {
-    uint32_t at, n;
-} span;
-
-typedef struct spans {
-    span *v;
-    size_t n, cap;
-} spans;
-
-static int spans_add(spans *s, size_t at, size_t n)
+static int spans_add(ex_spans *s, size_t at, size_t n)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 32;
-        span *v = realloc(s->v, cap * sizeof *v);
+        ex_span *v = realloc(s->v, cap * sizeof *v);
         if (!v) return -1;
         s->v = v;
         s->cap = cap;
     }
-    s->v[s->n++] = (span){(uint32_t)at, (uint32_t)n};
+    s->v[s->n++] = (ex_span){(uint32_t)at, (uint32_t)n};
     return 0;
 }
 
@@ -720,8 +843,8 @@ static int is_camel(const char *w, size_t n)
 
 /* One word t[a, a + n) of the scan: tool name, CamelCase name, keyword
  * (*kw as count_keyword_lanes gives it). */
-static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, size_t n, spans *tools,
-                     spans *camel, ex_sset *counts, uint32_t *kw)
+static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, size_t n, ex_spans *tools,
+                     ex_spans *camel, ex_sset *counts, uint32_t *kw)
 {
     *kw = 0;
     int camel_may = ex->projects && t[a] >= 'A' && t[a] <= 'Z';
@@ -754,8 +877,8 @@ static inline void rescan_word(ex_sset *counts, uint32_t kw)
  * CamelCase project names and keyword counts of each word, and the path
  * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
  * text order for the emission below. */
-static int scan_words(const extractor *ex, const char *t, size_t len, spans *tools, spans *camel,
-                      ex_sset *counts, spans *paths, ex_memo *memo)
+static int scan_words(const extractor *ex, const char *t, size_t len, ex_spans *tools, ex_spans *camel,
+                      ex_sset *counts, ex_spans *paths, ex_memo *memo)
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
@@ -839,7 +962,7 @@ static void emit_keywords(ex_emitter *e, ex_sset *counts)
 
 /* Files: the path tokens the scan found, as pass_files takes them (a URL
  * hides the tokens up to the next white space). */
-static void emit_files(ex_emitter *e, const char *t, size_t len, const spans *paths)
+static void emit_files(ex_emitter *e, const char *t, size_t len, const ex_spans *paths)
 {
     buf np, pending;
     buf_init(&np);
@@ -862,7 +985,7 @@ static void emit_files(ex_emitter *e, const char *t, size_t len, const spans *pa
 }
 
 /* Projects: the CamelCase words and the hyphenated names, in text order. */
-static void emit_projects(ex_emitter *e, const char *t, size_t len, const spans *camel)
+static void emit_projects(ex_emitter *e, const char *t, size_t len, const ex_spans *camel)
 {
     size_t pos = 0, ms, me, k = 0;
     int h = ex_next_hyphen_name(t, len, &pos, &ms, &me);
@@ -885,27 +1008,19 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
         return extract_mentions_reference(ex, text, len, workspace, cb, ud);
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
-    spans tools = {0}, camel = {0}, paths = {0};
-    ex_sset counts;
-    ex_sset_init(&counts, ex->seed);
     ex_memo memo;
-    ex_memo_init(&memo, len, 1);
-    int sr = scan_words(ex, text, len, &tools, &camel, &counts, &paths, &memo);
-    ex_memo_free(&memo);
-    if (sr != 0) {
+    ex_memo_init(&memo, len, 1, &e.memo);
+    if (scan_words(ex, text, len, &e.tools, &e.camel, &e.counts, &e.paths, &memo) != 0) {
         ex_em_error(&e, CLARITY_ENOMEM);
     } else {
         /* the order of the passes: tools, files, projects, custom, keywords */
-        for (size_t i = 0; i < tools.n && !e.stop; i++) emit_tool(&e, text + tools.v[i].at, tools.v[i].n);
-        if (!e.stop && (ex->memory_files || ex->source_files)) emit_files(&e, text, len, &paths);
-        if (!e.stop && ex->projects) emit_projects(&e, text, len, &camel);
+        for (size_t i = 0; i < e.tools.n && !e.stop; i++)
+            emit_tool(&e, text + e.tools.v[i].at, e.tools.v[i].n);
+        if (!e.stop && (ex->memory_files || ex->source_files)) emit_files(&e, text, len, &e.paths);
+        if (!e.stop && ex->projects) emit_projects(&e, text, len, &e.camel);
         if (!e.stop) ex_pass_custom(&e, text, len, 1);
-        if (!e.stop && ex->keywords && ex->max_keywords > 0) emit_keywords(&e, &counts);
+        if (!e.stop && ex->keywords && ex->max_keywords > 0) emit_keywords(&e, &e.counts);
     }
-    free(tools.v);
-    free(camel.v);
-    free(paths.v);
-    ex_sset_free(&counts);
     return ex_em_finish(&e);
 }
 

@@ -18,7 +18,13 @@
 #define EX_MAX_ID 1024      /* longer custom-pattern matches are dropped */
 #define EX_MAX_DISTINCT (1u << 20) /* distinct keys counted per call */
 
+/* Emitters parked between calls (extract.c); taken and given back with
+ * atomic exchanges, so concurrent calls never share one. */
+#define EX_PARK_SLOTS 4
+typedef struct ex_park ex_park;
+
 struct extractor {
+    ex_park *park;
     int min_len, max_keywords;
     int projects, tool_names, memory_files, source_files, keywords;
     uint64_t seed;
@@ -61,6 +67,8 @@ typedef struct ex_sset {
 
 void ex_sset_init(ex_sset *s, uint64_t seed);
 void ex_sset_free(ex_sset *s);
+/* Empties the set and keeps its memory (clears only the slots in use). */
+void ex_sset_clear(ex_sset *s);
 /* Adds key (or bumps its count).  Returns 1 when new, 0 when already there,
  * -1 on allocation failure or when the set is full (EX_MAX_DISTINCT). */
 int ex_sset_add(ex_sset *s, const char *k, size_t n);
@@ -83,6 +91,8 @@ typedef struct ex_wset {
 
 void ex_wset_init(ex_wset *w, uint64_t seed);
 void ex_wset_free(ex_wset *w);
+/* Empties the set and keeps its memory. */
+void ex_wset_clear(ex_wset *w);
 /* Doubles the table: 0, -1 on allocation failure, -2 when full. */
 int ex_wset_grow(ex_wset *w);
 
@@ -130,11 +140,20 @@ typedef struct ex_memo {
 /* Texts shorter than this are scanned without a memo (it would not pay). */
 #define EX_MEMO_MIN_TEXT 512
 
-/* A memo for a text of len bytes, with a decision per word when with_val,
- * or none (m->key NULL) when the text is short or memory is short: the
- * scan is then only slower. */
-void ex_memo_init(ex_memo *m, size_t len, int with_val);
-void ex_memo_free(ex_memo *m);
+#define EX_MEMO_SLOTS_MAX 512
+
+/* Where a call's memos live: allocated once at the largest size and kept
+ * with the emitter (ex_emitter.memo), so a call allocates nothing. */
+typedef struct ex_memo_store {
+    uint64_t (*key)[2];
+    uint32_t *val;
+} ex_memo_store;
+
+/* A memo for a text of len bytes in st's memory, with a decision per word
+ * when with_val, or none (m->key NULL) when the text is short or memory is
+ * short: the scan is then only slower. */
+void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st);
+void ex_memo_store_free(ex_memo_store *st);
 
 extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2];
 
@@ -258,6 +277,18 @@ enum { FILE_NONE = 0, FILE_MEMORY, FILE_SOURCE, FILE_OTHER };
 int ex_file_id(const char *np, size_t n, buf *out);
 
 /* ---- reporting (extract.c) ---- */
+/* A word's span in the text, and a growable list of them. */
+typedef struct ex_span {
+    uint32_t at, n;
+} ex_span;
+typedef struct ex_spans {
+    ex_span *v;
+    size_t n, cap;
+} ex_spans;
+
+/* A call's state.  Its sets, buffers and lists outlive the call: finishing
+ * clears them and parks the emitter with its extractor, and the next call
+ * takes it back (ex_em_init), so a warm turn allocates nothing. */
 typedef struct ex_emitter {
     const extractor *ex;
     extract_cb cb;
@@ -265,9 +296,13 @@ typedef struct ex_emitter {
     ex_sset seen;
     ex_sset tokens;        /* candidates: tokens already expanded in this call */
     ex_wset words;         /* ... and the whole-word ones of up to 8 bytes, lowercase */
+    ex_sset counts;        /* mentions: keyword counts */
+    ex_spans tools, camel, paths; /* mentions: what the one-pass scan found */
+    ex_memo_store memo;
     buf id;                /* scratch for building ids */
     buf np;                /* scratch for a normalized path */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
+    struct ex_emitter *home; /* the parked copy this one came from, or NULL */
     char *ws;              /* normalized workspace or NULL */
     size_t wslen;
     int filter;            /* mentions: drop short pattern ids and excluded ids */

@@ -41,6 +41,20 @@ void ex_sset_free(ex_sset *s)
     memset(s, 0, sizeof *s);
 }
 
+void ex_sset_clear(ex_sset *s)
+{
+    /* Nothing is ever deleted, so each key sits at or after its home slot:
+     * looking forward for its index finds it even once earlier keys'
+     * slots are cleared.  O(keys), not O(slots). */
+    for (size_t i = 0; i < s->n; i++) {
+        size_t j = s->ents[i].hash & (s->nslots - 1);
+        while (s->slots[j] != (uint32_t)(i + 1)) j = (j + 1) & (s->nslots - 1);
+        s->slots[j] = 0;
+    }
+    s->n = 0;
+    buf_reset(&s->arena);
+}
+
 static int ex_sset_grow(ex_sset *s)
 {
     size_t ns = s->nslots ? s->nslots * 2 : 64;
@@ -111,33 +125,32 @@ const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] = {
     KEEP2(0),  KEEP2(1),  KEEP2(2),  KEEP2(3),  KEEP2(4),  KEEP2(5),  KEEP2(6),  KEEP2(7),  KEEP2(8),
     KEEP2(9),  KEEP2(10), KEEP2(11), KEEP2(12), KEEP2(13), KEEP2(14), KEEP2(15), KEEP2(16)};
 
-void ex_memo_init(ex_memo *m, size_t len, int with_val)
+void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
 {
     m->key = NULL;
     m->val = NULL;
     m->shift = 64;
     if (len < EX_MEMO_MIN_TEXT) return;
+    if (!st->key && !(st->key = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->key))) return;
+    /* read only where a key was put */
+    if (with_val && !st->val && !(st->val = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->val))) return;
     /* about one slot per 32 bytes of text (a word in five or six), 16 to
-     * 512 slots: small enough to clear at every call */
+     * EX_MEMO_SLOTS_MAX slots: small enough to clear at every call */
     unsigned bits = 4;
-    while (bits < 9 && ((size_t)32 << bits) < len) bits++;
+    while (((size_t)1 << bits) < EX_MEMO_SLOTS_MAX && ((size_t)32 << bits) < len) bits++;
     size_t n = (size_t)1 << bits;
-    m->key = malloc(n * sizeof *m->key);
-    if (with_val) m->val = malloc(n * sizeof *m->val); /* read only where a key was put */
-    if (!m->key || (with_val && !m->val)) {
-        ex_memo_free(m);
-        return;
-    }
-    memset(m->key, 0, n * sizeof *m->key);
+    memset(st->key, 0, n * sizeof *st->key);
+    m->key = st->key;
+    m->val = with_val ? st->val : NULL;
     m->shift = 64 - bits;
 }
 
-void ex_memo_free(ex_memo *m)
+void ex_memo_store_free(ex_memo_store *st)
 {
-    free(m->key);
-    free(m->val);
-    m->key = NULL;
-    m->val = NULL;
+    free(st->key);
+    free(st->val);
+    st->key = NULL;
+    st->val = NULL;
 }
 
 /* ---------------------------------------------------------------- ex_wset */
@@ -153,6 +166,12 @@ void ex_wset_free(ex_wset *w)
     free(w->lanes);
     free(w->lens);
     memset(w, 0, sizeof *w);
+}
+
+void ex_wset_clear(ex_wset *w)
+{
+    if (w->n) memset(w->lanes, 0, w->nslots * sizeof *w->lanes); /* lens are read only under a lane */
+    w->n = 0;
 }
 
 int ex_wset_grow(ex_wset *w)

@@ -10,6 +10,7 @@
 #include "../extract/stopwords.h"
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "../util/buf.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -915,4 +916,112 @@ Test(lookup, order_and_prefixes)
     cr_assert_eq(c->cats[0], CAT_PROJECT);
     col_free(c);
     extract_free(ex);
+}
+
+/* -------------------------------------------------------------- reuse */
+
+/* An extractor keeps each call's sets and buffers for the next call
+ * (cleared, within bounds).  A call must give what it gives on a fresh
+ * extractor whatever came before: calls over texts of every size, one
+ * that grew its sets past what is kept, and one its callback stopped
+ * half-way. */
+typedef struct stopper {
+    int left;
+} stopper;
+
+static int stop_soon(void *ud, const char *id, int cat)
+{
+    stopper *s = ud;
+    return --s->left <= 0;
+}
+
+/* log_id into a buf: the large round reports some 100,000 ids */
+static int buf_id(void *ud, const char *id, int cat)
+{
+    buf_putc(ud, (char)('0' + cat));
+    buf_puts(ud, id);
+    buf_putc(ud, '|');
+    return 0;
+}
+
+static int track_id(void *ud, const char *id, int cat)
+{
+    tracker_touch(ud, id, cat, 0);
+    return 0;
+}
+
+/* Every kind of call on text, logged into out[0..4). */
+static void all_calls(const extractor *ex, const char *t, size_t len, const char *json, const name_filter *nf,
+                      buf out[4])
+{
+    for (int k = 0; k < 4; k++) buf_init(&out[k]);
+    cr_assert_eq(extract_mentions(ex, t, len, "/ws", buf_id, &out[0]), 0);
+    cr_assert_eq(extract_candidates(ex, t, len, "/ws", buf_id, &out[1]), 0);
+    cr_assert_eq(extract_candidates_filtered(ex, t, len, "/ws", nf, buf_id, &out[2]), 0);
+    cr_assert_eq(extract_tool_call(ex, json, "/ws", nf, buf_id, buf_id, &out[3]), 0);
+    for (int k = 0; k < 4; k++) cr_assert(!buf_failed(&out[k]));
+}
+
+Test(reuse, a_call_does_not_depend_on_the_calls_before_it, .timeout = 120)
+{
+    static const char *const pieces[] = {
+        "ClaraCore", "focus-engine", "focus", "Engine", "web_search", "Read", "src/auth/session.ts",
+        "/ws/src/auth/session.ts", "./lib/x.py", "SOUL.md", "memory/active-context.md", "refactoring",
+        "refactorings", "the", "and", "e.g.", "end.", "a-b-c", "docs/guide.md", "--flag", "state.",
+        "(src/a.c)", "key:value", "exec", "BrowserTabState", "x1", "Word0001", "word0001"};
+    const size_t np = sizeof pieces / sizeof *pieces;
+    static const char *const cfgs[] = {"{}", "{\"extraction\":{\"minWordLength\":1,\"maxKeywordsPerMessage\":64,"
+                                             "\"customPatterns\":[{\"name\":\"ticket\",\"pattern\":\"[A-Z]+-\\\\d+\"}]}}"};
+    extractor *warm[2];
+    extractors_of(cfgs, 2, warm);
+    tracker t;
+    tracker_init(&t, 16);
+    for (size_t i = 0; i < np; i += 2) extract_candidates(warm[0], pieces[i], strlen(pieces[i]), "/ws", track_id, &t);
+
+    size_t cap = 1u << 20;
+    char *text = malloc(cap), *json = malloc(cap + 64);
+    cr_assert(text && json);
+    unsigned rng = 7;
+    for (int round = 0; round < 48; round++) {
+        size_t len = 0;
+        if (round == 20) { /* many distinct words: the sets grow past what is kept */
+            for (int i = 0; len + 16 < cap; i++) len += (size_t)sprintf(text + len, "w%06dx TIX-%d ", i, i);
+        } else {
+            size_t want = round % 3 == 0 ? 40 : round % 3 == 1 ? 900 : 6000;
+            while (len + 40 < want) {
+                rng = rng * 1103515245u + 12345u;
+                const char *p = pieces[(rng >> 8) % np];
+                len += (size_t)sprintf(text + len, "%s%s", p, (rng >> 20) % 5 ? " " : "\n");
+            }
+        }
+        text[len] = '\0';
+        snprintf(json, cap + 64, "{\"file_path\":\"%s\",\"content\":\"%.*s\"}", pieces[round % 8],
+                 (int)(len < 2000 ? len : 2000), text);
+        for (char *q = json + 20; *q; q++)
+            if (*q == '\n') *q = ' ';
+        for (int k = 0; k < 2; k++) {
+            buf a[4], b[4];
+            all_calls(warm[k], text, len, json, &t.names, a);
+            extractor *fresh;
+            extractors_of(cfgs + k, 1, &fresh);
+            all_calls(fresh, text, len, json, &t.names, b);
+            extract_free(fresh);
+            for (int c = 0; c < 4; c++) {
+                cr_assert(a[c].len == b[c].len && memcmp(a[c].p, b[c].p, a[c].len) == 0,
+                          "round %d, config %d, call %d: %zu and %zu bytes of ids", round, k, c, a[c].len,
+                          b[c].len);
+                buf_free(&a[c]);
+                buf_free(&b[c]);
+            }
+            /* a call stopped early leaves its sets half-filled */
+            stopper s = {1 + round % 4};
+            extract_mentions(warm[k], text, len, "/ws", stop_soon, &s);
+            s.left = 2;
+            extract_candidates(warm[k], text, len, "/ws", stop_soon, &s);
+        }
+    }
+    free(text);
+    free(json);
+    tracker_free(&t);
+    for (int k = 0; k < 2; k++) extract_free(warm[k]);
 }
