@@ -72,24 +72,44 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
     return r;
 }
 
+/* prefix + s (already lowercase). */
+static int emit_prefixed(ex_emitter *e, const char *prefix, size_t plen, const char *s, size_t n, int cat)
+{
+    buf_append(&e->id, prefix, plen);
+    buf_append(&e->id, s, n);
+    return ex_em_emit_scratch(e, cat, 0);
+}
+
 /* Word forms: project (lowercase), tool, keyword.  passed: the word is
- * known to pass the name filter. */
+ * known to pass the name filter.  The word is lowercased once; the
+ * keyword form's own tests (digits, stopword) run only for an id the
+ * filter lets through, which it rarely does. */
 static int emit_word(ex_emitter *e, const char *w, size_t n, int passed)
 {
     if (n > EX_MAX_WORD) return 0;
     if (!passed && e->nf && !name_filter_test(e->nf, w, n)) return 0;
-    if (emit_lower(e, "", w, n, 0, CAT_PROJECT) < 0 || emit_lower(e, "tool:", w, n, 0, CAT_TOOL) < 0)
+    char low[EX_MAX_WORD];
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x = util_le64(name_fold_upper8(name_load8(w + i)));
+        memcpy(low + i, &x, 8);
+    }
+    for (; i < n; i++) low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
+    if (emit_prefixed(e, "", 0, low, n, CAT_PROJECT) < 0 || emit_prefixed(e, "tool:", 5, low, n, CAT_TOOL) < 0)
         return -1;
     if (n < (size_t)e->ex->min_len) return 0;
-    char low[EX_MAX_WORD];
-    int digits = 1;
-    for (size_t i = 0; i < n; i++) {
-        low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
-        digits &= w[i] >= '0' && w[i] <= '9';
-    }
-    if (digits || stopword_is(low, n)) return 0;
-    buf_puts(&e->id, "keyword:");
+    buf_append(&e->id, "keyword:", 8);
     buf_append(&e->id, low, n);
+    if (e->nf && !buf_failed(&e->id) && !name_filter_test_id(e->nf, e->id.p, e->id.len)) {
+        buf_reset(&e->id);
+        return 0;
+    }
+    int digits = 1;
+    for (i = 0; i < n; i++) digits &= low[i] >= '0' && low[i] <= '9';
+    if (digits || stopword_is(low, n)) {
+        buf_reset(&e->id);
+        return 0;
+    }
     return ex_em_emit_scratch(e, CAT_KEYWORD, 0) < 0 ? -1 : 0;
 }
 
@@ -230,13 +250,16 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
  * token (a path; its forms are checked after normalization).  Triggers are
  * taken in text order, so tokens are expanded in the order the unfiltered
  * scan expands them. */
-static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo)
+/* The scan, with the classifier as a constant argument: each caller below
+ * is compiled for its instruction set with the classifier inlined. */
+static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter *e, const char *t, size_t len,
+                                                                     ex_memo *memo, ex_classify_fn *classify)
 {
     size_t done = 0; /* bytes before this are decided */
     uint64_t carry = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
     for (size_t base = 0; base < len && !e->stop; base += 64) {
         ex_cls c;
-        ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
+        classify(t + base, len - base < 64 ? len - base : 64, &c);
         uint64_t starts = c.word & ~((c.word << 1) | carry);
         uint64_t after_path = (c.path << 1) | carry_p; /* bit i: byte i - 1 is a path byte */
         /* bit i: a word starting at byte i may be looked up in the memo (no
@@ -294,15 +317,32 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *mem
             done = i;
         }
     }
-    if (!e->stop) ex_pass_custom(e, t, len, 0);
 }
+
+static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo)
+{
+    scan_filtered_with(e, t, len, memo, ex_classify);
+}
+
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static void scan_filtered_avx2(ex_emitter *e, const char *t, size_t len,
+                                                                        ex_memo *memo)
+{
+    scan_filtered_with(e, t, len, memo, ex_classify_avx2);
+}
+#endif
 
 static void scan_text(ex_emitter *e, const char *t, size_t len)
 {
     if (e->nf && e->nf->nbits) {
         ex_memo memo;
         ex_memo_init(&memo, len, 0, &e->memo);
-        scan_filtered(e, t, len, &memo);
+#if EX_AVX2
+        if (e->ex->avx2) scan_filtered_avx2(e, t, len, &memo);
+        else
+#endif
+            scan_filtered(e, t, len, &memo);
+        if (!e->stop) ex_pass_custom(e, t, len, 0);
         return;
     }
     for (size_t i = 0; i < len && !e->stop;) {

@@ -187,6 +187,7 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     ex->source_files = x->source_files;
     ex->keywords = x->keywords;
     ex->seed = make_seed(ex);
+    ex->avx2 = ex_cpu_avx2();
     if (!(ex->park = calloc(1, sizeof *ex->park))) {
         free(ex);
         return CLARITY_ENOMEM;
@@ -877,14 +878,18 @@ static inline void rescan_word(ex_sset *counts, uint32_t kw)
  * CamelCase project names and keyword counts of each word, and the path
  * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
  * text order for the emission below. */
-static int scan_words(const extractor *ex, const char *t, size_t len, ex_spans *tools, ex_spans *camel,
-                      ex_sset *counts, ex_spans *paths, ex_memo *memo)
+typedef void ex_classify_fn(const char *p, size_t n, ex_cls *c);
+
+static inline __attribute__((always_inline)) int scan_words_with(const extractor *ex, const char *t, size_t len,
+                                                                 ex_spans *tools, ex_spans *camel, ex_sset *counts,
+                                                                 ex_spans *paths, ex_memo *memo,
+                                                                 ex_classify_fn *classify)
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
     for (size_t base = 0; base < len; base += 64) {
         ex_cls c;
-        ex_classify(t + base, len - base < 64 ? len - base : 64, &c);
+        classify(t + base, len - base < 64 ? len - base : 64, &c);
         uint64_t ws = c.word & ~((c.word << 1) | carry_w), ts = c.path & ~((c.path << 1) | carry_p);
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
@@ -932,6 +937,32 @@ static int scan_words(const extractor *ex, const char *t, size_t len, ex_spans *
         }
     }
     return 0;
+}
+
+/* Compiled for each instruction set, with its classifier inlined. */
+static int scan_words_sse(const extractor *ex, const char *t, size_t len, ex_spans *tools, ex_spans *camel,
+                          ex_sset *counts, ex_spans *paths, ex_memo *memo)
+{
+    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify);
+}
+
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static int scan_words_avx2(const extractor *ex, const char *t, size_t len,
+                                                                    ex_spans *tools, ex_spans *camel,
+                                                                    ex_sset *counts, ex_spans *paths, ex_memo *memo)
+{
+    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify_avx2);
+}
+#endif
+
+/* The word passes of mentions in one walk over the text (scan_words_with). */
+static int scan_words(const extractor *ex, const char *t, size_t len, ex_spans *tools, ex_spans *camel,
+                      ex_sset *counts, ex_spans *paths, ex_memo *memo)
+{
+#if EX_AVX2
+    if (ex->avx2) return scan_words_avx2(ex, t, len, tools, camel, counts, paths, memo);
+#endif
+    return scan_words_sse(ex, t, len, tools, camel, counts, paths, memo);
 }
 
 /* Emits the keywords of counts: seen 3 times or 12 bytes long, most

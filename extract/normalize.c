@@ -5,7 +5,18 @@
 #include <string.h>
 
 #include "../include/clarity.h"
+#include "classify.h"
 #include "internal.h"
+
+int ex_cpu_avx2(void)
+{
+#if EX_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+#else
+    return 0;
+#endif
+}
 
 /* ---------------------------------------------------------------- ex_sset */
 

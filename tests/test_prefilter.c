@@ -58,28 +58,32 @@ static extractor *default_extractor(clarity_config *cfg)
 
 /* The filtered scan of text reports exactly the tracked ids the unfiltered
  * one reports (in the same order, or as sets when sorted).  Returns how many. */
-static size_t same_hits(const extractor *ex, tracker *t, const char *text, size_t len, int sorted,
-                        const char *what)
+static size_t same_hits(extractor *ex, tracker *t, const char *text, size_t len, int sorted, const char *what)
 {
-    hits filtered = {t, NULL, 0}, all = {t, NULL, 0};
-    extract_candidates_filtered(ex, text, len, "/ws", &t->names, collect, &filtered);
+    hits all = {t, NULL, 0};
     extract_candidates(ex, text, len, "/ws", collect, &all);
-    if (sorted) {
-        if (filtered.n) qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
-        if (all.n) qsort(all.ids, all.n, sizeof *all.ids, cmp);
+    if (sorted && all.n) qsort(all.ids, all.n, sizeof *all.ids, cmp);
+    /* the filtered scan with each byte classifier this CPU runs */
+    int avx2 = ex->avx2;
+    for (int simd = 0; simd <= avx2; simd++) {
+        ex->avx2 = simd;
+        hits filtered = {t, NULL, 0};
+        extract_candidates_filtered(ex, text, len, "/ws", &t->names, collect, &filtered);
+        if (sorted && filtered.n) qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
+        cr_assert_eq(filtered.n, all.n, "%s (avx2 %d): %zu filtered vs %zu unfiltered hits in \"%.*s\"", what,
+                     simd, filtered.n, all.n, (int)len, text);
+        for (size_t i = 0; i < all.n; i++)
+            cr_assert_str_eq(filtered.ids[i], all.ids[i], "%s (avx2 %d), hit %zu", what, simd, i);
+        hits_free(&filtered);
     }
-    cr_assert_eq(filtered.n, all.n, "%s: %zu filtered vs %zu unfiltered hits in \"%.*s\"", what, filtered.n,
-                 all.n, (int)len, text);
-    for (size_t i = 0; i < all.n; i++) cr_assert_str_eq(filtered.ids[i], all.ids[i], "%s, hit %zu", what, i);
     size_t n = all.n;
-    hits_free(&filtered);
     hits_free(&all);
     return n;
 }
 
 /* same_hits in text order for one round of a random test, whose tracker
  * and text it then frees. */
-static size_t round_hits(const extractor *ex, tracker *t, char *text, size_t len, int round)
+static size_t round_hits(extractor *ex, tracker *t, char *text, size_t len, int round)
 {
     char what[32];
     snprintf(what, sizeof what, "round %d", round);
@@ -217,6 +221,25 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_long_repetitive_text)
     config_free(&cfg);
 }
 
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static void classify_avx2(const char *p, size_t n, ex_cls *c)
+{
+    ex_classify_avx2(p, n, c);
+}
+#endif
+
+/* The classes of p[0..n) by the SSE2 (or table) classifier, or by AVX2. */
+static void classify_with(int avx2, const char *p, size_t n, ex_cls *c)
+{
+#if EX_AVX2
+    if (avx2) {
+        classify_avx2(p, n, c);
+        return;
+    }
+#endif
+    ex_classify(p, n, c);
+}
+
 Test(prefilter, block_classes_equal_the_byte_table)
 {
     srand(5);
@@ -224,14 +247,17 @@ Test(prefilter, block_classes_equal_the_byte_table)
     for (int round = 0; round < 2000; round++) {
         size_t n = (size_t)(rand() % 65);
         for (size_t i = 0; i < 64; i++) p[i] = (unsigned char)(round < 4 ? round * 64 + (int)i : rand());
-        ex_cls c;
-        ex_classify((const char *)p, n, &c);
-        for (size_t i = 0; i < 64; i++) {
-            int in = i < n;
-            cr_assert_eq((int)(c.word >> i & 1), in && ex_is_word(p[i]), "byte 0x%02x", p[i]);
-            cr_assert_eq((int)(c.path >> i & 1), in && ex_is_path_char(p[i]), "byte 0x%02x", p[i]);
-            cr_assert_eq((int)(c.dot >> i & 1), in && p[i] == '.');
-            cr_assert_eq((int)(c.slash >> i & 1), in && p[i] == '/');
+        for (int simd = 0; simd <= ex_cpu_avx2(); simd++) {
+            ex_cls c;
+            classify_with(simd, (const char *)p, n, &c);
+            for (size_t i = 0; i < 64; i++) {
+                int in = i < n;
+                cr_assert_eq((int)(c.word >> i & 1), in && ex_is_word(p[i]), "byte 0x%02x, avx2 %d", p[i], simd);
+                cr_assert_eq((int)(c.path >> i & 1), in && ex_is_path_char(p[i]), "byte 0x%02x, avx2 %d", p[i],
+                             simd);
+                cr_assert_eq((int)(c.dot >> i & 1), in && p[i] == '.', "byte 0x%02x, avx2 %d", p[i], simd);
+                cr_assert_eq((int)(c.slash >> i & 1), in && p[i] == '/', "byte 0x%02x, avx2 %d", p[i], simd);
+            }
         }
     }
 }
@@ -271,6 +297,34 @@ Test(prefilter, memory_files_inside_relative_paths_pass_the_filter)
     const char *text = "Clare/ws/SOUL.md, notes/memory/active-context.md and web/docs/guide.md";
     cr_assert_eq(same_hits(ex, &t, text, strlen(text), 0, "memory files"), 3,
                  "the unfiltered scan finds the three files");
+    tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
+/* Ids no text yields but a store or an import may hold (keyword forms of
+ * stopwords, of digits and of words under the minimum length): the
+ * filter lets them through, and the scan must still not report them. */
+Test(prefilter, tracked_ids_the_forms_never_yield_stay_unreported)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    tracker t;
+    tracker_init(&t, 16);
+    static const char *const ids[] = {"keyword:the", "keyword:12345", "keyword:ab", "keyword:because",
+                                      "keyword:parser", "tool:the", "the"};
+    for (size_t i = 0; i < sizeof ids / sizeof *ids; i++)
+        tracker_touch(&t, ids[i], tracker_category_of_id(ids[i]), 0);
+    const char *text = "The 12345 ab because parser THE Parser";
+    hits h = {&t, NULL, 0};
+    extract_candidates_filtered(ex, text, strlen(text), "/ws", &t.names, collect, &h);
+    qsort(h.ids, h.n, sizeof *h.ids, cmp);
+    cr_assert_eq(h.n, 3, "got %zu ids", h.n);
+    cr_assert_str_eq(h.ids[0], "keyword:parser");
+    cr_assert_str_eq(h.ids[1], "the");
+    cr_assert_str_eq(h.ids[2], "tool:the");
+    hits_free(&h);
+    same_hits(ex, &t, text, strlen(text), 0, "forms never yielded");
     tracker_free(&t);
     extract_free(ex);
     config_free(&cfg);
