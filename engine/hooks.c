@@ -162,11 +162,34 @@ typedef struct ref_ctx {
     int oom;
 } ref_ctx;
 
+static void reference_id(ref_ctx *r, const char *id, size_t n)
+{
+    item *it = tracker_find_n(&r->s->t, id, n);
+    if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
+}
+
 static int on_candidate(void *ud, const char *id, int category)
 {
-    ref_ctx *r = ud;
-    item *it = tracker_find(&r->s->t, id);
-    if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
+    reference_id(ud, id, strlen(id));
+    return 0;
+}
+
+/* A whole word's forms, looked up without the extractor building and
+ * deduplicating each id (a reference is counted once per turn anyway). */
+static int on_word(void *ud, const char *w, size_t n, unsigned forms)
+{
+    char id[sizeof "keyword:" + EXTRACT_WORD_MAX];
+    if (forms & EXTRACT_FORM_PROJECT) reference_id(ud, w, n);
+    if (forms & EXTRACT_FORM_TOOL) {
+        memcpy(id, "tool:", 5);
+        memcpy(id + 5, w, n);
+        reference_id(ud, id, n + 5);
+    }
+    if (forms & EXTRACT_FORM_KEYWORD) {
+        memcpy(id, "keyword:", 8);
+        memcpy(id + 8, w, n);
+        reference_id(ud, id, n + 8);
+    }
     return 0;
 }
 
@@ -189,6 +212,7 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
 {
     engine *e = r->e;
     session *s = r->s;
+    const extract_filter names = {&s->t.names, on_word};
     if (m->text && m->text_len) {
         buf clean;
         buf_init(&clean);
@@ -197,14 +221,11 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
         if (without_own_blocks(m->text, m->text_len, &clean, &text, &text_len) != CLARITY_OK)
             r->oom = 1;
         else if (text_len)
-            extract_candidates_filtered(e->ex, text, text_len, s->workspace, &s->t.names,
-                                        on_candidate, r);
+            extract_candidates_filtered(e->ex, text, text_len, s->workspace, &names, on_candidate, r);
         buf_free(&clean);
     }
-    if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json) {
-        extract_tool_call(e->ex, m->tool_args_json, s->workspace, &s->t.names, on_tool_file,
-                          on_candidate, r);
-    }
+    if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json)
+        extract_tool_call(e->ex, m->tool_args_json, s->workspace, &names, on_tool_file, on_candidate, r);
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
         char id[128];
         snprintf(id, sizeof id, "tool:%s", m->tool_name);

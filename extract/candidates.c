@@ -80,37 +80,55 @@ static int emit_prefixed(ex_emitter *e, const char *prefix, size_t plen, const c
     return ex_em_emit_scratch(e, cat, 0);
 }
 
-/* Word forms: project (lowercase), tool, keyword.  passed: the word is
- * known to pass the name filter.  The word is lowercased once; the
- * keyword form's own tests (digits, stopword) run only for an id the
- * filter lets through, which it rarely does. */
-static int emit_word(ex_emitter *e, const char *w, size_t n, int passed)
+/* Whether the word (lowercase lanes, name hash h) may be a keyword: long
+ * enough, not all digits, not a stopword. */
+static int may_be_keyword(const ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
 {
-    if (n > EX_MAX_WORD) return 0;
-    if (!passed && e->nf && !name_filter_test(e->nf, w, n)) return 0;
-    char low[EX_MAX_WORD];
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x = util_le64(name_fold_upper8(name_load8(w + i)));
-        memcpy(low + i, &x, 8);
+    if (n < (size_t)e->ex->min_len) return 0;
+    int digits = 1;
+    for (size_t i = 0; i < n; i++) digits &= low->b[i] >= '0' && low->b[i] <= '9';
+    return !digits && !stopword_is_lanes(low->v, n, h);
+}
+
+/* Word forms: project (lowercase), tool, keyword, of the word whose
+ * lowercase lanes and name hash its scan has (it passed the name filter):
+ * to the caller's word callback when there is one, else as ids.  The
+ * keyword form's own tests run only for an id the filter lets through,
+ * which it rarely does. */
+static int emit_word_lanes(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
+{
+    if (e->word) {
+        if (e->stop) return -1;
+        unsigned forms = EXTRACT_FORM_PROJECT | EXTRACT_FORM_TOOL;
+        if (may_be_keyword(e, low, n, h)) forms |= EXTRACT_FORM_KEYWORD;
+        if (e->word(e->ud, low->b, n, forms)) {
+            e->stop = 1;
+            return -1;
+        }
+        return 0;
     }
-    for (; i < n; i++) low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? (char)(w[i] + 32) : w[i];
-    if (emit_prefixed(e, "", 0, low, n, CAT_PROJECT) < 0 || emit_prefixed(e, "tool:", 5, low, n, CAT_TOOL) < 0)
+    if (emit_prefixed(e, "", 0, low->b, n, CAT_PROJECT) < 0 || emit_prefixed(e, "tool:", 5, low->b, n, CAT_TOOL) < 0)
         return -1;
     if (n < (size_t)e->ex->min_len) return 0;
     buf_append(&e->id, "keyword:", 8);
-    buf_append(&e->id, low, n);
-    if (e->nf && !buf_failed(&e->id) && !name_filter_test_id(e->nf, e->id.p, e->id.len)) {
-        buf_reset(&e->id);
-        return 0;
-    }
-    int digits = 1;
-    for (i = 0; i < n; i++) digits &= low[i] >= '0' && low[i] <= '9';
-    if (digits || stopword_is(low, n)) {
+    buf_append(&e->id, low->b, n);
+    if ((e->nf && !buf_failed(&e->id) && !name_filter_test_id(e->nf, e->id.p, e->id.len)) ||
+        !may_be_keyword(e, low, n, h)) {
         buf_reset(&e->id);
         return 0;
     }
     return ex_em_emit_scratch(e, CAT_KEYWORD, 0) < 0 ? -1 : 0;
+}
+
+/* The same for a word inside a token, whose lanes are loaded here. */
+static int emit_word(ex_emitter *e, const char *w, size_t n)
+{
+    if (n > EX_MAX_WORD) return 0;
+    ex_lanes raw, low;
+    ex_word_lanes(w, n, 0, n, &raw, &low);
+    uint64_t h = ex_lanes_mix(NAME_HASH_SEED, &low, n);
+    if (e->nf && !name_filter_test_hash(e->nf, h)) return 0;
+    return emit_word_lanes(e, &low, n, h);
 }
 
 /* Hyphen runs ("focus-engine" -> focus_engine, tool:focus-engine). */
@@ -142,7 +160,7 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
         }
         size_t a = i;
         while (i < n && ex_is_word((unsigned char)t[i])) i++;
-        if (emit_word(e, t + a, i - a, 0) < 0) return -1;
+        if (emit_word(e, t + a, i - a) < 0) return -1;
         if (run_words == 0 || a == 0 || t[a - 1] != '-' || (a >= 2 && !ex_is_word((unsigned char)t[a - 2])))
             run_start = a, run_words = 0;
         run_words++;
@@ -230,7 +248,8 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
     size_t n = end - p;
     if (n > EX_MAX_WORD) return 1; /* no form of it is a name */
     ex_lanes low;
-    if (!name_filter_test_hash(e->nf, word_hash(t, len, p, end, &low))) return 1;
+    uint64_t h = word_hash(t, len, p, end, &low);
+    if (!name_filter_test_hash(e->nf, h)) return 1;
     int r = n <= 8 ? ex_wset_add(&e->words, low.v[0], n)
                    : ex_sset_add_h(&e->tokens, low.b, n, ex_sset_hash_lanes(e->tokens.seed, &low, n));
     if (r == -1) {
@@ -240,7 +259,7 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
     if (r == 0) return 1;
     /* a lone word is a token of one word: process_token would only emit
      * its word forms */
-    return emit_word(e, t + p, n, 1) < 0 ? -1 : 1;
+    return emit_word_lanes(e, &low, n, h) < 0 ? -1 : 1;
 }
 
 /* With a filter of the tracked names, most tokens name nothing: the text is
@@ -357,14 +376,22 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
     if (!e->stop) ex_pass_custom(e, t, len, 0);
 }
 
+/* A filtered scan's filter on its emitter. */
+static void set_filter(ex_emitter *e, const extract_filter *f)
+{
+    if (!f || !f->names) return;
+    e->nf = f->names;
+    e->word = f->word;
+}
+
 int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,
-                                const char *workspace, const name_filter *nf, extract_cb cb,
+                                const char *workspace, const extract_filter *f, extract_cb cb,
                                 void *ud)
 {
     if (!ex || !cb) return CLARITY_ERR;
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
-    e.nf = nf;
+    set_filter(&e, f);
     if (text) scan_text(&e, text, len);
     return ex_em_finish(&e);
 }
@@ -436,12 +463,12 @@ static void walk(ex_emitter *e, json_t *v, const char *key, int files_only)
 /* Walks a parsed document (or, when it did not parse, scans the raw text
  * for candidates) with one emitter. */
 static int walk_with(const extractor *ex, json_t *root, const char *json, size_t len,
-                     const char *workspace, const name_filter *nf, extract_cb cb, void *ud,
+                     const char *workspace, const extract_filter *f, extract_cb cb, void *ud,
                      int files_only)
 {
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
-    e.nf = nf;
+    set_filter(&e, f);
     if (root) walk(&e, root, NULL, files_only);
     else if (!files_only) scan_text(&e, json, len);
     return ex_em_finish(&e);
@@ -474,11 +501,11 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
 
 /* The strings ex_json_strings found, visited as walk() visits them. */
 static int visit_strings(const extractor *ex, const ex_json_str *v, size_t n, const char *workspace,
-                         const name_filter *nf, extract_cb cb, void *ud, int files_only)
+                         const extract_filter *f, extract_cb cb, void *ud, int files_only)
 {
     ex_emitter e;
     if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
-    e.nf = nf;
+    set_filter(&e, f);
     buf dec;
     buf_init(&dec);
     for (size_t i = 0; i < n && !e.stop; i++) {
@@ -500,7 +527,7 @@ static int visit_strings(const extractor *ex, const ex_json_str *v, size_t n, co
 }
 
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
-                      const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud)
+                      const extract_filter *f, extract_cb on_file, extract_cb on_candidate, void *ud)
 {
     if (!ex || !on_file || !on_candidate) return CLARITY_ERR;
     if (!json) return 0;
@@ -511,14 +538,14 @@ int extract_tool_call(const extractor *ex, const char *json, const char *workspa
     if (jr == EX_JSON_NOMEM) return CLARITY_ENOMEM;
     if (jr == 0) { /* the common case: no tree built */
         int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
-        int rc2 = visit_strings(ex, v, nv, workspace, nf, on_candidate, ud, 0);
+        int rc2 = visit_strings(ex, v, nv, workspace, f, on_candidate, ud, 0);
         free(v);
         return rc ? rc : rc2;
     }
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
     int rc = walk_with(ex, root, json, len, workspace, NULL, on_file, ud, 1);
-    int rc2 = walk_with(ex, root, json, len, workspace, nf, on_candidate, ud, 0);
+    int rc2 = walk_with(ex, root, json, len, workspace, f, on_candidate, ud, 0);
     json_decref(root);
     return rc ? rc : rc2;
 }

@@ -60,11 +60,31 @@ int extract_mentions_reference(const extractor *ex, const char *text, size_t len
 int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
                        extract_cb cb, void *ud);
 
-/* The same, reporting only candidates whose bare name passes nf (the
- * tracker's filter of the names it holds); nf NULL passes everything.
- * Custom-pattern candidates are not filtered. */
+/* The forms a whole word stands for (extract_word_cb). */
+enum { EXTRACT_FORM_PROJECT = 1, EXTRACT_FORM_TOOL = 2, EXTRACT_FORM_KEYWORD = 4 };
+#define EXTRACT_WORD_MAX 64 /* longer words stand for nothing */
+
+/* A whole word of the text that passed the filter, lowercase (w[0..n), not
+ * NUL-terminated, n <= EXTRACT_WORD_MAX), with the forms it may stand for:
+ * the project id w, "tool:" w and, when the word may be a keyword,
+ * "keyword:" w.  A caller with a table looks those ids up itself instead
+ * of receiving each through extract_cb: no id is built or deduplicated
+ * for it.  The same word may come more than once, and a form may also
+ * come as an id (a hyphen run's project form "a_b" is the word a_b's);
+ * the caller's lookups must not mind.  Non-zero stops the scan. */
+typedef int (*extract_word_cb)(void *ud, const char *w, size_t n, unsigned forms);
+
+/* What a filtered scan filters by. */
+typedef struct extract_filter {
+    const name_filter *names; /* the tracker's filter of the bare names it holds */
+    extract_word_cb word;     /* NULL: a word's forms come to extract_cb as ids */
+} extract_filter;
+
+/* The same, reporting only candidates whose bare name passes f->names;
+ * f NULL (or f->names NULL) passes everything.  Custom-pattern candidates
+ * are not filtered. */
 int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,
-                                const char *workspace, const name_filter *nf, extract_cb cb,
+                                const char *workspace, const extract_filter *f, extract_cb cb,
                                 void *ud);
 
 /* Same for a tool call's JSON arguments: visits every string value; values
@@ -79,9 +99,10 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
 
 /* Both of the above for one tool call, its arguments parsed once:
  * extract_tool_files' ids to on_file, then extract_candidates_json's to
- * on_candidate, those limited to names nf may hold (nf NULL: all). */
+ * on_candidate (and f->word), filtered by f as extract_candidates_filtered
+ * is (f NULL: all). */
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
-                      const name_filter *nf, extract_cb on_file, extract_cb on_candidate, void *ud);
+                      const extract_filter *f, extract_cb on_file, extract_cb on_candidate, void *ud);
 
 /* Candidate ids for a name typed by a user (/clarity anchor ClaraCore):
  * the name as an id if it already has a known prefix, then its project,

@@ -13,7 +13,7 @@
 #include "extract.h"
 
 /* Bounds that keep pathological input (64 MiB prompts, base64 blobs) cheap. */
-#define EX_MAX_WORD 64      /* longer [A-Za-z0-9_] runs are never keywords/names */
+#define EX_MAX_WORD EXTRACT_WORD_MAX /* longer [A-Za-z0-9_] runs are never keywords/names */
 #define EX_MAX_PATH 1024    /* longer path-like tokens are not file names */
 #define EX_MAX_ID 1024      /* longer custom-pattern matches are dropped */
 #define EX_MAX_DISTINCT (1u << 20) /* distinct keys counted per call */
@@ -308,6 +308,7 @@ typedef struct ex_emitter {
     size_t wslen;
     int filter;            /* mentions: drop short pattern ids and excluded ids */
     const name_filter *nf; /* candidates: skip names no tracked item has */
+    extract_word_cb word;  /* candidates: whole words' forms go here (extract.h) */
     int stop;              /* the callback asked to stop, or out of memory */
     int rc;                /* sticky CLARITY_ENOMEM / CLARITY_ERR */
 } ex_emitter;

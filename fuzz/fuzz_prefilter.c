@@ -6,7 +6,8 @@
  * in the same order.  The text is copied to a buffer of its exact size, so
  * a read past its end is an ASan error.  A short text is compared again
  * repeated past 512 bytes, where the scan keeps a memo of decided words.
- * The filtered scan runs with each byte classifier the CPU has (AVX2, SSE2). */
+ * The filtered scan runs with each byte classifier the CPU has (AVX2, SSE2),
+ * and with whole words' forms through the word callback. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,35 @@ static int collect(void *ud, const char *id, int category)
     return 0;
 }
 
+/* The word path: each tracked id of a word's forms, once. */
+static int collect_id_once(void *ud, const char *id, int category)
+{
+    hits *h = ud;
+    size_t n = strlen(id) + 1;
+    for (size_t i = 0; i < h->log.len;) {
+        size_t l = strlen(h->log.p + i) + 1;
+        if (l == n && memcmp(h->log.p + i, id, n) == 0) return 0;
+        i += l;
+    }
+    return collect(ud, id, category);
+}
+
+static int collect_word(void *ud, const char *w, size_t n, unsigned forms)
+{
+    static const char *const pre[] = {"", "tool:", "keyword:"};
+    char id[8 + EXTRACT_WORD_MAX + 1];
+    if (n < 1 || n > EXTRACT_WORD_MAX || !forms || (forms & ~7u)) abort();
+    for (int k = 0; k < 3; k++)
+        if (forms >> k & 1) {
+            size_t p = strlen(pre[k]);
+            memcpy(id, pre[k], p);
+            memcpy(id + p, w, n);
+            id[p + n] = '\0';
+            collect_id_once(ud, id, 0);
+        }
+    return 0;
+}
+
 /* The scans of s[0, len) repeated reps times, in a buffer of its exact size. */
 static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t reps)
 {
@@ -50,11 +80,20 @@ static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t
         ex->avx2 = simd;
         hits f = {t, {0}};
         buf_init(&f.log);
-        int rf = extract_candidates_filtered(ex, text, len * reps, "/ws", &t->names, collect, &f);
+        extract_filter ef = {&t->names, NULL};
+        int rf = extract_candidates_filtered(ex, text, len * reps, "/ws", &ef, collect, &f);
         if (rf != ra || f.log.len != a.log.len || (f.log.len && memcmp(f.log.p, a.log.p, f.log.len) != 0))
             abort();
         buf_free(&f.log);
     }
+    /* whole words through the word callback: the same ids, first
+     * occurrences in the same order */
+    hits w = {t, {0}};
+    buf_init(&w.log);
+    extract_filter ew = {&t->names, collect_word};
+    int rw = extract_candidates_filtered(ex, text, len * reps, "/ws", &ew, collect_id_once, &w);
+    if (rw != ra || w.log.len != a.log.len || (w.log.len && memcmp(w.log.p, a.log.p, w.log.len) != 0)) abort();
+    buf_free(&w.log);
     buf_free(&a.log);
     free(text);
 }

@@ -26,6 +26,34 @@ static int collect(void *ud, const char *id, int category)
     return 0;
 }
 
+/* The word path (extract_word_cb): the forms' ids that are tracked, each
+ * kept once (a word may come more than once), so the list compares with
+ * the id path's. */
+static int collect_once(hits *h, const char *id)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (strcmp(h->ids[i], id) == 0) return 0;
+    return collect(h, id, 0);
+}
+
+static int collect_word(void *ud, const char *w, size_t n, unsigned forms)
+{
+    char id[80];
+    cr_assert(n >= 1 && n <= EXTRACT_WORD_MAX && forms && !(forms & ~7u));
+    for (size_t i = 0; i < n; i++) cr_assert(!(w[i] >= 'A' && w[i] <= 'Z'), "word not lowercase");
+    static const char *const pre[] = {"", "tool:", "keyword:"};
+    for (int k = 0; k < 3; k++)
+        if (forms >> k & 1) {
+            snprintf(id, sizeof id, "%s%.*s", pre[k], (int)n, w);
+            collect_once(ud, id);
+        }
+    return 0;
+}
+
+/* Collects the word path's ids the id callback reports (deduplicated the
+ * same way). */
+static int collect_id_once(void *ud, const char *id, int category) { return collect_once(ud, id); }
+
 static int track(void *ud, const char *id, int category)
 {
     tracker_touch(ud, id, category, 0);
@@ -63,19 +91,23 @@ static size_t same_hits(extractor *ex, tracker *t, const char *text, size_t len,
     hits all = {t, NULL, 0};
     extract_candidates(ex, text, len, "/ws", collect, &all);
     if (sorted && all.n) qsort(all.ids, all.n, sizeof *all.ids, cmp);
-    /* the filtered scan with each byte classifier this CPU runs */
+    /* the filtered scan with each byte classifier this CPU runs, words'
+     * forms as ids and through the word callback */
     int avx2 = ex->avx2;
-    for (int simd = 0; simd <= avx2; simd++) {
-        ex->avx2 = simd;
-        hits filtered = {t, NULL, 0};
-        extract_candidates_filtered(ex, text, len, "/ws", &t->names, collect, &filtered);
-        if (sorted && filtered.n) qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
-        cr_assert_eq(filtered.n, all.n, "%s (avx2 %d): %zu filtered vs %zu unfiltered hits in \"%.*s\"", what,
-                     simd, filtered.n, all.n, (int)len, text);
-        for (size_t i = 0; i < all.n; i++)
-            cr_assert_str_eq(filtered.ids[i], all.ids[i], "%s (avx2 %d), hit %zu", what, simd, i);
-        hits_free(&filtered);
-    }
+    for (int simd = 0; simd <= avx2; simd++)
+        for (int words = 0; words < 2; words++) {
+            ex->avx2 = simd;
+            hits filtered = {t, NULL, 0};
+            extract_filter f = {&t->names, words ? collect_word : NULL};
+            extract_candidates_filtered(ex, text, len, "/ws", &f, words ? collect_id_once : collect, &filtered);
+            if (sorted && filtered.n) qsort(filtered.ids, filtered.n, sizeof *filtered.ids, cmp);
+            cr_assert_eq(filtered.n, all.n, "%s (avx2 %d, words %d): %zu filtered vs %zu unfiltered hits in \"%.*s\"",
+                         what, simd, words, filtered.n, all.n, (int)len, text);
+            for (size_t i = 0; i < all.n; i++)
+                cr_assert_str_eq(filtered.ids[i], all.ids[i], "%s (avx2 %d, words %d), hit %zu", what, simd, words,
+                                 i);
+            hits_free(&filtered);
+        }
     size_t n = all.n;
     hits_free(&all);
     return n;
@@ -317,7 +349,8 @@ Test(prefilter, tracked_ids_the_forms_never_yield_stay_unreported)
         tracker_touch(&t, ids[i], tracker_category_of_id(ids[i]), 0);
     const char *text = "The 12345 ab because parser THE Parser";
     hits h = {&t, NULL, 0};
-    extract_candidates_filtered(ex, text, strlen(text), "/ws", &t.names, collect, &h);
+    extract_filter f = {&t.names, NULL};
+    extract_candidates_filtered(ex, text, strlen(text), "/ws", &f, collect, &h);
     qsort(h.ids, h.n, sizeof *h.ids, cmp);
     cr_assert_eq(h.n, 3, "got %zu ids", h.n);
     cr_assert_str_eq(h.ids[0], "keyword:parser");

@@ -125,13 +125,14 @@ static unsigned id_hash(const char *id, size_t n)
     return (unsigned)name_mix_bytes(0x452821e638d01377ull ^ n, id, n);
 }
 
-item *tracker_find(tracker *t, const char *id)
+item *tracker_find_n(tracker *t, const char *id, size_t n)
 {
     item *it = NULL;
-    size_t n = strlen(id);
     HASH_FIND_BYHASHVALUE(hh, t->items, id, n, id_hash(id, n), it);
     return it;
 }
+
+item *tracker_find(tracker *t, const char *id) { return tracker_find_n(t, id, strlen(id)); }
 
 /* Queues it for the rank index (rankidx.c), once until the index drains it. */
 static void rank_note(tracker *t, item *it)

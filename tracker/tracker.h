@@ -98,6 +98,8 @@ int tracker_tier_from_name(const char *s); /* -1 when unknown */
 int tracker_category_of_id(const char *id);
 
 item *tracker_find(tracker *t, const char *id);
+/* The same for id[0..n) (no NUL needed). */
+item *tracker_find_n(tracker *t, const char *id, size_t n);
 /* Finds or creates the item.  Returns NULL on allocation failure (state unchanged). */
 item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms);
 /* Records a mention in the current turn.  An item counts at most one
