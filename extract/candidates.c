@@ -91,33 +91,31 @@ static int may_be_keyword(const ex_emitter *e, const ex_lanes *low, size_t n, ui
 }
 
 /* Word forms: project (lowercase), tool, keyword, of the word whose
- * lowercase lanes and name hash its scan has (it passed the name filter):
- * to the caller's word callback when there is one, else as ids.  The
- * keyword form's own tests run only for an id the filter lets through,
- * which it rarely does. */
+ * lowercase lanes and name hash h its scan has (it passed the name
+ * filter).  Each form's id is tested against the filter of ids from h
+ * alone (name_id_mix), so only the forms that may be tracked, usually one,
+ * go on: to the caller's word callback when there is one, else built and
+ * reported as ids.  The keyword form's own tests run after its filter. */
 static int emit_word_lanes(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
 {
+    unsigned forms = 0;
+    if (name_filter_test_idhash(e->nf, name_id_mix(h, NAME_FORM_OTHER))) forms |= EXTRACT_FORM_PROJECT;
+    if (name_filter_test_idhash(e->nf, name_id_mix(h, NAME_FORM_TOOL))) forms |= EXTRACT_FORM_TOOL;
+    if (name_filter_test_idhash(e->nf, name_id_mix(h, NAME_FORM_KEYWORD)) && may_be_keyword(e, low, n, h))
+        forms |= EXTRACT_FORM_KEYWORD;
+    if (!forms) return 0;
     if (e->word) {
         if (e->stop) return -1;
-        unsigned forms = EXTRACT_FORM_PROJECT | EXTRACT_FORM_TOOL;
-        if (may_be_keyword(e, low, n, h)) forms |= EXTRACT_FORM_KEYWORD;
         if (e->word(e->ud, low->b, n, forms)) {
             e->stop = 1;
             return -1;
         }
         return 0;
     }
-    if (emit_prefixed(e, "", 0, low->b, n, CAT_PROJECT) < 0 || emit_prefixed(e, "tool:", 5, low->b, n, CAT_TOOL) < 0)
-        return -1;
-    if (n < (size_t)e->ex->min_len) return 0;
-    buf_append(&e->id, "keyword:", 8);
-    buf_append(&e->id, low->b, n);
-    if ((e->nf && !buf_failed(&e->id) && !name_filter_test_id(e->nf, e->id.p, e->id.len)) ||
-        !may_be_keyword(e, low, n, h)) {
-        buf_reset(&e->id);
-        return 0;
-    }
-    return ex_em_emit_scratch(e, CAT_KEYWORD, 0) < 0 ? -1 : 0;
+    if ((forms & EXTRACT_FORM_PROJECT) && emit_prefixed(e, "", 0, low->b, n, CAT_PROJECT) < 0) return -1;
+    if ((forms & EXTRACT_FORM_TOOL) && emit_prefixed(e, "tool:", 5, low->b, n, CAT_TOOL) < 0) return -1;
+    if ((forms & EXTRACT_FORM_KEYWORD) && emit_prefixed(e, "keyword:", 8, low->b, n, CAT_KEYWORD) < 0) return -1;
+    return 0;
 }
 
 /* The same for a word inside a token, whose lanes are loaded here. */
@@ -288,6 +286,10 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
         carry_p = c.path >> 63;
         uint64_t trig = starts | c.slash | c.dot;
         if (done > base) trig &= done - base >= 64 ? 0 : ~(uint64_t)0 << (done - base);
+        /* repeats the memo has decided, which need nothing more (a word
+         * with no path byte before it starts after every token expanded
+         * so far, so `done` needs no update) */
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok, c.word, NULL);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;

@@ -864,21 +864,45 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
     return 0;
 }
 
-/* A word the scan has seen before (the memo): its tool and CamelCase
- * spans would only repeat an id already reported, so only its keyword
- * count moves. */
-static inline void rescan_word(ex_sset *counts, uint32_t kw)
-{
-    uint32_t sink = 0; /* not a keyword: counted nowhere, without a branch on it */
-    uint32_t *c = kw ? &counts->ents[kw - 1].count : &sink;
-    *c += *c < UINT32_MAX;
-}
-
 /* The word passes of mentions in one walk over the text, classified 64
  * bytes at a time (classify.h): the tool names (word-table case),
  * CamelCase project names and keyword counts of each word, and the path
  * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
  * text order for the emission below. */
+/* The path tokens (maximal runs of path bytes) that start in the block at
+ * base and hold a '.' or a '/', added to paths in text order.  Led by the
+ * block's few '.' and '/' bytes rather than by every token start: a run
+ * holding one starts at the last run start at or before it, or, when
+ * there is none, began in an earlier block, which dealt with it (runs are
+ * contiguous, so no gap can lie between that start and the byte).  A run
+ * that starts here and runs past the block is looked at to its end, as
+ * the earlier block did for this one. */
+static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, uint64_t ts, ex_spans *paths)
+{
+    uint64_t special = c->dot | c->slash, sp = special;
+    while (sp) {
+        unsigned k = (unsigned)__builtin_ctzll(sp);
+        uint64_t before = ts & (k == 63 ? ~(uint64_t)0 : ((uint64_t)2 << k) - 1); /* starts at 0..k */
+        if (!before) { /* its run began in an earlier block */
+            sp &= sp - 1;
+            continue;
+        }
+        unsigned s = 63u - (unsigned)__builtin_clzll(before);
+        uint64_t rest = ~c->path >> s;
+        if (!rest) break; /* the run runs past the block: below */
+        unsigned e = s + (unsigned)__builtin_ctzll(rest);
+        if (spans_add(paths, base + s, e - s) != 0) return -1;
+        sp &= e >= 64 ? 0 : ~(uint64_t)0 << e;
+    }
+    /* the run holding the block's last byte, when it starts in the block */
+    if (!(c->path >> 63) || !ts) return 0;
+    unsigned s = 63u - (unsigned)__builtin_clzll(ts);
+    int has = (special >> s) != 0;
+    size_t e = base + 64;
+    for (; e < len && ex_is_path_char((unsigned char)t[e]); e++) has |= t[e] == '.' || t[e] == '/';
+    return has && spans_add(paths, base + s, e - (base + s)) != 0 ? -1 : 0;
+}
+
 typedef void ex_classify_fn(const char *p, size_t n, ex_cls *c);
 
 static inline __attribute__((always_inline)) int scan_words_with(const extractor *ex, const char *t, size_t len,
@@ -894,46 +918,34 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
         uint64_t ws = c.word & ~((c.word << 1) | carry_w), ts = c.path & ~((c.path << 1) | carry_p);
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
-        uint64_t trig = ws | (path_on ? ts : 0);
         uint64_t memo_ok = ex_memo_room(memo, base, len);
-        while (trig) {
-            unsigned bit = (unsigned)__builtin_ctzll(trig);
-            trig &= trig - 1;
+        if (path_on && block_paths(t, len, base, &c, ts, paths) != 0) return -1;
+        /* repeats the memo has decided are counted first; the loop looks at
+         * the other words */
+        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, counts);
+        while (ws) {
+            unsigned bit = (unsigned)__builtin_ctzll(ws);
+            ws &= ws - 1;
             size_t p = base + bit;
-            if (path_on && (ts >> bit & 1)) {
-                uint64_t rest = ~c.path >> bit, special = (c.dot | c.slash) >> bit;
-                size_t e;
-                int has;
-                if (rest) {
-                    e = p + (size_t)__builtin_ctzll(rest);
-                    has = (special & ((rest & -rest) - 1)) != 0;
-                } else { /* the token runs past the block */
-                    has = special != 0;
-                    for (e = base + 64; e < len && ex_is_path_char((unsigned char)t[e]); e++)
-                        has |= t[e] == '.' || t[e] == '/';
+            uint64_t rest = ~c.word >> bit;
+            size_t e = base + 64;
+            if (rest) e = p + (size_t)__builtin_ctzll(rest);
+            else
+                while (e < len && ex_is_word((unsigned char)t[e])) e++;
+            uint32_t kw;
+            if ((memo_ok >> bit & 1) && e - p <= EX_MEMO_MAX) {
+                uint64_t key[2];
+                size_t slot = ex_memo_slot(memo, t, p, e - p, key);
+                if (ex_memo_has(memo, slot, key)) { /* decided earlier in this block */
+                    uint32_t at = memo->val[slot];
+                    if (at) counts->ents[at - 1].count += counts->ents[at - 1].count < UINT32_MAX;
+                    continue;
                 }
-                if (has && spans_add(paths, p, e - p) != 0) return -1;
-            }
-            if (ws >> bit & 1) {
-                uint64_t rest = ~c.word >> bit;
-                size_t e = base + 64;
-                if (rest) e = p + (size_t)__builtin_ctzll(rest);
-                else
-                    while (e < len && ex_is_word((unsigned char)t[e])) e++;
-                uint32_t kw;
-                if ((memo_ok >> bit & 1) && e - p <= EX_MEMO_MAX) {
-                    uint64_t key[2];
-                    size_t slot = ex_memo_slot(memo, t, p, e - p, key);
-                    if (ex_memo_has(memo, slot, key)) {
-                        rescan_word(counts, memo->val[slot]);
-                        continue;
-                    }
-                    if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) return -1;
-                    ex_memo_put(memo, slot, key);
-                    memo->val[slot] = kw;
-                } else if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) {
-                    return -1;
-                }
+                if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) return -1;
+                ex_memo_put(memo, slot, key);
+                memo->val[slot] = kw;
+            } else if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) {
+                return -1;
             }
         }
     }

@@ -65,9 +65,10 @@ enum { EXTRACT_FORM_PROJECT = 1, EXTRACT_FORM_TOOL = 2, EXTRACT_FORM_KEYWORD = 4
 #define EXTRACT_WORD_MAX 64 /* longer words stand for nothing */
 
 /* A whole word of the text that passed the filter, lowercase (w[0..n), not
- * NUL-terminated, n <= EXTRACT_WORD_MAX), with the forms it may stand for:
- * the project id w, "tool:" w and, when the word may be a keyword,
- * "keyword:" w.  A caller with a table looks those ids up itself instead
+ * NUL-terminated, n <= EXTRACT_WORD_MAX), with the forms it may stand for
+ * whose ids pass the filter too (at least one): the project id w, "tool:"
+ * w and, when the word may be a keyword, "keyword:" w.  A caller with a
+ * table looks those ids up itself instead
  * of receiving each through extract_cb: no id is built or deduplicated
  * for it.  The same word may come more than once, and a form may also
  * come as an id (a hyphen run's project form "a_b" is the word a_b's);

@@ -185,6 +185,36 @@ static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2]
     return ((m->key[slot][0] ^ k[0]) | (m->key[slot][1] ^ k[1])) == 0; /* one branch, not two */
 }
 
+/* The starts among `cand` (bits of a 64-byte block at t whose word bits
+ * are `word`; each with the 16 bytes the memo reads) of words the memo
+ * has decided.  Most words of a text are such repeats, so a scan runs
+ * this first over each block, with a handful of values live, and its
+ * general loop visits only the rest (a word decided earlier in the same
+ * block is still found there).  With counts, each hit's keyword count
+ * (the memo's value: entry index + 1, or 0) moves, as a repeat's would. */
+static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo *m, const char *t, uint64_t cand,
+                                                                   uint64_t word, ex_sset *counts)
+{
+    uint64_t hits = 0;
+    while (cand) {
+        unsigned bit = (unsigned)__builtin_ctzll(cand);
+        cand &= cand - 1;
+        uint64_t rest = ~word >> bit;
+        if (!rest) continue; /* runs into the next block */
+        size_t n = (size_t)__builtin_ctzll(rest);
+        if (n > EX_MEMO_MAX) continue;
+        uint64_t key[2];
+        size_t slot = ex_memo_slot(m, t, bit, n, key);
+        if (!ex_memo_has(m, slot, key)) continue;
+        hits |= (uint64_t)1 << bit;
+        if (counts && m->val[slot]) {
+            uint32_t *c = &counts->ents[m->val[slot] - 1].count;
+            *c += *c < UINT32_MAX;
+        }
+    }
+    return hits;
+}
+
 static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])
 {
     m->key[slot][0] = k[0];

@@ -12,6 +12,7 @@
 #include "../util/errors.h"
 #include "../util/endian.h"
 #include "../util/memfind.h"
+#include "../util/namefilter.h"
 #include "runproc.h"
 
 Test(util, every_return_code_has_one_name)
@@ -123,4 +124,39 @@ Test(util, tail_load_equals_the_byte_loop)
         for (size_t k = 0; k < r; k++) want |= (uint64_t)b[at + k] << (8 * k);
         cr_assert_eq(util_load_le_tail(b + at, r), want, "r = %zu", r);
     }
+}
+
+/* A word's project, tool and keyword ids hash as its name hash and the
+ * form (so a scanner tests them without building them), other ids as
+ * themselves; a filter holding an id passes it by either route. */
+Test(util, id_hash_of_a_word_form_is_its_name_hash_and_form)
+{
+    static const char *const words[] = {"x", "parser", "word0012", "a_b", "configurationsxyz", "q1"};
+    char id[64];
+    name_filter f = {0};
+    cr_assert_eq(name_filter_reset(&f, 16), 0);
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        const char *w = words[i];
+        size_t n = strlen(w);
+        uint64_t h = name_hash(w, n);
+        cr_assert_eq(name_id_hash(w, n), name_id_mix(h, NAME_FORM_OTHER), "%s", w);
+        snprintf(id, sizeof id, "tool:%s", w);
+        cr_assert_eq(name_id_hash(id, strlen(id)), name_id_mix(h, NAME_FORM_TOOL), "%s", id);
+        snprintf(id, sizeof id, "keyword:%s", w);
+        cr_assert_eq(name_id_hash(id, strlen(id)), name_id_mix(h, NAME_FORM_KEYWORD), "%s", id);
+        cr_assert_neq(name_id_mix(h, NAME_FORM_TOOL), name_id_mix(h, NAME_FORM_KEYWORD));
+        name_filter_add(&f, w, n, id, strlen(id));
+        cr_assert(name_filter_test_id(&f, id, strlen(id)));
+        cr_assert(name_filter_test_idhash(&f, name_id_mix(h, NAME_FORM_KEYWORD)));
+    }
+    /* a prefix alone is an ordinary id; a file id is hashed whole */
+    cr_assert_eq(name_id_hash("tool:", 5), name_id_mix(name_hash("tool:", 5), NAME_FORM_OTHER));
+    cr_assert_eq(name_id_hash("file:src/a.ts", 13), name_id_mix(name_hash("file:src/a.ts", 13), NAME_FORM_OTHER));
+    int passed = 0;
+    for (int i = 0; i < 2000; i++) {
+        snprintf(id, sizeof id, "tool:other%d", i);
+        passed += name_filter_test_id(&f, id, strlen(id));
+    }
+    cr_assert_lt(passed, 40, "false positives %d/2000", passed);
+    name_filter_free(&f);
 }

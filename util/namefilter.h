@@ -106,16 +106,36 @@ static inline int name_filter_test(const name_filter *f, const char *s, size_t n
     return name_filter_test_hash(f, name_hash(s, n));
 }
 
-/* The ids hash as they are (they are normalized already). */
+/* An id hashes as its form and the name hash of its name: "tool:" x is
+ * (NAME_FORM_TOOL, x), "keyword:" x (NAME_FORM_KEYWORD, x), any other id
+ * (NAME_FORM_OTHER, the id).  So a scanner holding a word's name hash
+ * tests the word's project, tool and keyword ids without building them.
+ * (Folding makes ids that differ only in case or '-'/'_' share bits: a
+ * false positive, which a filter may give.) */
+enum { NAME_FORM_OTHER, NAME_FORM_TOOL, NAME_FORM_KEYWORD };
+
+static inline uint64_t name_id_mix(uint64_t name_h, unsigned form)
+{
+    return name_hash_end(name_h ^ (0x13198a2e03707344ull * (form + 1)));
+}
+
 static inline uint64_t name_id_hash(const char *id, size_t n)
 {
-    return name_mix_bytes(0x13198a2e03707344ull ^ n, id, n);
+    if (n > 5 && memcmp(id, "tool:", 5) == 0) return name_id_mix(name_hash(id + 5, n - 5), NAME_FORM_TOOL);
+    if (n > 8 && memcmp(id, "keyword:", 8) == 0) return name_id_mix(name_hash(id + 8, n - 8), NAME_FORM_KEYWORD);
+    return name_id_mix(name_hash(id, n), NAME_FORM_OTHER);
+}
+
+/* Whether an id of this hash (name_id_hash, name_id_mix) may be held. */
+static inline int name_filter_test_idhash(const name_filter *f, uint64_t h)
+{
+    if (!f || !f->nbits) return 1;
+    return name_filter_bits_test(f->idbits, f->nbits, h);
 }
 
 static inline int name_filter_test_id(const name_filter *f, const char *id, size_t n)
 {
-    if (!f || !f->nbits) return 1;
-    return name_filter_bits_test(f->idbits, f->nbits, name_id_hash(id, n));
+    return name_filter_test_idhash(f, name_id_hash(id, n));
 }
 
 /* Sizes the filter for `expected` names (16 bits each) and clears it.
