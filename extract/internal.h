@@ -141,7 +141,7 @@ typedef struct ex_memo {
 /* Texts shorter than this are scanned without a memo (it would not pay). */
 #define EX_MEMO_MIN_TEXT 512
 
-#define EX_MEMO_SLOTS_MAX 512
+#define EX_MEMO_SLOTS_MAX 1024
 
 /* Where a call's memos live: allocated once at the largest size and kept
  * with the emitter (ex_emitter.memo), so a call allocates nothing. */

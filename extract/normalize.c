@@ -145,10 +145,11 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
     if (!st->key && !(st->key = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->key))) return;
     /* read only where a key was put */
     if (with_val && !st->val && !(st->val = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->val))) return;
-    /* about one slot per 32 bytes of text (a word in five or six), 16 to
+    /* about one slot per 16 bytes of text (a word in two or three, so that
+     * a prompt's few dozen distinct words seldom share a slot), 16 to
      * EX_MEMO_SLOTS_MAX slots: small enough to clear at every call */
     unsigned bits = 4;
-    while (((size_t)1 << bits) < EX_MEMO_SLOTS_MAX && ((size_t)32 << bits) < len) bits++;
+    while (((size_t)1 << bits) < EX_MEMO_SLOTS_MAX && ((size_t)16 << bits) < len) bits++;
     size_t n = (size_t)1 << bits;
     memset(st->key, 0, n * sizeof *st->key);
     m->key = st->key;
