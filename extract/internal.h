@@ -135,6 +135,8 @@ typedef struct ex_memo {
     uint64_t (*key)[2]; /* NULL: no memo (short text or no memory) */
     uint32_t *val;      /* the scan's decision per slot, when it keeps one */
     unsigned shift;     /* 64 - log2(slots) */
+    uint32_t *used;     /* the slots this call fills, which the next one clears */
+    size_t *nused;
 } ex_memo;
 
 #define EX_MEMO_MAX 16 /* longest word the memo keeps */
@@ -144,10 +146,15 @@ typedef struct ex_memo {
 #define EX_MEMO_SLOTS_MAX 1024
 
 /* Where a call's memos live: allocated once at the largest size and kept
- * with the emitter (ex_emitter.memo), so a call allocates nothing. */
+ * with the emitter (ex_emitter.memo), so a call allocates nothing.  The
+ * keys are all zero between calls but for the slots the last call filled,
+ * which the next call clears first (a few hundred at most, where clearing
+ * the whole table would write 16 KiB). */
 typedef struct ex_memo_store {
     uint64_t (*key)[2];
     uint32_t *val;
+    uint32_t *used;
+    size_t nused;
 } ex_memo_store;
 
 /* A memo for a text of len bytes in st's memory, with a decision per word
@@ -217,6 +224,8 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
 
 static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])
 {
+    /* a word starts with a word byte, so a filled slot's first lane is not 0 */
+    if (!m->key[slot][0]) m->used[(*m->nused)++] = (uint32_t)slot;
     m->key[slot][0] = k[0];
     m->key[slot][1] = k[1];
 }
