@@ -172,10 +172,7 @@ void ex_memo_store_free(ex_memo_store *st)
     free(st->key);
     free(st->val);
     free(st->used);
-    st->key = NULL;
-    st->val = NULL;
-    st->used = NULL;
-    st->nused = 0;
+    memset(st, 0, sizeof *st);
 }
 
 /* ---------------------------------------------------------------- ex_wset */
