@@ -937,8 +937,7 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
                 uint64_t key[2];
                 size_t slot = ex_memo_slot(memo, t, p, e - p, key);
                 if (ex_memo_has(memo, slot, key)) { /* decided earlier in this block */
-                    uint32_t at = memo->val[slot];
-                    if (at) counts->ents[at - 1].count += counts->ents[at - 1].count < UINT32_MAX;
+                    ex_count_repeat(counts, memo->val[slot]);
                     continue;
                 }
                 if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) return -1;

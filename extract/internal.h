@@ -192,6 +192,13 @@ static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2]
     return ((m->key[slot][0] ^ k[0]) | (m->key[slot][1] ^ k[1])) == 0; /* one branch, not two */
 }
 
+/* A repeated word's keyword count moves; at is the memo's value for it
+ * (its entry in counts + 1, or 0 when it is no keyword). */
+static inline void ex_count_repeat(ex_sset *counts, uint32_t at)
+{
+    if (at) counts->ents[at - 1].count += counts->ents[at - 1].count < UINT32_MAX;
+}
+
 /* The starts among `cand` (bits of a 64-byte block at t whose word bits
  * are `word`; each with the 16 bytes the memo reads) of words the memo
  * has decided.  Most words of a text are such repeats, so a scan runs
@@ -214,10 +221,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         size_t slot = ex_memo_slot(m, t, bit, n, key);
         if (!ex_memo_has(m, slot, key)) continue;
         hits |= (uint64_t)1 << bit;
-        if (counts && m->val[slot]) {
-            uint32_t *c = &counts->ents[m->val[slot] - 1].count;
-            *c += *c < UINT32_MAX;
-        }
+        if (counts) ex_count_repeat(counts, m->val[slot]);
     }
     return hits;
 }
