@@ -336,11 +336,14 @@ static const char *const CODE_EXT[] = {
  * non-empty stem), or NULL. */
 static const char *file_ext(const char *p, size_t n, size_t *elen)
 {
-    size_t b = n;
-    while (b > 0 && p[b - 1] != '/') b--;
-    size_t d = n;
-    while (d > b && p[d - 1] != '.') d--;
-    if (d <= b + 1 || d == n) return NULL; /* no dot, empty stem or empty ext */
+    /* memrchr: paths run to dozens of bytes, asked about on every path
+     * token of every turn */
+    const char *slash = n ? memrchr(p, '/', n) : NULL;
+    size_t b = slash ? (size_t)(slash - p) + 1 : 0;
+    const char *dot = n > b ? memrchr(p + b, '.', n - b) : NULL;
+    if (!dot) return NULL;
+    size_t d = (size_t)(dot - p) + 1;
+    if (d <= b + 1 || d == n) return NULL; /* empty stem or empty ext */
     *elen = n - d;
     return p + d;
 }
