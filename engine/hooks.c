@@ -178,18 +178,9 @@ static int on_candidate(void *ud, const char *id, int category)
  * deduplicating each id (a reference is counted once per turn anyway). */
 static int on_word(void *ud, const char *w, size_t n, unsigned forms)
 {
-    char id[sizeof "keyword:" + EXTRACT_WORD_MAX];
-    if (forms & EXTRACT_FORM_PROJECT) reference_id(ud, w, n);
-    if (forms & EXTRACT_FORM_TOOL) {
-        memcpy(id, "tool:", 5);
-        memcpy(id + 5, w, n);
-        reference_id(ud, id, n + 5);
-    }
-    if (forms & EXTRACT_FORM_KEYWORD) {
-        memcpy(id, "keyword:", 8);
-        memcpy(id + 8, w, n);
-        reference_id(ud, id, n + 8);
-    }
+    char id[EXTRACT_FORM_ID_MAX];
+    for (unsigned f = EXTRACT_FORM_PROJECT; f <= EXTRACT_FORM_KEYWORD; f <<= 1)
+        if (forms & f) reference_id(ud, id, extract_form_id(f, w, n, id));
     return 0;
 }
 

@@ -12,10 +12,9 @@
  * branch (cores compare at random, so a branch would miss half the time).
  * A whole index: the radix sort of the scores' order (rank_radix), also
  * stable; it falls back to the merges without memory for its keys. */
-#define SORT_RADIX_MIN 512
 static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
 {
-    if (n >= SORT_RADIX_MIN) {
+    if (n >= RANK_RADIX_MIN) {
         uint64_t *k = malloc(n * sizeof *k);
         uint32_t *idx = malloc(2 * n * sizeof *idx), *order = NULL;
         if (k && idx) {

@@ -72,14 +72,6 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
     return r;
 }
 
-/* prefix + s (already lowercase). */
-static int emit_prefixed(ex_emitter *e, const char *prefix, size_t plen, const char *s, size_t n, int cat)
-{
-    buf_append(&e->id, prefix, plen);
-    buf_append(&e->id, s, n);
-    return ex_em_emit_scratch(e, cat, 0);
-}
-
 /* Whether the word (lowercase lanes, name hash h) may be a keyword: long
  * enough, not all digits, not a stopword. */
 static int may_be_keyword(const ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
@@ -112,9 +104,11 @@ static int emit_word_lanes(ex_emitter *e, const ex_lanes *low, size_t n, uint64_
         }
         return 0;
     }
-    if ((forms & EXTRACT_FORM_PROJECT) && emit_prefixed(e, "", 0, low->b, n, CAT_PROJECT) < 0) return -1;
-    if ((forms & EXTRACT_FORM_TOOL) && emit_prefixed(e, "tool:", 5, low->b, n, CAT_TOOL) < 0) return -1;
-    if ((forms & EXTRACT_FORM_KEYWORD) && emit_prefixed(e, "keyword:", 8, low->b, n, CAT_KEYWORD) < 0) return -1;
+    static const int cat[] = {CAT_PROJECT, CAT_TOOL, CAT_KEYWORD}; /* by form bit */
+    char id[EXTRACT_FORM_ID_MAX];
+    for (unsigned k = 0; k < 3; k++)
+        if ((forms >> k & 1) && ex_em_emit(e, id, extract_form_id(1u << k, low->b, n, id), cat[k], 0) < 0)
+            return -1;
     return 0;
 }
 

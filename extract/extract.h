@@ -17,6 +17,7 @@
 #define EXTRACT_EXTRACT_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "../config/config.h"
 #include "../util/buf.h"
@@ -63,6 +64,20 @@ int extract_candidates(const extractor *ex, const char *text, size_t len, const 
 /* The forms a whole word stands for (extract_word_cb). */
 enum { EXTRACT_FORM_PROJECT = 1, EXTRACT_FORM_TOOL = 2, EXTRACT_FORM_KEYWORD = 4 };
 #define EXTRACT_WORD_MAX 64 /* longer words stand for nothing */
+#define EXTRACT_FORM_ID_MAX (sizeof "keyword:" - 1 + EXTRACT_WORD_MAX)
+
+/* The id of one form (an EXTRACT_FORM_ bit) of the lowercase word w[0..n):
+ * w, "tool:" w or "keyword:" w, into out (EXTRACT_FORM_ID_MAX bytes, not
+ * NUL-terminated).  Returns its length.  Inline: every tracked word of a
+ * reply goes through it. */
+static inline size_t extract_form_id(unsigned form, const char *w, size_t n, char *out)
+{
+    static const char pre[3][8] = {"", "tool:", "keyword:"}; /* by form >> 1 */
+    static const unsigned char len[3] = {0, 5, 8};
+    memcpy(out, pre[form >> 1], 8); /* one 8-byte store; the word overwrites the rest */
+    memcpy(out + len[form >> 1], w, n);
+    return len[form >> 1] + n;
+}
 
 /* A whole word of the text that passed the filter, lowercase (w[0..n), not
  * NUL-terminated, n <= EXTRACT_WORD_MAX), with the forms it may stand for

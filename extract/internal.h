@@ -135,8 +135,7 @@ typedef struct ex_memo {
     uint64_t (*key)[2]; /* NULL: no memo (short text or no memory) */
     uint32_t *val;      /* the scan's decision per slot, when it keeps one */
     unsigned shift;     /* 64 - log2(slots) */
-    uint32_t *used;     /* the slots this call fills, which the next one clears */
-    size_t *nused;
+    struct ex_memo_store *st; /* where the slots this call fills are listed */
 } ex_memo;
 
 #define EX_MEMO_MAX 16 /* longest word the memo keeps */
@@ -153,7 +152,7 @@ typedef struct ex_memo {
 typedef struct ex_memo_store {
     uint64_t (*key)[2];
     uint32_t *val;
-    uint32_t *used;
+    uint32_t *used; /* the slots the last call filled */
     size_t nused;
 } ex_memo_store;
 
@@ -229,7 +228,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
 static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])
 {
     /* a word starts with a word byte, so a filled slot's first lane is not 0 */
-    if (!m->key[slot][0]) m->used[(*m->nused)++] = (uint32_t)slot;
+    if (!m->key[slot][0]) m->st->used[m->st->nused++] = (uint32_t)slot;
     m->key[slot][0] = k[0];
     m->key[slot][1] = k[1];
 }

@@ -163,8 +163,7 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
     m->key = st->key;
     m->val = with_val ? st->val : NULL;
     m->shift = 64 - bits;
-    m->used = st->used;
-    m->nused = &st->nused;
+    m->st = st;
 }
 
 void ex_memo_store_free(ex_memo_store *st)

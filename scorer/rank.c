@@ -119,8 +119,6 @@ uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n)
     return src;
 }
 
-#define RADIX_MIN 512 /* below this the merge sort is cheaper */
-
 /* Large arrays: the radix sort of the indices by score, then each run of
  * equal scores sorted by id.  Returns the sorted indices (x or x + n), or
  * NULL without memory. */
@@ -153,7 +151,7 @@ void rank_sort(rank_ent *v, size_t n)
     if (n < 2) return;
     uint32_t *x = n <= UINT32_MAX ? malloc(2 * n * sizeof *x) : NULL;
     uint32_t *src = NULL;
-    if (x && n >= RADIX_MIN) src = radix_idx(v, x, n);
+    if (x && n >= RANK_RADIX_MIN) src = radix_idx(v, x, n);
     if (x && !src) {
         for (size_t i = 0; i < n; i++) x[i] = (uint32_t)i;
         src = sort_idx(v, x, x + n, n);

@@ -28,6 +28,8 @@ void rank_sort(rank_ent *v, size_t n);
  * descending (IEEE order: the sign bit of positives flipped, every bit of
  * negatives; then complemented; -0 is 0). */
 uint64_t rank_desc_bits(double d);
+/* Below this many keys the merge sort beats the radix sort. */
+#define RANK_RADIX_MIN 512
 /* A stable LSD radix sort (8-bit digits, a pass skipped where every key
  * has the same digit) of the indices 0..n-1 by k ascending, through x
  * (2n entries).  Returns where the sorted indices are (x or x + n), or
