@@ -64,6 +64,8 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         rc = asm_keep_new((const char *const *)e->cfg.assemble.keep, e->cfg.assemble.n_keep,
                           &e->asm_keep, err);
     if (rc == CLARITY_OK) rc = open_store(e, err);
+    /* the host's kv is only called on the host's threads (folder.c) */
+    e->fold_bg = rc == CLARITY_OK && strcmp(store_backend_name(e->st), "host") != 0;
     if (rc != CLARITY_OK) {
         graph_cache_free(e->graphs);
         asm_keep_free(e->asm_keep);
@@ -73,6 +75,8 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         return rc;
     }
     pthread_mutex_init(&e->reg_mu, NULL);
+    pthread_cond_init(&e->fold_cv, NULL);
+    pthread_cond_init(&e->fold_idle, NULL);
     scorer_tables_init(&e->tables, &e->cfg);
     *out = e;
     engine_log(e, CLARITY_LOG_INFO, "clarity %s: store %s", CLARITY_VERSION,
@@ -100,6 +104,7 @@ static void session_free(session *s)
 void engine_free(engine *e)
 {
     if (!e) return;
+    engine_fold_stop(e); /* after what was queued; what it could not fold is folded below */
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {
@@ -114,6 +119,8 @@ void engine_free(engine *e)
     asm_keep_free(e->asm_keep);
     extract_free(e->ex);
     config_free(&e->cfg);
+    pthread_cond_destroy(&e->fold_cv);
+    pthread_cond_destroy(&e->fold_idle);
     pthread_mutex_destroy(&e->reg_mu);
     free(e);
 }
@@ -190,9 +197,14 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     }
     s->refs++;
     s->last_used = ++e->clock;
+    char fold_err[sizeof e->fold_err]; /* the worker's, reported on this thread */
+    memcpy(fold_err, e->fold_err, sizeof fold_err);
+    e->fold_err[0] = '\0';
     pthread_mutex_unlock(&e->reg_mu);
+    if (fold_err[0]) engine_log(e, CLARITY_LOG_ERROR, "clarity: folding the turn log failed: %s", fold_err);
 
     pthread_mutex_lock(&s->mu);
+    s->unload = 0; /* in use again: it stays, even when a fold it awaits ends */
     int rc = CLARITY_OK;
     if (!s->loaded) {
         rc = persist_load(e, s);
@@ -211,7 +223,7 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     return CLARITY_OK;
 }
 
-void engine_release(engine *e, session *s)
+static void release(engine *e, session *s, int may_evict)
 {
     /* The session's state is read while its mutex is still held (other
      * threads write it under that mutex); taking reg_mu meanwhile keeps the
@@ -231,8 +243,21 @@ void engine_release(engine *e, session *s)
     }
     pthread_mutex_unlock(&s->mu);
     if (drop) session_free(s);
-    else evict_idle(e);
+    else if (may_evict) evict_idle(e);
     pthread_mutex_unlock(&e->reg_mu);
+}
+
+void engine_release(engine *e, session *s)
+{
+    release(e, s, 1);
+}
+
+void engine_release_folded(engine *e, session *s)
+{
+    pthread_mutex_lock(&e->reg_mu);
+    s->fold_queued = 0;
+    pthread_mutex_unlock(&e->reg_mu);
+    release(e, s, 0);
 }
 
 void engine_enforce_cap(engine *e, session *s)

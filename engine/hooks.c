@@ -335,7 +335,10 @@ static int session_end(engine *e, const clarity_session_end *p)
     int rc = engine_acquire(e, p->session_id, 0, &s);
     if (rc == CLARITY_ENOTFOUND) return CLARITY_OK; /* nothing to save */
     if (rc != CLARITY_OK) return rc;
-    rc = persist_fold(e, s);
+    /* the last turn goes in the log now; the fold into the snapshot is the
+     * worker's (folder.c), or this thread's for the host's kv */
+    rc = persist_flush(e, s);
+    if (rc == CLARITY_OK && !engine_fold_later(e, s)) rc = persist_fold(e, s);
     s->unload = rc == CLARITY_OK;
     const char *reason = CLARITY_HAS_MEMBER(p, clarity_session_end, reason) ? p->reason : NULL;
     engine_log(e, CLARITY_LOG_INFO, "clarity: session %s ended (%s): %zu items persisted", s->id,

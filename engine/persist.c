@@ -642,7 +642,7 @@ static int write_record(engine *e, session *s)
     return CLARITY_OK;
 }
 
-static int flush(engine *e, session *s, int fold)
+static int flush(engine *e, session *s, int fold, int64_t now)
 {
     tracker *t = &s->t;
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
@@ -654,7 +654,7 @@ static int flush(engine *e, session *s, int fold)
     if (!s->exists_in_store || restored || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every)
         fold = 1;
     int64_t prev_persist = t->last_persist_ms;
-    t->last_persist_ms = engine_now_ms(e);
+    t->last_persist_ms = now;
     int rc = fold ? write_snapshot(e, s) : write_record(e, s);
     if (rc != CLARITY_OK) {
         t->last_persist_ms = prev_persist; /* dirty state kept: retried next turn */
@@ -668,12 +668,22 @@ static int flush(engine *e, session *s, int fold)
 
 int persist_flush(engine *e, session *s)
 {
-    return flush(e, s, 0);
+    int rc = flush(e, s, 0, engine_now_ms(e));
+    /* past half the records between snapshots, the worker folds them
+     * (between turns); at the full count, the turn does (above) */
+    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > (uint64_t)e->cfg.storage.snapshot_every / 2)
+        engine_fold_later(e, s);
+    return rc;
 }
 
 int persist_fold(engine *e, session *s)
 {
-    return flush(e, s, 1);
+    return flush(e, s, 1, engine_now_ms(e));
+}
+
+int persist_fold_at(engine *e, session *s, int64_t now)
+{
+    return flush(e, s, 1, now);
 }
 
 int persist_erase(engine *e, session *s)

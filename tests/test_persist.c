@@ -329,3 +329,68 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
     th_close(&a);
     unlink(db);
 }
+
+/* A session's end queues its fold for the worker thread: the hook returns
+ * while another connection holds SQLite's write lock (a fold on the hook's
+ * thread would wait for it, then fail), and the fold lands once the lock
+ * goes; the restored state is the same. */
+Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    for (int i = 0; i < 3; i++) turn(&h, "f", i);
+    json_t *before = scores(&h, "f");
+    size_t items = json_array_size(json_object_get(before, "items"));
+    sqlite3 *lock;
+    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(th_session_end(&h, "f"), 0, "session_end waited for the store: %s", th_event_error());
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_expect_eq(sqlite3_column_int(st, 0), 2, "the two records are there until the fold");
+    sqlite3_finalize(st);
+    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(lock);
+    th_close(&h); /* waits for the worker */
+    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
+    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), (int)items);
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    json_t *after = scores(&h, "f");
+    cr_expect(json_equal(before, after), "restored:\n%s\n%s", json_dumps(before, 0), json_dumps(after, 0));
+    json_decref(before);
+    json_decref(after);
+    th_close(&h);
+    unlink(db);
+}
+
+/* Past half of storage.snapshotEvery records, the worker folds the log
+ * between turns: the records go without a session end or a shutdown. */
+Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":16}}", db);
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    for (int i = 0; i < 10; i++) turn(&h, "g", i); /* a snapshot, then 9 records: more than 8 */
+    int left = -1;
+    for (int tries = 0; tries < 2000 && left != 0; tries++) { /* the fold is the worker's: wait for it */
+        left = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
+        if (left) usleep(5000);
+    }
+    cr_expect_eq(left, 0, "%d records left unfolded", left);
+    th_host b;
+    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
+    json_t *x = scores(&h, "g"), *y = scores(&b, "g");
+    cr_expect(json_equal(x, y), "restored:\n%s\n%s", json_dumps(x, 0), json_dumps(y, 0));
+    json_decref(x);
+    json_decref(y);
+    th_close(&b);
+    th_close(&h);
+    unlink(db);
+}

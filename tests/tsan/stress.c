@@ -3,8 +3,10 @@
  * Criterion cannot start under TSan, so this is a plain program: it loads
  * the TSan build of libclarity.so through the ABI (tests/testhost.c) and
  *   1. runs tests/test_concurrency.c's scenario (8 threads each driving the
- *      same 16 sessions, on SQLite and on the host's kv, 4 resident) and
- *      checks every turn counted once;
+ *      same 16 sessions, on SQLite and on the host's kv, 4 resident), with
+ *      sessions ended while in use and a snapshot every 4 records (folds on
+ *      the worker thread racing the turns), and checks every turn counted
+ *      once;
  *   2. runs 16 threads x 64 sessions, each thread owning its sessions, with
  *      forced eviction (8 resident), then replays the same turns serially
  *      in a second instance and requires identical scores.
@@ -53,6 +55,9 @@ static void *shared_worker(void *arg)
             CHECK(th_end(&shared, sid, "ClaraCore done", "Read", "{\"file_path\":\"src/shared.ts\"}") == 0,
                   "end %s", sid);
             if (t % 5 == 0) CHECK(th_rpc(&shared, "clarity.getScores", "{\"session\":\"s00\"}", NULL) == 0, "rpc");
+            /* ended while other threads still use it: its fold (the
+             * worker's, on SQLite) races their turns */
+            if (t % 3 == 1 && s % SHARED_THREADS == id) CHECK(th_session_end(&shared, sid) == 0, "session_end %s", sid);
         }
     return NULL;
 }
@@ -125,7 +130,9 @@ static void owned_sessions(const char *dir)
 {
     char cfg[600];
     snprintf(cfg, sizeof cfg,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s/par.db\",\"maxResidentSessions\":8}}", dir);
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s/par.db\",\"maxResidentSessions\":8,"
+             "\"snapshotEvery\":4}}",
+             dir);
     char *err = NULL;
     if (th_open(&owned, cfg, 0, &err) != 0) {
         CHECK(0, "open: %s", err ? err : "");
@@ -169,10 +176,11 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir)) return 2;
     char cfg[600];
     snprintf(cfg, sizeof cfg,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s/shared.db\",\"maxResidentSessions\":4}}",
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s/shared.db\",\"maxResidentSessions\":4,"
+             "\"snapshotEvery\":4}}",
              dir);
     shared_sessions(cfg, 0, "sqlite");
-    shared_sessions("{\"storage\":{\"maxResidentSessions\":4}}", 1, "the host kv");
+    shared_sessions("{\"storage\":{\"maxResidentSessions\":4,\"snapshotEvery\":4}}", 1, "the host kv");
     owned_sessions(dir);
     char rm[700];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
