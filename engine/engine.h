@@ -143,7 +143,7 @@ void engine_enforce_cap(engine *e, session *s);
 int persist_load(engine *e, session *s);
 /* Persists what changed since the last flush as one turn-log record (one
  * store write), or folds into the snapshot every storage.snapshotEvery
- * records; either is one transaction.  Past half that many records, a
+ * records; either is one transaction.  Past 7/8 of that many records, a
  * fold is queued for the worker (folder.c), so the turns rarely fold. */
 int persist_flush(engine *e, session *s);
 /* The same, always folding: the store then holds a snapshot and no live

@@ -2,7 +2,7 @@
  *
  * A fold writes a row per item changed since the snapshot: milliseconds for
  * a large session, which a turn should not wait for.  A session that ended,
- * or whose log passed half of storage.snapshotEvery records, is queued
+ * or whose log passed 7/8 of storage.snapshotEvery records, is queued
  * instead; one worker thread per engine, started on first use, folds the
  * queued sessions one at a time under each session's mutex, with the code a
  * fold on the hook's thread runs (persist_fold_at), between that session's

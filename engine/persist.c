@@ -589,8 +589,11 @@ static int write_snapshot(engine *e, session *s)
     return CLARITY_OK;
 }
 
-/* One record of what changed since the last flush, one store write. */
-static int write_record(engine *e, session *s)
+/* One record of what changed since the last flush, one store write.  For a
+ * session the store does not hold yet (first), the record holds every item,
+ * and the meta row of an empty snapshot goes with it in one transaction:
+ * a new session's first turn writes two keys, not a row per item. */
+static int write_record(engine *e, session *s, int first)
 {
     tracker *t = &s->t;
     /* room to remember the removals before anything is written */
@@ -608,7 +611,7 @@ static int write_record(engine *e, session *s)
     size_t count_at = b->len;
     uint32_t n = 0;
     tl_put_u32(b, 0);
-    for (item *it = t->dirty; it; it = it->dirty_next, n++) {
+    for (item *it = first ? t->items : t->dirty; it; it = first ? it->hh.next : it->dirty_next, n++) {
         tl_put_bytes(b, it->id, strlen(it->id));
         tl_put_item(b, it);
     }
@@ -623,10 +626,17 @@ static int write_record(engine *e, session *s)
     unsigned every = (unsigned)e->cfg.storage.snapshot_every;
     tl_slot_key(key, (unsigned)(h.seq % every));
     int rc;
-    if (s->versioned) {
+    if (s->versioned || first) {
         rc = store_begin(e->st);
         int began = rc == CLARITY_OK;
         if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, key, b->p, b->len);
+        if (rc == CLARITY_OK && first) { /* the snapshot: no row yet, seq 0 */
+            buf m;
+            buf_init(&m);
+            meta_json(s, s->snap_seq, &m);
+            rc = buf_failed(&m) ? CLARITY_ENOMEM : store_put(e->st, s->ns, "meta", m.p, m.len);
+            buf_free(&m);
+        }
         if (rc == CLARITY_OK) rc = fence(e, s);
         if (rc == CLARITY_OK) rc = store_commit(e->st);
         else if (began) store_rollback(e->st);
@@ -634,7 +644,8 @@ static int write_record(engine *e, session *s)
         rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
     }
     if (rc != CLARITY_OK) return rc;
-    for (item *it = t->dirty; it; it = it->dirty_next) it->snap_dirty = 1;
+    for (item *it = first ? t->items : t->dirty; it; it = first ? it->hh.next : it->dirty_next)
+        it->snap_dirty = 1;
     for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
     t->n_deleted = 0; /* the ids moved to snap_del */
     s->log_seq = h.seq;
@@ -651,11 +662,10 @@ static int flush(engine *e, session *s, int fold, int64_t now)
     /* records this process restored but did not write are folded first:
      * their slots may follow another storage.snapshotEvery than ours */
     int restored = !s->log_writer && s->log_seq > s->snap_seq;
-    if (!s->exists_in_store || restored || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every)
-        fold = 1;
+    if (restored || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every) fold = 1;
     int64_t prev_persist = t->last_persist_ms;
     t->last_persist_ms = now;
-    int rc = fold ? write_snapshot(e, s) : write_record(e, s);
+    int rc = fold ? write_snapshot(e, s) : write_record(e, s, !s->exists_in_store);
     if (rc != CLARITY_OK) {
         t->last_persist_ms = prev_persist; /* dirty state kept: retried next turn */
         return rc == CLARITY_ENOMEM || rc == STORE_ECONFLICT ? rc : CLARITY_ESTORE;
@@ -669,10 +679,10 @@ static int flush(engine *e, session *s, int fold, int64_t now)
 int persist_flush(engine *e, session *s)
 {
     int rc = flush(e, s, 0, engine_now_ms(e));
-    /* past half the records between snapshots, the worker folds them
+    /* near the most records between snapshots, the worker folds them
      * (between turns); at the full count, the turn does (above) */
-    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > (uint64_t)e->cfg.storage.snapshot_every / 2)
-        engine_fold_later(e, s);
+    uint64_t every = (uint64_t)e->cfg.storage.snapshot_every;
+    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > every - every / 8 - 1) engine_fold_later(e, s);
     return rc;
 }
 

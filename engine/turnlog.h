@@ -29,7 +29,9 @@
  *   [u32 length, the meta JSON as the "meta" row holds it]
  *   u32 items, each: u32 id length, id, item form
  *   u32 deleted ids, each: u32 length, id
- * Records at or below the snapshot's seq are stale slots and ignored.
+ * Records at or below the snapshot's seq are stale slots and ignored.  A
+ * new session's first record holds every item, and the meta row written
+ * with it is that of an empty snapshot (seq 0).
  */
 #ifndef ENGINE_TURNLOG_H
 #define ENGINE_TURNLOG_H

@@ -64,10 +64,11 @@ Test(persist, host_kv_backend_is_used_when_offered)
     th_host h;
     cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
     for (int i = 0; i < 3; i++) turn(&h, "k", i);
-    /* the first turn writes the snapshot (meta + one row per item), the
-     * next two one turn-log record each */
+    /* a turn-log record per turn; the first turn's holds every item and
+     * comes with the meta of an empty snapshot */
     cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "meta"), 1);
-    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "l:"), 2);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "l:"), 3);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:k", "i:"), 0);
     json_t *j = scores(&h, "k");
     size_t items = json_array_size(json_object_get(j, "items"));
     json_decref(j);
@@ -98,13 +99,15 @@ Test(persist, only_changed_items_are_written_per_turn)
      * and no item, and no item row is written */
     th_host h;
     cr_assert_eq(th_open(&h, NULL, 1, NULL), 0);
-    turn(&h, "d", 0);
-    size_t rows = th_kv_count_prefix(&h, "clarity:s:d", "i:");
-    cr_assert_gt(rows, 0);
-    cr_assert_eq(th_end(&h, "d", "nothing relevant here", NULL, NULL), 0);
-    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:d", "i:"), rows);
+    turn(&h, "d", 0); /* record 1: every item of the new session */
     size_t len = 0;
     char *rec = th_kv_value(&h, "clarity:s:d", "l:0001", &len);
+    cr_assert_not_null(rec, "no turn-log record for the first turn");
+    cr_assert_gt(record_items((unsigned char *)rec, len), 0);
+    free(rec);
+    cr_assert_eq(th_end(&h, "d", "nothing relevant here", NULL, NULL), 0);
+    cr_assert_eq(th_kv_count_prefix(&h, "clarity:s:d", "i:"), 0);
+    rec = th_kv_value(&h, "clarity:s:d", "l:0002", &len);
     cr_assert_not_null(rec, "no turn-log record for the turn");
     cr_assert_eq(rec[0], 'L');
     cr_assert_eq(record_items((unsigned char *)rec, len), 0);
@@ -112,7 +115,7 @@ Test(persist, only_changed_items_are_written_per_turn)
     /* a turn that mentions an item writes that item alone */
     cr_assert_eq(th_before(&h, "d", NULL, "ClaraCore again", 15, NULL), 0);
     cr_assert_eq(th_end(&h, "d", "nothing", NULL, NULL), 0);
-    rec = th_kv_value(&h, "clarity:s:d", "l:0002", &len);
+    rec = th_kv_value(&h, "clarity:s:d", "l:0003", &len);
     cr_assert_not_null(rec);
     cr_assert_eq(record_items((unsigned char *)rec, len), 1);
     free(rec);
@@ -304,25 +307,26 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
     snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
     th_host a, b;
     cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
-    turn(&a, "r", 0); /* the snapshot */
-    turn(&a, "r", 1); /* record 1 */
+    turn(&a, "r", 0); /* record 1, with the meta of an empty snapshot */
+    turn(&a, "r", 1); /* record 2 */
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
     json_t *after1 = scores(&b, "r");
     th_close(&b);
-    turn(&a, "r", 2); /* record 2 */
-    turn(&a, "r", 3); /* record 3 */
-    cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key IN ('l:0001','l:0002','l:0003')"), 3);
-    /* cut record 2 short: a torn or edited row */
+    turn(&a, "r", 2); /* record 3 */
+    turn(&a, "r", 3); /* record 4 */
+    cr_assert_eq(
+        sql_count(db, "SELECT count(*) FROM kv WHERE key IN ('l:0001','l:0002','l:0003','l:0004')"), 4);
+    /* cut record 3 short: a torn or edited row */
     sqlite3 *d;
     cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(d, "UPDATE kv SET val = substr(val, 1, 40) WHERE key = 'l:0002'", NULL, NULL, NULL),
+    cr_assert_eq(sqlite3_exec(d, "UPDATE kv SET val = substr(val, 1, 40) WHERE key = 'l:0003'", NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(d);
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
     json_t *j = scores(&b, "r");
     cr_assert(json_equal(j, after1), "a bad record was applied:\n%s\n%s", json_dumps(j, 0),
               json_dumps(after1, 0));
-    cr_assert(b.error_lines > 0 && strstr(b.last_error, "record 2"), "not reported: %s", b.last_error);
+    cr_assert(b.error_lines > 0 && strstr(b.last_error, "record 3"), "not reported: %s", b.last_error);
     json_decref(j);
     json_decref(after1);
     th_close(&b);
@@ -351,7 +355,7 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL),
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_expect_eq(sqlite3_column_int(st, 0), 2, "the two records are there until the fold");
+    cr_expect_eq(sqlite3_column_int(st, 0), 3, "the three records are there until the fold");
     sqlite3_finalize(st);
     cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(lock);
@@ -367,8 +371,9 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     unlink(db);
 }
 
-/* Past half of storage.snapshotEvery records, the worker folds the log
- * between turns: the records go without a session end or a shutdown. */
+/* Near storage.snapshotEvery records (past 7/8 of them), the worker folds
+ * the log between turns: the records go without a session end or a
+ * shutdown, and before a turn would have to fold them itself. */
 Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
 {
     char db[256];
@@ -377,7 +382,7 @@ Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
     snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":16}}", db);
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
-    for (int i = 0; i < 10; i++) turn(&h, "g", i); /* a snapshot, then 9 records: more than 8 */
+    for (int i = 0; i < 15; i++) turn(&h, "g", i); /* 15 records: more than 13, fewer than 16 */
     int left = -1;
     for (int tries = 0; tries < 2000 && left != 0; tries++) { /* the fold is the worker's: wait for it */
         left = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
