@@ -218,9 +218,13 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json)
         extract_tool_call(e->ex, m->tool_args_json, s->workspace, &names, on_tool_file, on_candidate, r);
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {
-        char id[128];
-        snprintf(id, sizeof id, "tool:%s", m->tool_name);
-        for (char *c = id; *c; c++) *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+        char id[128] = "tool:"; /* the name cut to fit, as snprintf did */
+        size_t n = strnlen(m->tool_name, sizeof id - 6);
+        for (size_t i = 0; i < n; i++) {
+            char c = m->tool_name[i];
+            id[5 + i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+        id[5 + n] = '\0';
         on_candidate(r, id, CAT_TOOL);
     }
 }

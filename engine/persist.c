@@ -494,9 +494,15 @@ static void meta_json(const session *s, uint64_t seq, buf *b)
     size_t n = s->t.n_turn_keys < TRACKER_TURN_KEYS ? s->t.n_turn_keys : TRACKER_TURN_KEYS;
     if (n) { /* oldest first, as hex: JSON numbers would lose bits */
         buf_puts(b, ",\"turnKeys\":[");
-        for (size_t i = 0; i < n; i++) {
-            size_t k = (s->t.n_turn_keys - n + i) % TRACKER_TURN_KEYS;
-            buf_printf(b, "%s\"%016llx\"", i ? "," : "", (unsigned long long)s->t.turn_keys[k]);
+        for (size_t i = 0; i < n; i++) { /* ,"%016llx" without printf: every meta row has them */
+            static const char hex[] = "0123456789abcdef";
+            uint64_t key = s->t.turn_keys[(s->t.n_turn_keys - n + i) % TRACKER_TURN_KEYS];
+            char q[19];
+            q[0] = '"';
+            for (int d = 0; d < 16; d++) q[1 + d] = hex[key >> (60 - 4 * d) & 15];
+            q[17] = '"';
+            if (i) buf_putc(b, ',');
+            buf_append(b, q, 18);
         }
         buf_putc(b, ']');
     }
