@@ -523,7 +523,7 @@ int testrun_parse(const char *text, size_t len, testrun *out)
     sc.ut_ran = -1;
 #ifndef TESTRUN_NO_PREFILTER
     /* lines with bytes to clean are tested once cleaned; most texts have none */
-    int special = memchr(text, 0x1b, len) || memchr(text, '\r', len) || memchr(text, '\0', len);
+    int special = len && (memchr(text, 0x1b, len) || memchr(text, '\r', len) || memchr(text, '\0', len));
 #endif
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);
