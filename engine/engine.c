@@ -146,7 +146,8 @@ static session *session_new(const engine *e, const char *id)
 
 /* Drops idle resident sessions beyond the cap, least recently used first.
  * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
- * their state is flushed first so nothing is lost. */
+ * their state is folded first so nothing is lost: by the worker, which
+ * drops them after (folder.c), or here for the host's kv. */
 static void evict_idle(engine *e)
 {
     size_t cap = (size_t)e->cfg.storage.max_resident_sessions;
@@ -157,6 +158,12 @@ static void evict_idle(engine *e)
             if (s->refs == 0 && (!victim || s->last_used < victim->last_used)) victim = s;
         }
         if (!victim) return;
+        /* the worker folds it and lets it go (it holds a reference meanwhile,
+         * so the next victim is another) */
+        if (victim->loaded && engine_fold_later_locked(e, victim, engine_now_ms(e))) {
+            victim->unload = 1;
+            continue;
+        }
         if (victim->loaded && persist_fold(e, victim) != CLARITY_OK) {
             engine_log(e, CLARITY_LOG_WARN, "clarity: keeping session %s resident: %s", victim->id,
                        store_errmsg(e->st));

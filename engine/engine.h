@@ -122,6 +122,9 @@ void engine_release(engine *e, session *s);
  * must fold itself: the store is the host's, whose services are only
  * called on the host's threads, or the worker cannot start. */
 int engine_fold_later(engine *e, session *s);
+/* The same with reg_mu held and the fold's time given; s need not be
+ * locked when nobody holds it (refs == 0: eviction). */
+int engine_fold_later_locked(engine *e, session *s, int64_t now);
 /* Waits until the queue is empty and the worker idle (tests, shutdown). */
 void engine_fold_drain(engine *e);
 /* Stops the worker after it has folded what is queued. */

@@ -2,7 +2,8 @@
  *
  * A fold writes a row per item changed since the snapshot: milliseconds for
  * a large session, which a turn should not wait for.  A session that ended,
- * or whose log passed 7/8 of storage.snapshotEvery records, is queued
+ * that leaves memory (storage.maxResidentSessions), or whose log passed 7/8
+ * of storage.snapshotEvery records, is queued
  * instead; one worker thread per engine, started on first use, folds the
  * queued sessions one at a time under each session's mutex, with the code a
  * fold on the hook's thread runs (persist_fold_at), between that session's
@@ -59,27 +60,28 @@ static void *folder_main(void *arg)
     return NULL;
 }
 
+int engine_fold_later_locked(engine *e, session *s, int64_t now)
+{
+    if (!e->fold_bg) return 0;
+    if (s->fold_queued) return 1;
+    if (!e->folder_on && !e->fold_stop) e->folder_on = pthread_create(&e->folder, NULL, folder_main, e) == 0;
+    if (!e->folder_on || e->fold_stop) return 0;
+    s->fold_queued = 1;
+    s->fold_at = now;
+    s->refs++;
+    if (e->fold_tail) e->fold_tail->fold_next = s;
+    else e->fold_head = s;
+    e->fold_tail = s;
+    pthread_cond_signal(&e->fold_cv);
+    return 1;
+}
+
 int engine_fold_later(engine *e, session *s)
 {
     if (!e->fold_bg) return 0;
-    int queued = 1;
     int64_t now = engine_now_ms(e); /* on the hook's thread */
     pthread_mutex_lock(&e->reg_mu);
-    if (!s->fold_queued) {
-        if (!e->folder_on && !e->fold_stop)
-            e->folder_on = pthread_create(&e->folder, NULL, folder_main, e) == 0;
-        if (!e->folder_on || e->fold_stop) {
-            queued = 0;
-        } else {
-            s->fold_queued = 1;
-            s->fold_at = now;
-            s->refs++;
-            if (e->fold_tail) e->fold_tail->fold_next = s;
-            else e->fold_head = s;
-            e->fold_tail = s;
-            pthread_cond_signal(&e->fold_cv);
-        }
-    }
+    int queued = engine_fold_later_locked(e, s, now);
     pthread_mutex_unlock(&e->reg_mu);
     return queued;
 }

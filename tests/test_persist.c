@@ -399,3 +399,39 @@ Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
     th_close(&h);
     unlink(db);
 }
+
+/* A session leaving memory (storage.maxResidentSessions) is folded by the
+ * worker too: the hook that pushed it out returns while another connection
+ * holds SQLite's write lock, without the warning a failed fold gives, and
+ * the session's rows land once the lock goes. */
+Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":1}}",
+             db);
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    turn(&h, "e1", 0);
+    turn(&h, "e1", 1);
+    json_t *before = scores(&h, "e1");
+    sqlite3 *lock;
+    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    const char *p = "now FocusEngine";
+    cr_assert_eq(th_before(&h, "e2", NULL, p, strlen(p), NULL), 0); /* e1 leaves memory */
+    cr_expect_eq(h.error_lines, 0, "the eviction waited for the store: %s", h.last_error);
+    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(lock);
+    th_close(&h);
+    cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'i:%'"), 0);
+    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'l:%'"), 0);
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    json_t *after = scores(&h, "e1");
+    cr_expect(json_equal(before, after), "restored:\n%s\n%s", json_dumps(before, 0), json_dumps(after, 0));
+    json_decref(before);
+    json_decref(after);
+    th_close(&h);
+    unlink(db);
+}
