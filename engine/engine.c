@@ -189,12 +189,16 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     *out = NULL;
     if (!session_id || !*session_id) return CLARITY_EINVAL;
     int oom = 0;
+    /* the table's hash, eight bytes at a time like the tracker's (uthash's
+     * default takes a byte at a time; ids are long and every hook looks one up) */
+    size_t idn = strlen(session_id);
+    unsigned hv = (unsigned)name_mix_bytes(0x3c6ef372fe94f82bull ^ idn, session_id, idn);
     pthread_mutex_lock(&e->reg_mu);
     session *s = NULL;
-    HASH_FIND_STR(e->sessions, session_id, s);
+    HASH_FIND_BYHASHVALUE(hh, e->sessions, session_id, idn, hv, s);
     if (!s) {
         s = session_new(e, session_id);
-        if (s) HASH_ADD_KEYPTR(hh, e->sessions, s->id, strlen(s->id), s);
+        if (s) HASH_ADD_KEYPTR_BYHASHVALUE(hh, e->sessions, s->id, idn, hv, s);
         if (!s || oom) {
             pthread_mutex_unlock(&e->reg_mu);
             if (s) session_free(s);
