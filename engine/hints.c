@@ -6,7 +6,6 @@
  * never builds one.  Not persisted: they are about the latest turn. */
 #include "hints.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,18 +51,17 @@ static char *relative(const session *s, const char *path)
 void hints_note_edit(session *s, const char *args_json)
 {
     if (!args_json || s->n_edited >= HINTS_EDITED_MAX) return;
-    json_t *a = json_loads(args_json, 0, NULL);
     static const char *const keys[] = {"file_path", "path", "notebook_path", "filePath"};
-    const char *p = NULL;
-    for (size_t i = 0; !p && i < sizeof keys / sizeof *keys; i++) p = json_string_value(json_object_get(a, keys[i]));
-    char *rel = p ? relative(s, p) : NULL;
+    buf p;
+    buf_init(&p);
+    char *rel = extract_json_member(args_json, keys, sizeof keys / sizeof *keys, &p) == 1 ? relative(s, p.p) : NULL;
+    buf_free(&p);
     for (size_t i = 0; rel && i < s->n_edited; i++)
         if (strcmp(s->edited[i], rel) == 0) {
             free(rel);
             rel = NULL;
         }
     if (rel) push(&s->edited, &s->n_edited, rel);
-    json_decref(a);
 }
 
 /* Whether the session already used the file (a reference) or edited it now. */

@@ -55,10 +55,11 @@ int progress_is_edit(const char *tool_name, const char *args_json)
         if (!strcasecmp(tool_name, editors[i])) return 1;
     if (!strcasecmp(tool_name, "str_replace_editor") || !strcasecmp(tool_name, "str_replace_based_edit_tool")) {
         /* one tool for viewing and editing: its "command" says which */
-        json_t *a = args_json ? json_loads(args_json, 0, NULL) : NULL;
-        const char *cmd = json_string_value(json_object_get(a, "command"));
-        int edit = cmd && strcmp(cmd, "view") != 0;
-        json_decref(a);
+        static const char *const key[] = {"command"};
+        buf cmd;
+        buf_init(&cmd);
+        int edit = extract_json_member(args_json, key, 1, &cmd) == 1 && strcmp(cmd.p, "view") != 0;
+        buf_free(&cmd);
         return edit;
     }
     return 0;
@@ -74,11 +75,11 @@ char *progress_command(const char *tool_name, const char *args_json)
     int shell = 0;
     for (size_t i = 0; i < sizeof shells / sizeof *shells; i++) shell |= !strcasecmp(tool_name, shells[i]);
     if (shell && args_json) { /* the command line, not the tool's name */
-        json_t *a = json_loads(args_json, 0, NULL);
-        const char *cmd = json_string_value(json_object_get(a, "command"));
-        if (!cmd) cmd = json_string_value(json_object_get(a, "cmd"));
-        char *out = cmd ? dup_cut(cmd, PROGRESS_COMMAND_MAX) : NULL;
-        json_decref(a);
+        static const char *const keys[] = {"command", "cmd"};
+        buf cmd;
+        buf_init(&cmd);
+        char *out = extract_json_member(args_json, keys, 2, &cmd) == 1 ? dup_cut(cmd.p, PROGRESS_COMMAND_MAX) : NULL;
+        buf_free(&cmd);
         if (out) return out;
     }
     return dup_cut(tool_name, PROGRESS_COMMAND_MAX);

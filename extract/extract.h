@@ -120,6 +120,14 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
                       const extract_filter *f, extract_cb on_file, extract_cb on_candidate, void *ud);
 
+/* The string value of a member of a tool call's JSON arguments (a
+ * top-level object): of the first of keys[0, n_keys) that the object holds
+ * as a string, what jansson's json_object_get would give, read without
+ * building a tree when the document allows (jsonwalk.c).  1 with the value
+ * in *out (reset first), 0 when there is none (or no JSON object),
+ * CLARITY_ENOMEM. */
+int extract_json_member(const char *json, const char *const *keys, size_t n_keys, buf *out);
+
 /* Candidate ids for a name typed by a user (/clarity anchor ClaraCore):
  * the name as an id if it already has a known prefix, then its project,
  * file, tool and keyword forms.  Reported in that order of preference. */

@@ -389,6 +389,7 @@ typedef struct ex_json_str {
     const char *s;    /* raw span of the string value (between the quotes) */
     size_t len;
     int key_esc, esc; /* the spans hold escapes (ex_json_unescape) */
+    int depth;        /* 1: a member of the top-level object (or the document) */
 } ex_json_str;
 enum { EX_JSON_UNSURE = 1, EX_JSON_NOMEM = 2 };
 /* The string values of a JSON document in document order, each with the

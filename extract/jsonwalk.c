@@ -7,9 +7,11 @@
  * for its size, a repeated key, deep nesting, a long object) makes it
  * answer EX_JSON_UNSURE and the caller parses with jansson.  Tool
  * arguments are almost always plain ASCII and take the fast path. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/clarity.h"
 #include "internal.h"
 
 #define JW_MAX_DEPTH 64
@@ -86,7 +88,7 @@ static int lit(jw *w, const char *word, size_t n)
     return 0;
 }
 
-static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, const char *e, int esc)
+static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, const char *e, int esc, int depth)
 {
     if (w->n == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 16;
@@ -95,7 +97,7 @@ static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, 
         w->v = v;
         w->cap = cap;
     }
-    w->v[w->n++] = (ex_json_str){ks, (size_t)(ke - ks), s, (size_t)(e - s), kesc, esc};
+    w->v[w->n++] = (ex_json_str){ks, (size_t)(ke - ks), s, (size_t)(e - s), kesc, esc, depth};
     return 0;
 }
 
@@ -175,7 +177,7 @@ static int value(jw *w, const char *ks, const char *ke, int kesc, int depth)
     case '"': {
         const char *s, *e;
         int esc, r = str(w, &s, &e, &esc);
-        return r ? r : push(w, ks, ke, kesc, s, e, esc);
+        return r ? r : push(w, ks, ke, kesc, s, e, esc, depth);
     }
     case 't': return lit(w, "true", 4);
     case 'f': return lit(w, "false", 5);
@@ -226,4 +228,39 @@ void ex_json_unescape(const char *s, size_t n, buf *out)
     }
     out->len = (size_t)(d - out->p);
     out->p[out->len] = '\0';
+}
+
+int extract_json_member(const char *json, const char *const *keys, size_t n_keys, buf *out)
+{
+    buf_reset(out);
+    if (!json) return 0;
+    size_t len = strlen(json);
+    ex_json_str *v;
+    size_t n;
+    int r = ex_json_strings(json, len, &v, &n);
+    if (r == EX_JSON_NOMEM) return CLARITY_ENOMEM;
+    if (r == 0) { /* the common case: no tree built */
+        const ex_json_str *best = NULL;
+        size_t best_k = n_keys;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].depth != 1 || !v[i].key) continue;
+            for (size_t k = 0; k < best_k; k++)
+                if (v[i].key_len == strlen(keys[k]) && memcmp(v[i].key, keys[k], v[i].key_len) == 0) {
+                    best = &v[i];
+                    best_k = k;
+                }
+        }
+        if (best && best->esc) ex_json_unescape(best->s, best->len, out);
+        else if (best) buf_append(out, best->s, best->len);
+        free(v);
+        return buf_failed(out) ? CLARITY_ENOMEM : best != NULL;
+    }
+    json_t *root = json_loadb(json, len, 0, NULL);
+    int found = 0;
+    for (size_t k = 0; k < n_keys && !found; k++) {
+        json_t *m = json_object_get(root, keys[k]);
+        if ((found = json_is_string(m))) buf_append(out, json_string_value(m), json_string_length(m));
+    }
+    json_decref(root);
+    return buf_failed(out) ? CLARITY_ENOMEM : found;
 }

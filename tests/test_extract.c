@@ -1033,3 +1033,66 @@ Test(reuse, a_call_does_not_depend_on_the_calls_before_it, .timeout = 120)
     tracker_free(&t);
     for (int k = 0; k < 2; k++) extract_free(warm[k]);
 }
+
+/* What jansson gives for the first of keys the document holds as a string
+ * member (a copy; NULL when none): the oracle of extract_json_member. */
+static char *member_by_jansson(const char *json, const char *const *keys, size_t nk)
+{
+    json_t *root = json_loads(json, 0, NULL);
+    char *val = NULL;
+    for (size_t k = 0; k < nk && !val; k++) {
+        json_t *m = json_object_get(root, keys[k]);
+        if (json_is_string(m)) val = strdup(json_string_value(m));
+    }
+    json_decref(root);
+    return val;
+}
+
+/* A tool call's member without a tree: the value jansson gives, for the
+ * first key present, only at the top level; escapes decoded; documents the
+ * scanner is unsure of (\u escapes, non-ASCII, repeated keys, bad JSON)
+ * decided by jansson. */
+Test(extract, a_member_of_tool_arguments_is_what_jansson_reads)
+{
+    static const char *const docs[] = {
+        "{\"file_path\":\"src/a.py\",\"old_str\":\"x\"}",
+        "{\"path\":\"b.py\",\"file_path\":\"a.py\"}",
+        "{\"file_path\":\"a.py\",\"path\":\"b.py\"}",
+        "{\"edits\":{\"file_path\":\"nested.py\"},\"path\":\"top.py\"}",
+        "{\"edits\":[{\"file_path\":\"nested.py\"}]}",
+        "{\"file_path\":[\"in an array\"],\"path\":\"p.py\"}",
+        "{\"file_path\":7,\"filePath\":\"camel.py\"}",
+        "{\"file_path\":\"tab\\there \\\"quoted\\\" back\\\\slash\"}",
+        "{\"file_path\":\"\\u00e9t\\u00e9.py\"}",
+        "{\"file_path\":\"caf\xc3\xa9.py\"}",
+        "{\"file_path\":\"first.py\",\"file_path\":\"second.py\"}",
+        "{\"file_path\":\"unterminated.py\"",
+        "[\"file_path\",\"a.py\"]",
+        "\"file_path\"",
+        "{}",
+        "",
+        "{\"command\":\"view\",\"path\":\"/ws/x.py\"}",
+        "{\"cmd\":\"pytest -q\"}",
+        "{\"command\":\"\",\"cmd\":\"make\"}",
+        "  {  \"path\" :  \"spaced.py\"  }  ",
+    };
+    static const char *const keys[] = {"file_path", "path", "notebook_path", "filePath", "command", "cmd"};
+    buf out;
+    buf_init(&out);
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++)
+        for (size_t first = 0; first < 6; first++) /* every suffix of the key list */
+            for (size_t nk = 1; first + nk <= 6; nk++) {
+                char *want = member_by_jansson(docs[d], keys + first, nk);
+                int got = extract_json_member(docs[d], keys + first, nk, &out);
+                cr_assert_eq(got, want != NULL, "%s, keys %zu+%zu: %d, jansson %d", docs[d], first, nk, got,
+                             want != NULL);
+                if (want) cr_assert_str_eq(out.p, want, "%s, keys %zu+%zu", docs[d], first, nk);
+                free(want);
+            }
+    const char *k1[] = {"file_path"};
+    cr_assert_eq(extract_json_member("{\"edits\":{\"file_path\":\"n.py\"}}", k1, 1, &out), 0, "a nested member");
+    cr_assert_eq(extract_json_member("{\"file_path\":\"a\\nb\"}", k1, 1, &out), 1);
+    cr_assert_str_eq(out.p, "a\nb");
+    cr_assert_eq(extract_json_member(NULL, k1, 1, &out), 0);
+    buf_free(&out);
+}
