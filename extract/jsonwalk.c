@@ -8,10 +8,12 @@
  * answer EX_JSON_UNSURE and the caller parses with jansson.  Tool
  * arguments are almost always plain ASCII and take the fast path. */
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../include/clarity.h"
+#include "../util/endian.h"
 #include "internal.h"
 
 #define JW_MAX_DEPTH 64
@@ -37,6 +39,19 @@ static int str(jw *w, const char **s, const char **e, int *esc)
     *s = p;
     *esc = 0;
     for (; p < w->end; p++) {
+        /* eight plain bytes at a time: none '"', '\\', below 0x20 or above
+         * 0x7f (the lowest flagged byte of the mask is exact) */
+        const uint64_t one = 0x0101010101010101ull, high = 0x8080808080808080ull;
+        while (w->end - p >= 8) {
+            uint64_t x = util_load_le64(p), q = x ^ (one * '"'), b = x ^ (one * '\\');
+            uint64_t m = (((x - one * 0x20) & ~x) | ((q - one) & ~q) | ((b - one) & ~b) | x) & high;
+            if (m) {
+                p += __builtin_ctzll(m) / 8;
+                break;
+            }
+            p += 8;
+        }
+        if (p >= w->end) break;
         unsigned char c = (unsigned char)*p;
         if (c == '"') {
             *e = p;

@@ -1,7 +1,9 @@
 /* fuzz_extract: mentions and reference candidates on arbitrary bytes.
  * Invariants: no crash, every reported id is non-empty NUL-terminated text;
  * extract_tool_call reports exactly what extract_tool_files then
- * extract_candidates_json report, in the same order. */
+ * extract_candidates_json report, in the same order; extract_json_member
+ * gives what jansson's json_object_get gives. */
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (two.len != one.len || (two.len && memcmp(two.p, one.p, two.len) != 0)) abort();
     buf_free(&two);
     buf_free(&one);
+    static const char *const keys[] = {"file_path", "path", "command"};
+    json_t *root = json_loads(s, 0, NULL);
+    for (size_t first = 0; first < 3; first++) {
+        const char *want = NULL;
+        for (size_t k = first; k < 3 && !want; k++) want = json_string_value(json_object_get(root, keys[k]));
+        buf m;
+        buf_init(&m);
+        int got = extract_json_member(s, keys + first, 3 - first, &m);
+        if (got != (want != NULL) || (want && strcmp(m.p, want) != 0)) abort();
+        buf_free(&m);
+    }
+    json_decref(root);
     extract_lookup_forms(ex, s, "/ws", check, NULL);
     free(extract_normalize_path(s, strlen(s), "/ws"));
     free(s);
