@@ -16,9 +16,12 @@
 
 #include "../pruner/pruner.h"
 #include "../util/fs.h"
+#include "../util/worker.h"
 
 #undef uthash_nonfatal_oom
 #define uthash_nonfatal_oom(obj) (oom = 1)
+
+static void fold_job(void *ud, void *arg);
 
 static int open_store(engine *e, char **err)
 {
@@ -64,8 +67,6 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         rc = asm_keep_new((const char *const *)e->cfg.assemble.keep, e->cfg.assemble.n_keep,
                           &e->asm_keep, err);
     if (rc == CLARITY_OK) rc = open_store(e, err);
-    /* the host's kv is only called on the host's threads (folder.c) */
-    e->fold_bg = rc == CLARITY_OK && strcmp(store_backend_name(e->st), "host") != 0;
     if (rc != CLARITY_OK) {
         graph_cache_free(e->graphs);
         asm_keep_free(e->asm_keep);
@@ -75,8 +76,8 @@ int engine_new(const clarity_host *host, const char *config_json, engine **out, 
         return rc;
     }
     pthread_mutex_init(&e->reg_mu, NULL);
-    pthread_cond_init(&e->fold_cv, NULL);
-    pthread_cond_init(&e->fold_idle, NULL);
+    /* the host's kv is only called on the host's threads (engine_fold_later) */
+    if (strcmp(store_backend_name(e->st), "host") != 0) e->folds = worker_new(fold_job, e);
     scorer_tables_init(&e->tables, &e->cfg);
     *out = e;
     engine_log(e, CLARITY_LOG_INFO, "clarity %s: store %s", CLARITY_VERSION,
@@ -104,7 +105,7 @@ static void session_free(session *s)
 void engine_free(engine *e)
 {
     if (!e) return;
-    engine_fold_stop(e); /* after what was queued; what it could not fold is folded below */
+    worker_free(e->folds); /* after the folds queued; what they could not fold is folded below */
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {
@@ -119,8 +120,6 @@ void engine_free(engine *e)
     asm_keep_free(e->asm_keep);
     extract_free(e->ex);
     config_free(&e->cfg);
-    pthread_cond_destroy(&e->fold_cv);
-    pthread_cond_destroy(&e->fold_idle);
     pthread_mutex_destroy(&e->reg_mu);
     free(e);
 }
@@ -144,10 +143,64 @@ static session *session_new(const engine *e, const char *id)
     return s;
 }
 
+/* ---- folds on the worker thread ---------------------------------------- */
+
+/* engine_fold_later with reg_mu held and the fold's time given; s need not
+ * be locked when nobody holds it (refs == 0: an eviction). */
+static int fold_later_locked(engine *e, session *s, int64_t now)
+{
+    if (!e->folds) return 0;
+    if (s->fold_queued) return 1;
+    s->fold_queued = 1;
+    s->fold_at = now;
+    s->refs++; /* the queue's: neither dropped nor evicted meanwhile */
+    if (worker_push(e->folds, s) == 0) return 1;
+    s->fold_queued = 0;
+    s->refs--;
+    return 0;
+}
+
+int engine_fold_later(engine *e, session *s)
+{
+    if (!e->folds) return 0;
+    int64_t now = engine_now_ms(e); /* on the hook's thread */
+    pthread_mutex_lock(&e->reg_mu);
+    int queued = fold_later_locked(e, s, now);
+    pthread_mutex_unlock(&e->reg_mu);
+    return queued;
+}
+
+static void release(engine *e, session *s, int may_evict);
+
+/* The worker's job: the fold, under the session's mutex, between its turns;
+ * then the queue's reference goes (and the session with it when it was
+ * leaving memory and nobody took it up again). */
+static void fold_job(void *ud, void *arg)
+{
+    engine *e = ud;
+    session *s = arg;
+    pthread_mutex_lock(&s->mu);
+    pthread_mutex_lock(&e->reg_mu);
+    int64_t at = s->fold_at;
+    pthread_mutex_unlock(&e->reg_mu);
+    int rc = s->loaded ? persist_fold_at(e, s, at) : CLARITY_OK;
+    if (rc != CLARITY_OK && rc != STORE_ECONFLICT) {
+        /* kept resident: its next fold (eviction, shutdown) retries */
+        s->unload = 0;
+        pthread_mutex_lock(&e->reg_mu);
+        snprintf(e->fold_err, sizeof e->fold_err, "session %.100s: %.120s", s->id, store_errmsg(e->st));
+        pthread_mutex_unlock(&e->reg_mu);
+    }
+    pthread_mutex_lock(&e->reg_mu);
+    s->fold_queued = 0;
+    pthread_mutex_unlock(&e->reg_mu);
+    release(e, s, 0); /* no eviction here: it may log through the host */
+}
+
 /* Drops idle resident sessions beyond the cap, least recently used first.
  * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
  * their state is folded first so nothing is lost: by the worker, which
- * drops them after (folder.c), or here for the host's kv. */
+ * drops them after (fold_job), or here for the host's kv. */
 static void evict_idle(engine *e)
 {
     size_t cap = (size_t)e->cfg.storage.max_resident_sessions;
@@ -160,7 +213,7 @@ static void evict_idle(engine *e)
         if (!victim) return;
         /* the worker folds it and lets it go (it holds a reference meanwhile,
          * so the next victim is another) */
-        if (victim->loaded && engine_fold_later_locked(e, victim, engine_now_ms(e))) {
+        if (victim->loaded && fold_later_locked(e, victim, engine_now_ms(e))) {
             victim->unload = 1;
             continue;
         }
@@ -240,6 +293,10 @@ static void release(engine *e, session *s, int may_evict)
      * threads write it under that mutex); taking reg_mu meanwhile keeps the
      * lock order, as reg_mu is never held while waiting for a session. */
     pthread_mutex_lock(&e->reg_mu);
+    if (s->fold_wanted) { /* persist.c: the log is long; the worker folds it */
+        s->fold_wanted = 0;
+        fold_later_locked(e, s, engine_now_ms(e));
+    }
     s->refs--;
     s->last_used = ++e->clock;
     /* A lookup that found nothing leaves no trace (a workspace set by
@@ -263,13 +320,7 @@ void engine_release(engine *e, session *s)
     release(e, s, 1);
 }
 
-void engine_release_folded(engine *e, session *s)
-{
-    pthread_mutex_lock(&e->reg_mu);
-    s->fold_queued = 0;
-    pthread_mutex_unlock(&e->reg_mu);
-    release(e, s, 0);
-}
+
 
 void engine_enforce_cap(engine *e, session *s)
 {

@@ -69,10 +69,10 @@ typedef struct session {
     size_t n_snap_del, cap_snap_del;
     int log_writer;
     buf logbuf;
-    /* A fold the worker will do (folder.c); guarded by engine.reg_mu. */
-    int fold_queued;
+    /* Folds off the hook's thread (engine.c): fold_queued and fold_at are
+     * guarded by engine.reg_mu, fold_wanted (persist.c: the log is long) by mu. */
+    int fold_queued, fold_wanted;
     int64_t fold_at;          /* the time the fold stamps as lastPersistAt */
-    struct session *fold_next;
     UT_hash_handle hh;
 } session;
 
@@ -88,16 +88,11 @@ typedef struct engine {
     scorer_tables tables; /* for the per-turn scans */
     graph_cache *graphs;  /* owned: the code graphs this engine loaded */
     struct asm_keep *asm_keep; /* owned: assemble.keep compiled, or NULL */
-    /* Folds off the hook's thread (folder.c), for the stores the plugin
-     * owns; the queue and flags are guarded by reg_mu. */
-    int fold_bg;               /* folds may be queued (not the host's kv) */
-    int folder_on;             /* the worker was started */
-    int fold_stop, fold_busy;
-    pthread_t folder;
-    pthread_cond_t fold_cv;    /* the worker waits on it for work */
-    pthread_cond_t fold_idle;  /* engine_fold_drain waits on it */
-    session *fold_head, *fold_tail;
-    char fold_err[256];        /* the last failed fold, logged by a hook */
+    /* The thread that folds sessions' logs (engine.c), for the stores the
+     * plugin owns; NULL with the host's kv (or without memory): folds are
+     * the hooks' then. */
+    struct worker *folds;
+    char fold_err[256];        /* the last failed fold, logged by a hook; reg_mu */
 } engine;
 
 /* ---- hostcall.c ---- */
@@ -115,23 +110,15 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
 /* Unlocks; may evict idle sessions beyond storage.maxResidentSessions. */
 void engine_release(engine *e, session *s);
 
-/* ---- folder.c ---- */
-/* Queues a fold of s's turn log into its snapshot, done by the engine's
- * worker thread (s locked by the caller, who holds a reference the queue
- * takes another of).  Returns 1 when queued (or already), 0 when the caller
- * must fold itself: the store is the host's, whose services are only
- * called on the host's threads, or the worker cannot start. */
+/* Queues a fold of s's turn log into its snapshot for the worker thread
+ * (s locked by the caller, who holds a reference; the queue takes another).
+ * The worker folds between s's turns, calls no host service (a host's kv,
+ * log and clock may only be usable on the threads it calls the plugin on:
+ * the fold's time is taken here, a failure is logged by the next hook), and
+ * lets s go when it was leaving memory.  Returns 1 when queued (or already),
+ * 0 when the caller must fold itself: the store is the host's, or the
+ * worker cannot take it. */
 int engine_fold_later(engine *e, session *s);
-/* The same with reg_mu held and the fold's time given; s need not be
- * locked when nobody holds it (refs == 0: eviction). */
-int engine_fold_later_locked(engine *e, session *s, int64_t now);
-/* Waits until the queue is empty and the worker idle (tests, shutdown). */
-void engine_fold_drain(engine *e);
-/* Stops the worker after it has folded what is queued. */
-void engine_fold_stop(engine *e);
-/* The release that ends a queued fold: like engine_release, but it never
- * evicts (which may log through the host). */
-void engine_release_folded(engine *e, session *s);
 
 /* predict.c: fast score using the precomputed tables (same values as
  * scorer_score), plus the prediction term of a file item the session's
@@ -146,13 +133,14 @@ void engine_enforce_cap(engine *e, session *s);
 int persist_load(engine *e, session *s);
 /* Persists what changed since the last flush as one turn-log record (one
  * store write), or folds into the snapshot every storage.snapshotEvery
- * records; either is one transaction.  Past 7/8 of that many records, a
- * fold is queued for the worker (folder.c), so the turns rarely fold. */
+ * records; either is one transaction.  Past 7/8 of that many records it
+ * sets s->fold_wanted, and the release queues the fold for the worker
+ * (engine.c), so the turns rarely fold. */
 int persist_flush(engine *e, session *s);
 /* The same, always folding: the store then holds a snapshot and no live
  * record (session end, eviction, unload). */
 int persist_fold(engine *e, session *s);
-/* persist_fold with the time it stamps given: the worker (folder.c) calls
+/* persist_fold with the time it stamps given: the worker (engine.c) calls
  * no host service, the clock included. */
 int persist_fold_at(engine *e, session *s, int64_t now);
 /* Frees the turn-log bookkeeping of a session. */

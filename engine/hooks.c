@@ -340,7 +340,7 @@ static int session_end(engine *e, const clarity_session_end *p)
     if (rc == CLARITY_ENOTFOUND) return CLARITY_OK; /* nothing to save */
     if (rc != CLARITY_OK) return rc;
     /* the last turn goes in the log now; the fold into the snapshot is the
-     * worker's (folder.c), or this thread's for the host's kv */
+     * worker's (engine_fold_later), or this thread's for the host's kv */
     rc = persist_flush(e, s);
     if (rc == CLARITY_OK && !engine_fold_later(e, s)) rc = persist_fold(e, s);
     s->unload = rc == CLARITY_OK;

@@ -686,9 +686,10 @@ int persist_flush(engine *e, session *s)
 {
     int rc = flush(e, s, 0, engine_now_ms(e));
     /* near the most records between snapshots, the worker folds them
-     * (between turns); at the full count, the turn does (above) */
+     * (between turns: the release queues it); at the full count, the turn
+     * does (above) */
     uint64_t every = (uint64_t)e->cfg.storage.snapshot_every;
-    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > every - every / 8 - 1) engine_fold_later(e, s);
+    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > every - every / 8 - 1) s->fold_wanted = 1;
     return rc;
 }
 

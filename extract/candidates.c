@@ -527,19 +527,17 @@ int extract_tool_call(const extractor *ex, const char *json, const char *workspa
 {
     if (!ex || !on_file || !on_candidate) return CLARITY_ERR;
     if (!json) return 0;
-    size_t len = strlen(json);
+    size_t len, nv;
     ex_json_str *v;
-    size_t nv;
-    int jr = ex_json_strings(json, len, &v, &nv);
-    if (jr == EX_JSON_NOMEM) return CLARITY_ENOMEM;
+    json_t *root;
+    int jr = ex_json_read(json, &len, &v, &nv, &root);
+    if (jr < 0) return jr;
     if (jr == 0) { /* the common case: no tree built */
         int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
         int rc2 = visit_strings(ex, v, nv, workspace, f, on_candidate, ud, 0);
         free(v);
         return rc ? rc : rc2;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
     int rc = walk_with(ex, root, json, len, workspace, NULL, on_file, ud, 1);
     int rc2 = walk_with(ex, root, json, len, workspace, f, on_candidate, ud, 0);
     json_decref(root);

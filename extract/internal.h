@@ -399,6 +399,12 @@ enum { EX_JSON_UNSURE = 1, EX_JSON_NOMEM = 2 };
  * numbers it might refuse, repeated keys, deep nesting, invalid JSON),
  * EX_JSON_NOMEM. */
 int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n);
+struct json_t;
+/* A NUL-terminated JSON text (*len its length) read for its strings: 0 with
+ * ex_json_strings' *v and *n (free *v), 1 with *root jansson's tree of it
+ * (NULL when it is not JSON; json_decref it) where the scanner is unsure,
+ * or CLARITY_ENOMEM. */
+int ex_json_read(const char *json, size_t *len, ex_json_str **v, size_t *n, struct json_t **root);
 /* The decoded text of a span with simple escapes (\" \\ \/ \b \f \n \r \t). */
 void ex_json_unescape(const char *s, size_t n, buf *out);
 

@@ -245,15 +245,27 @@ void ex_json_unescape(const char *s, size_t n, buf *out)
     out->p[out->len] = '\0';
 }
 
+int ex_json_read(const char *json, size_t *len, ex_json_str **v, size_t *n, json_t **root)
+{
+    *len = strlen(json);
+    *root = NULL;
+    int r = ex_json_strings(json, *len, v, n);
+    if (r == EX_JSON_NOMEM) return CLARITY_ENOMEM;
+    if (r == 0) return 0;
+    json_error_t jerr;
+    *root = json_loadb(json, *len, JSON_DECODE_ANY, &jerr);
+    return 1;
+}
+
 int extract_json_member(const char *json, const char *const *keys, size_t n_keys, buf *out)
 {
     buf_reset(out);
     if (!json) return 0;
-    size_t len = strlen(json);
+    size_t len, n;
     ex_json_str *v;
-    size_t n;
-    int r = ex_json_strings(json, len, &v, &n);
-    if (r == EX_JSON_NOMEM) return CLARITY_ENOMEM;
+    json_t *root;
+    int r = ex_json_read(json, &len, &v, &n, &root);
+    if (r < 0) return r;
     if (r == 0) { /* the common case: no tree built */
         const ex_json_str *best = NULL;
         size_t best_k = n_keys;
@@ -270,7 +282,6 @@ int extract_json_member(const char *json, const char *const *keys, size_t n_keys
         free(v);
         return buf_failed(out) ? CLARITY_ENOMEM : best != NULL;
     }
-    json_t *root = json_loadb(json, len, 0, NULL);
     int found = 0;
     for (size_t k = 0; k < n_keys && !found; k++) {
         json_t *m = json_object_get(root, keys[k]);

@@ -29,6 +29,20 @@ static json_t *scores(th_host *h, const char *session)
     return j;
 }
 
+/* A fresh instance on cfg restores session as it was (before: the scores
+ * the writer gave; released here). */
+static void expect_restored(const char *cfg, const char *session, json_t *before)
+{
+    th_host fresh;
+    cr_assert_eq(th_open(&fresh, cfg, 0, NULL), 0);
+    json_t *after = scores(&fresh, session);
+    cr_expect(json_equal(before, after), "%s restored:\n%s\nwritten:\n%s", session, json_dumps(after, 0),
+              json_dumps(before, 0));
+    json_decref(before);
+    json_decref(after);
+    th_close(&fresh);
+}
+
 static void turn(th_host *h, const char *session, int i)
 {
     char prompt[256];
@@ -362,12 +376,7 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     th_close(&h); /* waits for the worker */
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), (int)items);
-    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
-    json_t *after = scores(&h, "f");
-    cr_expect(json_equal(before, after), "restored:\n%s\n%s", json_dumps(before, 0), json_dumps(after, 0));
-    json_decref(before);
-    json_decref(after);
-    th_close(&h);
+    expect_restored(cfg_for(db, NULL), "f", before);
     unlink(db);
 }
 
@@ -389,13 +398,7 @@ Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
         if (left) usleep(5000);
     }
     cr_expect_eq(left, 0, "%d records left unfolded", left);
-    th_host b;
-    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
-    json_t *x = scores(&h, "g"), *y = scores(&b, "g");
-    cr_expect(json_equal(x, y), "restored:\n%s\n%s", json_dumps(x, 0), json_dumps(y, 0));
-    json_decref(x);
-    json_decref(y);
-    th_close(&b);
+    expect_restored(cfg, "g", scores(&h, "g"));
     th_close(&h);
     unlink(db);
 }
@@ -427,11 +430,6 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
     th_close(&h);
     cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'i:%'"), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'l:%'"), 0);
-    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
-    json_t *after = scores(&h, "e1");
-    cr_expect(json_equal(before, after), "restored:\n%s\n%s", json_dumps(before, 0), json_dumps(after, 0));
-    json_decref(before);
-    json_decref(after);
-    th_close(&h);
+    expect_restored(cfg, "e1", before);
     unlink(db);
 }
