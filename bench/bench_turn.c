@@ -10,8 +10,12 @@
  * --synchronous full: SQLite's synchronous=FULL (storage.synchronous).
  * --disk-writer: a thread writes and fsyncs 1 MiB blocks next to the
  * database all along, so the tail shows what a busy disk does to a turn.
+ * --think-us N: N µs between turns, untimed (a model thinks for seconds; 0,
+ * the default, runs turns back to back), so work the plugin does between
+ * turns (its snapshot folds) shows as it would in a session.
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
  *              [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]
+ *              [--think-us N]
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -26,6 +30,7 @@
 #include "clarity.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static long think_us; /* --think-us */
 static uint32_t next_rand(void)
 {
     rng ^= rng << 13;
@@ -195,6 +200,10 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
         tb[t] = t1 - t0;
         te[t] = t3 - t2;
         tt[t] = tb[t] + te[t];
+        if (think_us > 0) {
+            struct timespec ts = {think_us / 1000000, (think_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
     res->backend = backend;
     res->before = summarize(tb, turns);
@@ -224,11 +233,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--synchronous") && i + 1 < argc) sync = argv[++i];
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--disk-writer")) writer = 1;
+        else if (!strcmp(argv[i], "--think-us") && i + 1 < argc) think_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--snapshot-every") && i + 1 < argc)
             snprintf(every, sizeof every, ",\"snapshotEvery\":%d", atoi(argv[++i]));
         else {
             fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n"
-                            "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n");
+                            "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n"
+                            "                  [--think-us N]\n");
             return 2;
         }
     }
