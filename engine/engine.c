@@ -170,20 +170,18 @@ int engine_fold_later(engine *e, session *s)
     return queued;
 }
 
-static void release(engine *e, session *s, int may_evict);
+static void release(engine *e, session *s, int folded);
 
 /* The worker's job: the fold, under the session's mutex, between its turns;
  * then the queue's reference goes (and the session with it when it was
- * leaving memory and nobody took it up again). */
+ * leaving memory and nobody took it up again).  fold_at does not change
+ * while the fold is queued. */
 static void fold_job(void *ud, void *arg)
 {
     engine *e = ud;
     session *s = arg;
     pthread_mutex_lock(&s->mu);
-    pthread_mutex_lock(&e->reg_mu);
-    int64_t at = s->fold_at;
-    pthread_mutex_unlock(&e->reg_mu);
-    int rc = s->loaded ? persist_fold_at(e, s, at) : CLARITY_OK;
+    int rc = s->loaded ? persist_fold_at(e, s, s->fold_at) : CLARITY_OK;
     if (rc != CLARITY_OK && rc != STORE_ECONFLICT) {
         /* kept resident: its next fold (eviction, shutdown) retries */
         s->unload = 0;
@@ -191,10 +189,7 @@ static void fold_job(void *ud, void *arg)
         snprintf(e->fold_err, sizeof e->fold_err, "session %.100s: %.120s", s->id, store_errmsg(e->st));
         pthread_mutex_unlock(&e->reg_mu);
     }
-    pthread_mutex_lock(&e->reg_mu);
-    s->fold_queued = 0;
-    pthread_mutex_unlock(&e->reg_mu);
-    release(e, s, 0); /* no eviction here: it may log through the host */
+    release(e, s, 1);
 }
 
 /* Drops idle resident sessions beyond the cap, least recently used first.
@@ -262,8 +257,11 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     s->refs++;
     s->last_used = ++e->clock;
     char fold_err[sizeof e->fold_err]; /* the worker's, reported on this thread */
-    memcpy(fold_err, e->fold_err, sizeof fold_err);
-    e->fold_err[0] = '\0';
+    fold_err[0] = '\0';
+    if (e->fold_err[0]) {
+        memcpy(fold_err, e->fold_err, sizeof fold_err);
+        e->fold_err[0] = '\0';
+    }
     pthread_mutex_unlock(&e->reg_mu);
     if (fold_err[0]) engine_log(e, CLARITY_LOG_ERROR, "clarity: folding the turn log failed: %s", fold_err);
 
@@ -287,12 +285,15 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     return CLARITY_OK;
 }
 
-static void release(engine *e, session *s, int may_evict)
+/* folded: the release that ends a queued fold (fold_job), which evicts
+ * nothing (an eviction may log through the host). */
+static void release(engine *e, session *s, int folded)
 {
     /* The session's state is read while its mutex is still held (other
      * threads write it under that mutex); taking reg_mu meanwhile keeps the
      * lock order, as reg_mu is never held while waiting for a session. */
     pthread_mutex_lock(&e->reg_mu);
+    if (folded) s->fold_queued = 0;
     if (s->fold_wanted) { /* persist.c: the log is long; the worker folds it */
         s->fold_wanted = 0;
         fold_later_locked(e, s, engine_now_ms(e));
@@ -311,16 +312,14 @@ static void release(engine *e, session *s, int may_evict)
     }
     pthread_mutex_unlock(&s->mu);
     if (drop) session_free(s);
-    else if (may_evict) evict_idle(e);
+    else if (!folded) evict_idle(e);
     pthread_mutex_unlock(&e->reg_mu);
 }
 
 void engine_release(engine *e, session *s)
 {
-    release(e, s, 1);
+    release(e, s, 0);
 }
-
-
 
 void engine_enforce_cap(engine *e, session *s)
 {

@@ -70,7 +70,8 @@ typedef struct session {
     int log_writer;
     buf logbuf;
     /* Folds off the hook's thread (engine.c): fold_queued and fold_at are
-     * guarded by engine.reg_mu, fold_wanted (persist.c: the log is long) by mu. */
+     * set under engine.reg_mu (fold_at is read by the queued fold, which it
+     * stays the same for), fold_wanted (persist.c: the log is long) under mu. */
     int fold_queued, fold_wanted;
     int64_t fold_at;          /* the time the fold stamps as lastPersistAt */
     UT_hash_handle hh;

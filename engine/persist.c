@@ -689,7 +689,7 @@ int persist_flush(engine *e, session *s)
      * (between turns: the release queues it); at the full count, the turn
      * does (above) */
     uint64_t every = (uint64_t)e->cfg.storage.snapshot_every;
-    if (rc == CLARITY_OK && s->log_seq - s->snap_seq > every - every / 8 - 1) s->fold_wanted = 1;
+    if (rc == CLARITY_OK && s->log_seq - s->snap_seq >= every - every / 8) s->fold_wanted = 1;
     return rc;
 }
 
