@@ -14,6 +14,7 @@
 
 #include "../include/clarity.h"
 #include "../util/endian.h"
+#include "../util/memfind.h"
 #include "internal.h"
 
 #define JW_MAX_DEPTH 64
@@ -40,11 +41,11 @@ static int str(jw *w, const char **s, const char **e, int *esc)
     *esc = 0;
     for (; p < w->end; p++) {
         /* eight plain bytes at a time: none '"', '\\', below 0x20 or above
-         * 0x7f (the lowest flagged byte of the mask is exact) */
-        const uint64_t one = 0x0101010101010101ull, high = 0x8080808080808080ull;
+         * 0x7f */
         while (w->end - p >= 8) {
-            uint64_t x = util_load_le64(p), q = x ^ (one * '"'), b = x ^ (one * '\\');
-            uint64_t m = (((x - one * 0x20) & ~x) | ((q - one) & ~q) | ((b - one) & ~b) | x) & high;
+            uint64_t x = util_load_le64(p);
+            uint64_t m = util_bytes_below(x, 0x20) | util_bytes_eq(x, '"') | util_bytes_eq(x, '\\') |
+                         (x & UTIL_BYTES_HIGH);
             if (m) {
                 p += __builtin_ctzll(m) / 8;
                 break;

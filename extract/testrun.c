@@ -8,6 +8,7 @@
  */
 #include "testrun.h"
 #include "../util/endian.h"
+#include "../util/memfind.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -44,15 +45,13 @@ const char *testrun_runner_name(int runner)
 }
 
 /* Where p[0, n) holds its first ESC, CR or NUL (n when none): eight bytes
- * at a time (a byte is one of them when x ^ its repetition has a zero
- * byte; the lowest such bit of the mask is exact). */
+ * at a time. */
 static size_t first_special(const char *p, size_t n)
 {
-    const uint64_t one = 0x0101010101010101ull, high = 0x8080808080808080ull;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        uint64_t x = util_load_le64(p + i), e = x ^ (one * 0x1b), r = x ^ (one * '\r');
-        uint64_t m = (((x - one) & ~x) | ((e - one) & ~e) | ((r - one) & ~r)) & high;
+        uint64_t x = util_load_le64(p + i);
+        uint64_t m = util_bytes_eq(x, 0) | util_bytes_eq(x, 0x1b) | util_bytes_eq(x, '\r');
         if (m) return i + (size_t)__builtin_ctzll(m) / 8;
     }
     for (; i < n; i++)

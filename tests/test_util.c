@@ -160,3 +160,36 @@ Test(util, id_hash_of_a_word_form_is_its_name_hash_and_form)
     cr_assert_lt(passed, 40, "false positives %d/2000", passed);
     name_filter_free(&f);
 }
+
+/* The byte masks find the first byte equal to c, or below c, as a byte
+ * loop does: over every position of every byte value in words of other
+ * bytes, and two such bytes in one word (the lower one wins). */
+Test(util, byte_masks_find_the_first_byte_as_a_loop_does)
+{
+    static const unsigned char fill[] = {' ', 'a', 0x7f, 0x80, 0xff, 0x21};
+    static const unsigned char cs[] = {0, 0x1b, '\r', '"', '\\', 0x20, 0x80};
+    for (size_t f = 0; f < sizeof fill; f++)
+        for (size_t ci = 0; ci < sizeof cs; ci++)
+            for (unsigned v = 0; v < 256; v++)
+                for (int at = 0; at < 8; at++)
+                    for (int at2 = at; at2 < 8; at2++) {
+                        unsigned char b[8];
+                        memset(b, fill[f], 8);
+                        b[at2] = (unsigned char)(v ^ 0x55);
+                        b[at] = (unsigned char)v;
+                        unsigned char c = cs[ci];
+                        uint64_t x = util_load_le64(b), eq = util_bytes_eq(x, c);
+                        int want = -1;
+                        for (int i = 0; i < 8 && want < 0; i++)
+                            if (b[i] == c) want = i;
+                        cr_assert_eq(eq ? __builtin_ctzll(eq) / 8 : -1, want, "eq %02x in %016llx", c,
+                                     (unsigned long long)x);
+                        if (c > 0x80) continue;
+                        uint64_t lt = util_bytes_below(x, c);
+                        want = -1;
+                        for (int i = 0; i < 8 && want < 0; i++)
+                            if (b[i] < c) want = i;
+                        cr_assert_eq(lt ? __builtin_ctzll(lt) / 8 : -1, want, "below %02x in %016llx", c,
+                                     (unsigned long long)x);
+                    }
+}
