@@ -108,6 +108,13 @@ static int64_t num(const char **s)
 /* a + b for counts in [0, COUNT_MAX], saturating */
 static int64_t add(int64_t a, int64_t b) { return a + b > COUNT_MAX ? COUNT_MAX : a + b; }
 
+/* The words of the summaries a line may begin with a count of (pytest -q,
+ * the plain "N passed, N failed" line, Mocha's): may_matter lets a line
+ * that starts "N <one of them>" through. */
+#define PYTEST_WORDS "passed failed error errors skipped xfailed xpassed warning warnings deselected rerun"
+#define PLAIN_WORDS "passed failed fail failures errors error skipped"
+#define MOCHA_WORDS "passing failing pending"
+
 /* Whether word (n bytes) is one of words (space-separated): every place
  * it occurs is tried ("fail" first occurs inside "failed"). */
 static int in_words(const char *words, const char *word, size_t n)
@@ -197,7 +204,7 @@ static int pytest_summary(scan *sc, const char *l)
     if (*t != 's') return 0;
     pair p[MAX_PAIRS];
     int n = pairs_of(l, in, ",",
-                     "passed failed error errors skipped xfailed xpassed warning warnings deselected rerun",
+                     PYTEST_WORDS,
                      p);
     if (n <= 0 || !(has(p, n, "passed") || has(p, n, "failed") || has(p, n, "error") || has(p, n, "errors")))
         return 0;
@@ -373,7 +380,7 @@ static int plain_summary(scan *sc, const char *l)
     const char *colon = strchr(l, ':');
     if (colon && colon - l < 24 && !isdigit((unsigned char)*l)) l = colon + 1;
     pair p[MAX_PAIRS];
-    int n = pairs_of(l, l + strlen(l), ",.;|", "passed failed fail failures errors error skipped", p);
+    int n = pairs_of(l, l + strlen(l), ",.;|", PLAIN_WORDS, p);
     if (n <= 0 || !has(p, n, "passed") || !(has(p, n, "failed") || has(p, n, "fail"))) return 0;
     summary(sc, TR_PLAIN, count_of(p, n, "passed"),
             count_of(p, n, "failed") + count_of(p, n, "fail") + count_of(p, n, "failures") +
@@ -434,19 +441,17 @@ static void failing_name(scan *sc, const char *l)
  * neither, and tool outputs hold many.) */
 static int count_line(const char *p, size_t n)
 {
-    static const char *const words[] = {"passed",   "failed",   "fail",    "failures", "error",
-                                        "errors",   "skipped",  "xfailed", "xpassed",  "warning",
-                                        "warnings", "deselected", "rerun", "passing",  "failing",
-                                        "pending"};
     size_t i = 0;
     while (i < n && isdigit((unsigned char)p[i])) i++;
     if (i < n && p[i] == ')') return 1;
     if (i + 1 >= n || p[i] != ' ') return 0;
     size_t w = ++i;
     while (i < n && isalpha((unsigned char)p[i])) i++;
-    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
-        if (strlen(words[k]) == i - w && memcmp(words[k], p + w, i - w) == 0) return 1;
-    return 0;
+    char word[16];
+    if (i == w || i - w >= sizeof word) return 0;
+    memcpy(word, p + w, i - w);
+    word[i - w] = '\0';
+    return in_words(PYTEST_WORDS " " PLAIN_WORDS " " MOCHA_WORDS, word, i - w);
 }
 
 /* Whether the shapes below could match the line p[0, n), cleaned, or raw
@@ -490,13 +495,16 @@ static int may_matter(const scan *sc, const char *p, size_t n)
 }
 #endif
 
-static void line(scan *sc, const char *raw, size_t n)
+/* One line; tested: may_matter already said yes to its raw bytes. */
+static void line(scan *sc, const char *raw, size_t n, int tested)
 {
     char l[LINE_MAX];
     size_t k = clean_line(raw, n, l);
     if (k == 0) return;
 #ifndef TESTRUN_NO_PREFILTER
-    if (!may_matter(sc, l, k)) return;
+    if (!tested && !may_matter(sc, l, k)) return;
+#else
+    (void)tested;
 #endif
     const char *t = skip_ws(l);
     if (go_line(sc, l, t)) return;
@@ -512,7 +520,6 @@ static void line(scan *sc, const char *raw, size_t n)
     if (!sc->runner || sc->runner == TR_PLAIN) plain_summary(sc, t);
 }
 
-
 int testrun_parse(const char *text, size_t len, testrun *out)
 {
     memset(out, 0, sizeof *out);
@@ -527,13 +534,18 @@ int testrun_parse(const char *text, size_t len, testrun *out)
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        int tested = 0;
 #ifndef TESTRUN_NO_PREFILTER
-        if (n < LINE_MAX - 1 && !(special && first_special(text + i, n) < n) && !may_matter(&sc, text + i, n)) {
-            i += n + 1;
-            continue;
+        /* a line with no byte to clean is tested as it is, without a copy */
+        if (n < LINE_MAX - 1 && !(special && first_special(text + i, n) < n)) {
+            if (!may_matter(&sc, text + i, n)) {
+                i += n + 1;
+                continue;
+            }
+            tested = 1;
         }
 #endif
-        line(&sc, text + i, n);
+        line(&sc, text + i, n, tested);
         i += n + 1;
     }
     if (sc.runner == TR_GO) {
