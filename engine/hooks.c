@@ -315,7 +315,7 @@ static int before_compaction(engine *e, const clarity_before_compaction *p, buf 
     int rc = engine_acquire(e, p->session_id, 1, &s);
     if (rc != CLARITY_OK) return rc;
     prune_result r;
-    rc = pruner_evaluate_with(&e->cfg, &e->tables, &s->t, e->cfg.strict_mode, &r);
+    rc = pruner_decide(&e->cfg, &e->tables, &s->t, e->cfg.strict_mode, &r);
     if (rc == CLARITY_OK) {
         pruner_apply(&s->t, &r);
         pruner_report(&r, 1, e->cfg.strict_mode, out);

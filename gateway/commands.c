@@ -27,7 +27,7 @@ static const char help_text[] =
 static void status(engine *e, session *s, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, 0, &v);
+    size_t n = view_sorted(e, s, 0, 10, &v);
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -62,7 +62,7 @@ static int scores_limit(const char *arg, size_t *out)
 static void scores(engine *e, session *s, size_t limit, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, 0, &v);
+    size_t n = view_sorted(e, s, 0, limit, &v);
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -87,7 +87,7 @@ static void scores(engine *e, session *s, size_t limit, buf *out)
 static void stats(engine *e, session *s, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, 1, &v);
+    size_t n = view_sorted(e, s, 1, (size_t)-1, &v); /* sums in score order, as before */
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -191,7 +191,7 @@ static int prune_cmd(engine *e, session *s, const char *arg, buf *out)
 {
     int dry = strcmp(arg, "--dry-run") == 0;
     prune_result r;
-    int rc = pruner_evaluate_with(&e->cfg, &e->tables, &s->t, e->cfg.strict_mode, &r);
+    int rc = pruner_decide(&e->cfg, &e->tables, &s->t, e->cfg.strict_mode, &r);
     if (rc != CLARITY_OK) return rc;
     if (!dry) pruner_apply(&s->t, &r);
     pruner_report(&r, !dry, e->cfg.strict_mode, out);

@@ -29,9 +29,11 @@ typedef struct scored_item {
     score_breakdown b;
 } scored_item;
 
-/* All items (pruned ones too when include_pruned), by score desc then id.
+/* All items (pruned ones too when include_pruned), by score desc then id
+ * for the first `exact` of them (at least: whole runs of equal scores);
+ * past those, equal scores stay in tracker order.  (size_t)-1 orders all.
  * *v is malloc()ed; returns the count, or (size_t)-1 on allocation failure. */
-size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v);
+size_t view_sorted(engine *e, session *s, int include_pruned, size_t exact, scored_item **v);
 void view_scores_json(engine *e, session *s, size_t limit, int include_pruned, buf *out);
 void view_state_json(engine *e, session *s, buf *out);
 void view_stats_json(engine *e, session *s, buf *out);

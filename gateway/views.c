@@ -1,11 +1,14 @@
 /* views.c: sorted scores, state and stats as JSON, and item lookup. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gateway.h"
 #include "../scorer/rank.h"
 
-size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v)
+static const char *scored_id(const void *row) { return ((const scored_item *)row)->it->id; }
+
+size_t view_sorted(engine *e, session *s, int include_pruned, size_t exact, scored_item **v)
 {
     *v = NULL;
     if (s->t.count == 0) return 0;
@@ -18,20 +21,16 @@ size_t view_sorted(engine *e, session *s, int include_pruned, scored_item **v)
         engine_score(e, s, it, s->t.current_turn, &a[n].b);
         n++;
     }
-    rank_ent *r = n > 1 ? malloc(n * sizeof *r) : NULL;
-    if (n > 1) {
-        if (!r) {
-            free(a);
-            return (size_t)-1;
-        }
-        for (size_t i = 0; i < n; i++) rank_set(&r[i], a[i].it->id, a[i].b.score, i);
-        rank_sort(r, n);
-        int rc = rank_apply(a, n, sizeof *a, r);
-        free(r);
-        if (rc != 0) {
-            free(a);
-            return (size_t)-1;
-        }
+    rank_rows rows = {a, n, sizeof *a, offsetof(scored_item, b.score), scored_id};
+    int rc = rank_rows_by_score(&rows);
+    for (size_t i = 0; rc == 0 && i < n && i < exact;) { /* the runs the caller reads, by id */
+        size_t j = rank_run_end(&rows, i);
+        rc = rank_run_by_id(&rows, i, j);
+        i = j;
+    }
+    if (rc != 0) {
+        free(a);
+        return (size_t)-1;
     }
     *v = a;
     return n;
@@ -79,7 +78,7 @@ static void session_head(session *s, buf *out)
 void view_scores_json(engine *e, session *s, size_t limit, int include_pruned, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, include_pruned, &v);
+    size_t n = view_sorted(e, s, include_pruned, limit, &v);
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -97,7 +96,7 @@ void view_scores_json(engine *e, session *s, size_t limit, int include_pruned, b
 void view_state_json(engine *e, session *s, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, 1, &v);
+    size_t n = view_sorted(e, s, 1, (size_t)-1, &v);
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -134,7 +133,7 @@ void view_state_json(engine *e, session *s, buf *out)
 void view_stats_json(engine *e, session *s, buf *out)
 {
     scored_item *v;
-    size_t n = view_sorted(e, s, 1, &v);
+    size_t n = view_sorted(e, s, 1, (size_t)-1, &v); /* its top 5 skip pruned items */
     if (n == (size_t)-1) {
         out->oom = 1;
         return;
@@ -188,7 +187,7 @@ void view_prune_json(const prune_result *r, const char *session_id, int applied,
         buf_json_str(out, r->d[i].it->id, strlen(r->d[i].it->id));
         buf_printf(out, ",\"keep\":%s,\"rule\":\"%s\"", r->d[i].keep ? "true" : "false",
                    pruner_rule_name(r->d[i].rule));
-        num(out, "adjustedScore", r->d[i].score.adjusted, 1);
+        num(out, "adjustedScore", r->d[i].adjusted, 1);
         buf_putc(out, '}');
     }
     buf_puts(out, "],\"report\":");

@@ -1,5 +1,6 @@
 #include "pruner.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 static int decide(const clarity_config *cfg, int strict, const prune_decision *d,
                   size_t kept, const size_t *kept_by_cat, int *rule)
 {
-    double adj = d->score.adjusted;
+    double adj = d->adjusted;
     if (d->anchored) return *rule = RULE_ANCHORED, 1;
     if (strict && adj >= cfg->pruning.strict_preserve_threshold) return *rule = RULE_STRICT_SCORE, 1;
     if (d->mentions >= cfg->pruning.min_mentions_preserve) return *rule = RULE_MIN_MENTIONS, 1;
@@ -21,81 +22,147 @@ static int decide(const clarity_config *cfg, int strict, const prune_decision *d
     return *rule = RULE_BELOW, 0;
 }
 
-int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_result *out)
+static const char *decision_id(const void *row) { return ((const prune_decision *)row)->it->id; }
+
+static rank_rows rows_of(prune_result *out)
 {
-    return pruner_evaluate_with(cfg, NULL, t, strict, out);
+    return (rank_rows){out->d, out->n, sizeof *out->d, offsetof(prune_decision, adjusted), decision_id};
 }
 
-int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
-                         prune_result *out)
+/* Whether the decisions of the run d[a..b) depend on its order: a
+ * category's cap or the target is reached inside it (before the run every
+ * item's rules give the same answer whatever its place). */
+static int run_order_matters(const clarity_config *cfg, const prune_result *out, const prune_decision *d,
+                             size_t a, size_t b)
 {
-    memset(out, 0, sizeof *out);
+    size_t by_cat[CAT__COUNT] = {0}, cap = (size_t)cfg->pruning.max_items_per_category;
+    for (size_t i = a; i < b; i++) by_cat[d[i].category]++;
+    for (int c = 0; c < CAT__COUNT; c++)
+        if (out->kept_by_cat[c] < cap && out->kept_by_cat[c] + by_cat[c] > cap) return 1;
+    size_t target = (size_t)cfg->pruning.target_context_items;
+    return !(d[a].adjusted >= cfg->pruning.prune_threshold) && out->kept < target &&
+           out->kept + (b - a) > target;
+}
+
+/* Scores every unpruned item into out->d and puts them in score order;
+ * runs of equal scores stay in tracker order. */
+static int score_all(const clarity_config *cfg, const scorer_tables *tables, tracker *t, prune_result *out)
+{
+    if (!t->count) return CLARITY_OK;
+    prune_decision *d = malloc(t->count * sizeof *d);
+    if (!d) return CLARITY_ENOMEM;
     size_t n = 0;
-    rank_ent *r = NULL;
-    if (t->count) {
-        out->d = malloc(t->count * sizeof *out->d);
-        r = malloc(t->count * sizeof *r);
-        if (!out->d || !r) {
-            free(r);
-            pruner_result_free(out);
-            return CLARITY_ENOMEM;
-        }
-    }
-    /* one walk over the items; then the rules read only the decisions */
     for (item *it = t->items; it; it = it->hh.next) {
         if (it->pruned) continue;
-        prune_decision *d = &out->d[n];
-        memset(d, 0, sizeof *d);
-        d->it = it;
-        scorer_score_with(cfg, tables, it, t->current_turn, 0.0, &d->score);
-        d->mentions = it->mention_count;
-        d->category = it->category >= 0 && it->category < CAT__COUNT ? it->category : CAT_CUSTOM;
-        d->tier = it->tier;
-        d->anchored = it->anchored != 0;
-        rank_set(&r[n], it->id, d->score.adjusted, n);
+        score_breakdown b;
+        scorer_score_with(cfg, tables, it, t->current_turn, 0.0, &b);
+        d[n] = (prune_decision){.it = it,
+                                .adjusted = b.adjusted,
+                                .mentions = it->mention_count,
+                                .category = it->category >= 0 && it->category < CAT__COUNT ? it->category : CAT_CUSTOM,
+                                .tier = it->tier,
+                                .anchored = it->anchored != 0};
         n++;
     }
-    out->n = n;
-    rank_sort(r, n); /* adjusted score desc, then id */
-    int rc = rank_apply(out->d, n, sizeof *out->d, r);
-    free(r);
-    if (rc != 0) {
-        pruner_result_free(out);
-        return CLARITY_ENOMEM;
-    }
+    out->d = d, out->n = n;
+    rank_rows rows = rows_of(out);
+    return rank_rows_by_score(&rows) == 0 ? CLARITY_OK : CLARITY_ENOMEM;
+}
 
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) {
-        prune_decision *d = &out->d[i];
-        d->keep = decide(cfg, strict, d, out->kept, out->kept_by_cat, &d->rule);
-        if (d->keep) {
-            out->kept++;
-            out->kept_by_cat[d->category]++;
+/* The report lists the first REPORT_KEPT kept and REPORT_PRUNED pruned. */
+#define REPORT_KEPT 10
+#define REPORT_PRUNED 20
+
+/* Puts in id order every run that holds one of the items the report
+ * lists. */
+static int sort_listed_runs(prune_result *out)
+{
+    size_t kept = 0, pruned = 0;
+    rank_rows rows = rows_of(out);
+    for (size_t a = 0; a < out->n && (kept < REPORT_KEPT || pruned < REPORT_PRUNED);) {
+        size_t b = rank_run_end(&rows, a), k = 0;
+        for (size_t i = a; i < b; i++) k += (size_t)(out->d[i].keep != 0);
+        if (((k && kept < REPORT_KEPT) || (k < b - a && pruned < REPORT_PRUNED)) && rank_run_by_id(&rows, a, b) != 0)
+            return -1;
+        kept += k, pruned += b - a - k, a = b;
+    }
+    return 0;
+}
+
+static int evaluate(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict, int all,
+                    prune_result *out)
+{
+    memset(out, 0, sizeof *out);
+    int rc = score_all(cfg, tables, t, out);
+    prune_decision *d = out->d;
+    size_t n = out->n;
+    rank_rows rows = rows_of(out);
+    /* the rules in order; a run of equal scores is put in id order first
+     * when that order can change a decision (or when asked for all) */
+    for (size_t a = 0; a < n && rc == CLARITY_OK;) {
+        size_t b = rank_run_end(&rows, a);
+        if ((all || run_order_matters(cfg, out, d, a, b)) && rank_run_by_id(&rows, a, b) != 0) rc = CLARITY_ENOMEM;
+        for (size_t i = a; i < b; i++) {
+            d[i].keep = decide(cfg, strict, &d[i], out->kept, out->kept_by_cat, &d[i].rule);
+            if (d[i].keep) {
+                out->kept++;
+                out->kept_by_cat[d[i].category]++;
+            }
         }
+        a = b;
     }
     /* Hard cap: keep the first maxContextItems in evaluation order; anchored
-     * items are never cut (the user asked for them explicitly). */
-    size_t seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        prune_decision *d = &out->d[i];
-        if (!d->keep) continue;
-        if (++seen > (size_t)cfg->pruning.max_context_items && !d->anchored) {
-            d->keep = 0;
-            d->rule = RULE_HARD_CAP;
-            out->kept--;
-            out->kept_by_cat[d->category]--;
+     * items are never cut (the user asked for them explicitly).  A run the
+     * cap falls inside is put in id order (its decisions so far do not
+     * depend on its order, or it is in that order already). */
+    size_t seen = 0, cap = (size_t)cfg->pruning.max_context_items;
+    for (size_t a = 0; a < n && rc == CLARITY_OK;) {
+        size_t b = rank_run_end(&rows, a), k = 0;
+        for (size_t i = a; i < b; i++) k += (size_t)(d[i].keep != 0);
+        if (!all && seen < cap && seen + k > cap && rank_run_by_id(&rows, a, b) != 0) rc = CLARITY_ENOMEM;
+        for (size_t i = a; i < b; i++) {
+            if (!d[i].keep) continue;
+            if (++seen > cap && !d[i].anchored) {
+                d[i].keep = 0;
+                d[i].rule = RULE_HARD_CAP;
+                out->kept--;
+                out->kept_by_cat[d[i].category]--;
+            }
         }
+        a = b;
     }
+    if (rc == CLARITY_OK && !all && sort_listed_runs(out) != 0) rc = CLARITY_ENOMEM;
+    if (rc != CLARITY_OK) {
+        pruner_result_free(out);
+        return rc;
+    }
+    double sum = 0;
     for (size_t i = 0; i < n; i++) {
-        prune_decision *d = &out->d[i];
-        if (d->keep) {
-            sum += d->score.adjusted;
-            if (d->anchored) out->anchored_kept++;
+        if (d[i].keep) {
+            sum += d[i].adjusted;
+            if (d[i].anchored) out->anchored_kept++;
         }
     }
     out->pruned = n - out->kept;
     out->avg_kept_score = out->kept ? sum / (double)out->kept : 0.0;
     return CLARITY_OK;
+}
+
+int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_result *out)
+{
+    return evaluate(cfg, NULL, t, strict, 1, out);
+}
+
+int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
+                         prune_result *out)
+{
+    return evaluate(cfg, tables, t, strict, 1, out);
+}
+
+int pruner_decide(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
+                  prune_result *out)
+{
+    return evaluate(cfg, tables, t, strict, 0, out);
 }
 
 void pruner_apply(tracker *t, const prune_result *r)
@@ -137,21 +204,21 @@ void pruner_report(const prune_result *r, int applied, int strict, buf *out)
         if (r->kept_by_cat[c]) buf_printf(out, " %s=%zu", tracker_category_name(c), r->kept_by_cat[c]);
     buf_putc(out, '\n');
     size_t shown = 0;
-    for (size_t i = 0; i < r->n && shown < 10; i++) {
+    for (size_t i = 0; i < r->n && shown < REPORT_KEPT; i++) {
         if (!r->d[i].keep) continue;
         if (shown++ == 0) buf_puts(out, "Top kept:\n");
         buf_printf(out, "  %s%s %.1f (%s)\n", r->d[i].it->anchored ? "\xE2\x9A\x93 " : "",
-                   r->d[i].it->id, r->d[i].score.adjusted, pruner_rule_name(r->d[i].rule));
+                   r->d[i].it->id, r->d[i].adjusted, pruner_rule_name(r->d[i].rule));
     }
     shown = 0;
     for (size_t i = 0; i < r->n; i++) {
         if (r->d[i].keep) continue;
         if (shown == 0) buf_puts(out, "Pruned:\n");
-        if (shown++ < 20)
-            buf_printf(out, "  - %s %.1f (%s)\n", r->d[i].it->id, r->d[i].score.adjusted,
+        if (shown++ < REPORT_PRUNED)
+            buf_printf(out, "  - %s %.1f (%s)\n", r->d[i].it->id, r->d[i].adjusted,
                        pruner_rule_name(r->d[i].rule));
     }
-    if (shown > 20) buf_printf(out, "  ... and %zu more\n", shown - 20);
+    if (shown > REPORT_PRUNED) buf_printf(out, "  ... and %zu more\n", shown - REPORT_PRUNED);
 }
 
 void pruner_result_free(prune_result *r)

@@ -12,6 +12,10 @@
  *   8. otherwise                                               -> prune
  * Then a hard cap: kept items beyond maxContextItems are pruned, lowest
  * first, except anchored ones.  Items already pruned are not evaluated.
+ *
+ * Items are sorted by score alone first (scores tie in long runs: they
+ * are functions of a few small counters); a run of equal scores is then
+ * put in id order when the rules or the caller need that order.
  */
 #ifndef PRUNER_PRUNER_H
 #define PRUNER_PRUNER_H
@@ -37,7 +41,7 @@ enum prune_rule {
 
 typedef struct prune_decision {
     item *it;
-    score_breakdown score;
+    double adjusted; /* the score times the tier's multiplier */
     int keep;
     int rule; /* enum prune_rule that decided */
     /* the item's fields the rules read, copied while scoring: the rules
@@ -60,6 +64,14 @@ int pruner_evaluate(const clarity_config *cfg, tracker *t, int strict, prune_res
  * item); tables may be NULL. */
 int pruner_evaluate_with(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
                          prune_result *out);
+/* The same decisions and report for much less work on large sessions:
+ * items of equal score are put in id order only where that order decides
+ * something (a category's cap, the target or the hard cap falls among
+ * them) or where the report lists them; elsewhere in d they stay in
+ * tracker order.  For callers that apply and report (compaction, the
+ * /clarity prune command), not for those that list every decision. */
+int pruner_decide(const clarity_config *cfg, const scorer_tables *tables, tracker *t, int strict,
+                  prune_result *out);
 /* Marks the pruned decisions' items as pruned (dirty). */
 void pruner_apply(tracker *t, const prune_result *r);
 /* A readable report ("[CLARITY PRUNE REPORT]" ...). */

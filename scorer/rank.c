@@ -119,31 +119,267 @@ uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n)
     return src;
 }
 
-/* Large arrays: the radix sort of the indices by score, then each run of
- * equal scores sorted by id.  Returns the sorted indices (x or x + n), or
- * NULL without memory. */
+/* ---- large arrays: a most-significant-digit radix sort ------------------
+ *
+ * The key is the score's order bits then the id's bytes, one byte a level.
+ * Scores tie in long runs (they are functions of a few small counters), so
+ * sorting the runs by id with comparisons was most of the cost; here every
+ * level is one counting pass and one scatter over 40-byte entries that hold
+ * the whole 32-byte key prefix, so the passes stream through memory. */
+
+typedef struct msd_ent {
+    uint64_t w[4]; /* rank_desc_bits(score), then the id's key[0..3) */
+    uint32_t idx;
+} msd_ent;
+
+#define MSD_SMALL 24 /* buckets this small are insertion-sorted */
+
+static inline int msd_before(const rank_ent *v, const msd_ent *a, const msd_ent *b)
+{
+    for (size_t k = 0; k < 4; k++)
+        if (a->w[k] != b->w[k]) return a->w[k] < b->w[k];
+    if (!(a->w[3] & 0xff)) return 0; /* ids that ended within 24 bytes: equal */
+    return strcmp(v[a->idx].id + 24, v[b->idx].id + 24) < 0;
+}
+
+/* Byte d of the key.  Past the 32 cached bytes it is the id's byte d - 8:
+ * a bucket gets that deep only when its ids share 24 bytes with no NUL. */
+static inline unsigned msd_digit(const rank_ent *v, const msd_ent *e, size_t d)
+{
+    if (d < 32) return (unsigned)(e->w[d >> 3] >> (56 - 8 * (d & 7))) & 255;
+    return (unsigned char)v[e->idx].id[d - 8];
+}
+
+static void msd_insertion(const rank_ent *v, msd_ent *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        msd_ent k = a[i];
+        size_t j = i;
+        for (; j > 0 && msd_before(v, &k, &a[j - 1]); j--) a[j] = a[j - 1];
+        a[j] = k;
+    }
+}
+
+/* The first byte at or after d (d < 32) where the keys of a[0..n) differ.
+ * *ended is set when they are equal: ids that agree through a NUL.  Ids
+ * that agree on all 24 cached bytes go on at byte 32. */
+static size_t msd_first_diff(const msd_ent *a, size_t n, size_t d, int *ended)
+{
+    *ended = 0;
+    for (size_t k = d >> 3; k < 4; k++) {
+        uint64_t diff = 0, w = a[0].w[k];
+        for (size_t i = 1; i < n; i++) diff |= a[i].w[k] ^ w;
+        if (k == d >> 3) diff &= ~(uint64_t)0 >> (8 * (d & 7)); /* bytes before d agree */
+        if (diff) return 8 * k + (size_t)__builtin_clzll(diff) / 8;
+        if (k && !(w & 0xff)) return *ended = 1, 32;
+    }
+    return 32;
+}
+
+/* Counts digit d of a[0..n) into cnt, and moves a into bucket order
+ * through t (stable). */
+static void msd_scatter(const rank_ent *v, msd_ent *a, msd_ent *t, size_t n, size_t d, uint32_t *cnt)
+{
+    uint32_t pos[256], sum = 0;
+    memset(cnt, 0, 256 * sizeof *cnt);
+    if (d < 32) {
+        const size_t k = d >> 3, sh = 56 - 8 * (d & 7);
+        for (size_t i = 0; i < n; i++) cnt[a[i].w[k] >> sh & 255]++;
+        for (int b = 0; b < 256; b++) pos[b] = sum, sum += cnt[b];
+        for (size_t i = 0; i < n; i++) t[pos[a[i].w[k] >> sh & 255]++] = a[i];
+    } else {
+        for (size_t i = 0; i < n; i++) cnt[msd_digit(v, &a[i], d)]++;
+        for (int b = 0; b < 256; b++) pos[b] = sum, sum += cnt[b];
+        for (size_t i = 0; i < n; i++) t[pos[msd_digit(v, &a[i], d)]++] = a[i];
+    }
+    memcpy(a, t, n * sizeof *a);
+}
+
+/* Sorts a[0..n), whose keys agree before byte d, through t (n entries).
+ * A level first skips the bytes every key shares, then splits on the next
+ * one.  Every bucket but the largest is sorted by a call, the largest by
+ * the loop, so the calls nest at most log2(n) deep. */
+static void msd_sort(const rank_ent *v, msd_ent *a, msd_ent *t, size_t n, size_t d)
+{
+    while (n > MSD_SMALL) {
+        if (d < 32) {
+            int ended;
+            d = msd_first_diff(a, n, d, &ended);
+            if (ended) return;
+        }
+        uint32_t cnt[256];
+        msd_scatter(v, a, t, n, d, cnt);
+        if (d >= 8 && cnt[0] == n) return; /* every id ends here: equal */
+        size_t big = 0, big_at = 0, lo = 0;
+        for (unsigned b = 0; b < 256; lo += cnt[b], b++) {
+            if (cnt[b] < 2 || (d >= 8 && b == 0)) continue; /* ids that end here tie */
+            if (cnt[b] > big) {
+                if (big) msd_sort(v, a + big_at, t + big_at, big, d + 1);
+                big = cnt[b], big_at = lo;
+            } else {
+                msd_sort(v, a + lo, t + lo, cnt[b], d + 1);
+            }
+        }
+        a += big_at, t += big_at, n = big, d++;
+    }
+    msd_insertion(v, a, n);
+}
+
+/* Large arrays: the sorted indices into x (n entries), or NULL without
+ * memory. */
 static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
 {
-    uint64_t *k = malloc(n * sizeof *k);
-    if (!k) return NULL;
-    for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(v[i].score);
-    uint32_t *src = rank_radix(k, x, n);
-    if (!src) {
-        free(k);
-        return NULL;
+    msd_ent *a = malloc(2 * n * sizeof *a);
+    if (!a) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        a[i].w[0] = rank_desc_bits(v[i].score);
+        memcpy(&a[i].w[1], v[i].key, sizeof v[i].key);
+        a[i].idx = (uint32_t)i;
     }
-    uint32_t *dst = src == x ? x + n : x; /* free scratch */
-    for (size_t a = 0; a < n;) { /* runs of equal scores, by id */
-        size_t b = a + 1;
-        while (b < n && k[src[b]] == k[src[a]]) b++;
-        if (b - a > 1) {
-            uint32_t *r = sort_idx(v, src + a, dst + a, b - a);
-            if (r != src + a) memcpy(src + a, r, (b - a) * sizeof *r);
+    msd_sort(v, a, a + n, n, 0);
+    for (size_t i = 0; i < n; i++) x[i] = a[i].idx;
+    free(a);
+    return x;
+}
+
+/* rank_by_score.  Scores are functions of a few small counters, so a
+ * session of 100,000 items holds a few hundred distinct ones: each score
+ * is looked up in a hash of the distinct ones, those are sorted, and one
+ * counting pass puts the items in order (about 20 instructions an item).
+ * When the scores turn out to be many, an LSD radix sort of (key, index)
+ * pairs does it (11-bit digits, six passes, a pass skipped where every key
+ * has the same digit). */
+#define BY_SCORE_BITS 11
+#define BY_SCORE_PASSES 6 /* 6 x 11 >= 64 */
+#define BY_SCORE_DISTINCT 4096 /* most distinct scores the hash takes */
+
+typedef struct score_pair {
+    uint64_t k;
+    uint64_t idx;
+} score_pair;
+
+static uint64_t score_key(double s) { return rank_desc_bits(isnan(s) ? -INFINITY : s); }
+
+static int radix_by_score(const double *score, size_t n, uint32_t *order)
+{
+    enum { R = 1 << BY_SCORE_BITS };
+    score_pair *p = malloc(2 * n * sizeof *p);
+    uint32_t(*cnt)[R] = calloc(BY_SCORE_PASSES, sizeof *cnt);
+    if (!p || !cnt) {
+        free(p);
+        free(cnt);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        p[i].k = score_key(score[i]);
+        p[i].idx = i;
+        for (int d = 0; d < BY_SCORE_PASSES; d++) cnt[d][p[i].k >> (BY_SCORE_BITS * d) & (R - 1)]++;
+    }
+    score_pair *src = p, *dst = p + n;
+    for (int d = 0; d < BY_SCORE_PASSES; d++) {
+        uint32_t *c = cnt[d], sum = 0;
+        unsigned sh = BY_SCORE_BITS * (unsigned)d;
+        if (c[src[0].k >> sh & (R - 1)] == n) continue; /* one digit for all */
+        for (int b = 0; b < R; b++) {
+            uint32_t t = c[b];
+            c[b] = sum;
+            sum += t;
         }
-        a = b;
+        for (size_t i = 0; i < n; i++) dst[c[src[i].k >> sh & (R - 1)]++] = src[i];
+        score_pair *t = src;
+        src = dst;
+        dst = t;
     }
-    free(k);
-    return src;
+    for (size_t i = 0; i < n; i++) order[i] = (uint32_t)src[i].idx;
+    free(p);
+    free(cnt);
+    return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The hash path; 1 when the scores are too many for it (order untouched). */
+static int grouped_by_score(const double *score, size_t n, uint32_t *order)
+{
+    enum { SLOTS = 2 * BY_SCORE_DISTINCT };
+    typedef struct slot {
+        uint64_t k;
+        uint32_t group, used;
+    } slot;
+    slot *h = calloc(SLOTS, sizeof *h);
+    uint16_t *g = malloc(n * sizeof *g); /* each item's group */
+    uint64_t *keys = malloc(BY_SCORE_DISTINCT * sizeof *keys);
+    uint32_t *start = calloc(BY_SCORE_DISTINCT + 1, sizeof *start), ng = 0;
+    int rc = h && g && keys && start ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        uint64_t k = score_key(score[i]);
+        size_t j = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
+        while (h[j].used && h[j].k != k) j = (j + 1) & (SLOTS - 1);
+        if (!h[j].used) {
+            if (ng == BY_SCORE_DISTINCT) {
+                rc = 1;
+                break;
+            }
+            h[j] = (slot){k, ng, 1};
+            keys[ng++] = k;
+        }
+        g[i] = (uint16_t)h[j].group;
+    }
+    if (rc == 0) {
+        /* the groups in key order: rank[group] */
+        uint64_t *sorted = malloc(ng * sizeof *sorted + 1);
+        if (!sorted) rc = -1;
+        else {
+            memcpy(sorted, keys, ng * sizeof *keys);
+            qsort(sorted, ng, sizeof *sorted, cmp_u64);
+            for (uint32_t r = 0; r < ng; r++) { /* keys[] becomes each group's rank */
+                size_t j = (size_t)((sorted[r] * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
+                while (h[j].k != sorted[r]) j = (j + 1) & (SLOTS - 1);
+                keys[h[j].group] = r;
+            }
+            free(sorted);
+            for (size_t i = 0; i < n; i++) start[keys[g[i]] + 1]++;
+            for (uint32_t r = 0; r < ng; r++) start[r + 1] += start[r];
+            for (size_t i = 0; i < n; i++) order[start[keys[g[i]]]++] = (uint32_t)i;
+        }
+    }
+    free(h);
+    free(g);
+    free(keys);
+    free(start);
+    return rc;
+}
+
+int rank_by_score(const double *score, size_t n, uint32_t *order)
+{
+    if (n > UINT32_MAX) return -1;
+    if (n == 0) return 0;
+    int rc = grouped_by_score(score, n, order);
+    return rc == 1 ? radix_by_score(score, n, order) : rc;
+}
+
+void rank_permute(void *base, size_t n, size_t size, uint32_t *order, void *tmp)
+{
+    char *b = base;
+    for (size_t i = 0; i < n; i++) { /* base[i] = base[order[i]], one cycle at a time */
+        if (order[i] == i) continue;
+        memcpy(tmp, b + i * size, size);
+        size_t j = i;
+        for (;;) {
+            size_t k = order[j];
+            order[j] = (uint32_t)j;
+            if (k == i) {
+                memcpy(b + j * size, tmp, size);
+                break;
+            }
+            memcpy(b + j * size, b + k * size, size);
+            j = k;
+        }
+    }
 }
 
 void rank_sort(rank_ent *v, size_t n)
@@ -161,21 +397,8 @@ void rank_sort(rank_ent *v, size_t n)
         qsort(v, n, sizeof *v, cmp);
         return;
     }
-    for (size_t i = 0; i < n; i++) { /* v[i] = v[src[i]], one cycle at a time */
-        if (src[i] == i) continue;
-        rank_ent t = v[i];
-        size_t j = i;
-        for (;;) {
-            size_t k = src[j];
-            src[j] = (uint32_t)j;
-            if (k == i) {
-                v[j] = t;
-                break;
-            }
-            v[j] = v[k];
-            j = k;
-        }
-    }
+    rank_ent t;
+    rank_permute(v, n, sizeof *v, src, &t);
     free(x);
 }
 
@@ -202,4 +425,49 @@ int rank_apply(void *base, size_t n, size_t size, rank_ent *r)
     }
     free(t);
     return 0;
+}
+
+/* ---- records in score order, runs of equal scores by id ----------------- */
+
+static double row_score(const rank_rows *r, size_t i)
+{
+    double s;
+    memcpy(&s, (const char *)r->base + i * r->size + r->score_at, sizeof s);
+    return isnan(s) ? -INFINITY : s; /* as rank_set */
+}
+
+int rank_rows_by_score(const rank_rows *r)
+{
+    if (r->n < 2) return 0;
+    double *k = malloc(r->n * sizeof *k);
+    uint32_t *order = malloc(r->n * sizeof *order);
+    void *tmp = malloc(r->size);
+    int rc = k && order && tmp ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < r->n; i++) k[i] = row_score(r, i);
+    if (rc == 0) rc = rank_by_score(k, r->n, order);
+    if (rc == 0) rank_permute(r->base, r->n, r->size, order, tmp);
+    free(k);
+    free(order);
+    free(tmp);
+    return rc;
+}
+
+size_t rank_run_end(const rank_rows *r, size_t a)
+{
+    size_t b = a + 1;
+    while (b < r->n && row_score(r, b) == row_score(r, a)) b++;
+    return b;
+}
+
+int rank_run_by_id(const rank_rows *r, size_t a, size_t b)
+{
+    if (b - a < 2) return 0;
+    rank_ent *e = malloc((b - a) * sizeof *e);
+    if (!e) return -1;
+    char *base = (char *)r->base + a * r->size;
+    for (size_t i = 0; i < b - a; i++) rank_set(&e[i], r->id_of(base + i * r->size), row_score(r, a + i), i);
+    rank_sort(e, b - a);
+    int rc = rank_apply(base, b - a, r->size, e);
+    free(e);
+    return rc;
 }

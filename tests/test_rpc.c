@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../util/buf.h"
 #include "testhost.h"
 
 static th_host h;
@@ -222,4 +223,53 @@ Test(rpc, slash_commands)
     cr_assert_not_null(strstr(err, "usage"));
     free(out);
     free(err);
+}
+
+/* getScores with a limit orders by id only the runs of equal scores it
+ * shows: its items must be the head of the full listing (ties by id).
+ * The session's 2,000 projects arrive over 40 turns in an order unlike
+ * their ids', and share a few scores. */
+Test(rpc, get_scores_limit_is_the_head_of_the_full_order)
+{
+    buf p;
+    buf_init(&p);
+    for (int turn = 0; turn < 40; turn++) {
+        p.len = 0;
+        for (int k = 0; k < 50; k++) {
+            unsigned j = (unsigned)(turn * 50 + k) * 7919u % 2000u;
+            buf_printf(&p, "Zq%c%c%cCore ", 'a' + j % 26, 'a' + j / 26 % 26, 'a' + j / 676);
+        }
+        cr_assert_eq(th_before(&h, "ties", NULL, p.p, p.len, NULL), 0);
+        cr_assert_eq(th_end(&h, "ties", "ok", NULL, NULL), 0);
+    }
+    buf_free(&p);
+    json_t *all = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"ties\"}", &all), 0);
+    json_t *items = json_object_get(all, "items");
+    cr_assert_geq(json_array_size(items), 1000);
+    size_t ties = 0;
+    for (size_t i = 1; i < json_array_size(items); i++) { /* the full order: score desc, then id */
+        json_t *a = json_array_get(items, i - 1), *b = json_array_get(items, i);
+        double sa = json_real_value(json_object_get(a, "score")), sb = json_real_value(json_object_get(b, "score"));
+        cr_assert(sa > sb || (sa == sb && strcmp(json_string_value(json_object_get(a, "id")),
+                                                 json_string_value(json_object_get(b, "id"))) < 0),
+                  "position %zu", i);
+        ties += sa == sb;
+    }
+    cr_assert_gt(ties, 900, "the session must have long runs of equal scores");
+    static const int limits[] = {1, 7, 10, 250, 1500};
+    for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
+        char params[64];
+        snprintf(params, sizeof params, "{\"session\":\"ties\",\"limit\":%d}", limits[k]);
+        json_t *top = NULL;
+        cr_assert_eq(th_rpc(&h, "clarity.getScores", params, &top), 0);
+        json_t *ti = json_object_get(top, "items");
+        cr_assert_eq(json_array_size(ti), (size_t)limits[k]);
+        for (int i = 0; i < limits[k]; i++)
+            cr_assert_str_eq(json_string_value(json_object_get(json_array_get(ti, (size_t)i), "id")),
+                             json_string_value(json_object_get(json_array_get(items, (size_t)i), "id")),
+                             "limit %d, position %d", limits[k], i);
+        json_decref(top);
+    }
+    json_decref(all);
 }

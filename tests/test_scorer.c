@@ -249,14 +249,19 @@ static int ref_cmp(const void *x, const void *y)
 
 Test(scorer, rank_order_is_score_then_id)
 {
-    static const char *const stems[] = {"", "keyword:", "file:src/auth/", "file:src/auth/session", "a", "tool:x"};
+    static const char *const stems[] = {"", "keyword:", "file:src/auth/", "file:src/auth/session", "a", "tool:x",
+                                        "file:src/clarity/engine/persist/"}; /* past the 24 cached bytes */
     srand(21);
     for (int round = 0; round < 60; round++) {
         size_t n = (size_t)(rand() % (round < 50 ? 3000 : 40000));
         char (*ids)[48] = malloc((n ? n : 1) * sizeof *ids);
         rank_ent *v = malloc((n ? n : 1) * sizeof *v), *w = malloc((n ? n : 1) * sizeof *w);
         for (size_t i = 0; i < n; i++) {
-            snprintf(ids[i], sizeof ids[i], "%s%x", stems[rand() % 6], (unsigned)i * 2654435761u);
+            if (round % 5 == 4) /* prefixes of each other: "x", "xx", ... split one id a level */
+                snprintf(ids[i], sizeof ids[i], "%.*s%x", (int)(i % 40), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                         (unsigned)(i / 40));
+            else
+                snprintf(ids[i], sizeof ids[i], "%s%x", stems[rand() % 7], (unsigned)i * 2654435761u);
             double score = (double)(rand() % 7) * 0.5;
             if (round % 2) { /* every sign and magnitude: the radix path's key */
                 static const double odd[] = {0.0, -0.0, INFINITY, -INFINITY, 5e-324, -5e-324, 1e300, -1e300};
@@ -278,5 +283,40 @@ Test(scorer, rank_order_is_score_then_id)
         free(ids);
         free(v);
         free(w);
+    }
+}
+
+/* rank_by_score: score descending, equal scores in index order, through
+ * the hash of distinct scores (few) and through the radix sort (many). */
+static const double *by_score_v;
+static int by_score_ref(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    double sa = isnan(by_score_v[a]) ? -INFINITY : by_score_v[a], sb = isnan(by_score_v[b]) ? -INFINITY : by_score_v[b];
+    if (sa != sb) return sa > sb ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+Test(scorer, rank_by_score_is_stable_by_score)
+{
+    srand(33);
+    for (int round = 0; round < 40; round++) {
+        size_t n = (size_t)(rand() % 20000);
+        int distinct = round % 3 == 0 ? 5000 + rand() % 20000 : 1 + rand() % 300; /* past the hash's 4096 or not */
+        double *v = malloc((n ? n : 1) * sizeof *v);
+        uint32_t *got = malloc((n ? n : 1) * sizeof *got), *want = malloc((n ? n : 1) * sizeof *want);
+        static const double odd[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324};
+        for (size_t i = 0; i < n; i++) {
+            v[i] = rand() % 20 ? ldexp((double)(rand() % distinct) - distinct / 4, -(rand() % 3)) : odd[rand() % 6];
+            want[i] = (uint32_t)i;
+        }
+        by_score_v = v;
+        qsort(want, n, sizeof *want, by_score_ref);
+        cr_assert_eq(rank_by_score(v, n, got), 0);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(got[i], want[i], "round %d (%d distinct), position %zu", round, distinct, i);
+        free(v);
+        free(got);
+        free(want);
     }
 }
