@@ -617,9 +617,14 @@ static int write_record(engine *e, session *s, int first)
     size_t count_at = b->len;
     uint32_t n = 0;
     tl_put_u32(b, 0);
+    /* snap_dirty is set here, not after the write succeeds: a record that
+     * fails leaves its items dirty for the next one anyway, and a row
+     * written again at the fold is harmless, while a second walk of a
+     * compaction's 100,000 items is a chase through as many cache misses */
     for (item *it = first ? t->items : t->dirty; it; it = first ? it->hh.next : it->dirty_next, n++) {
         tl_put_bytes(b, it->id, strlen(it->id));
         tl_put_item(b, it);
+        it->snap_dirty = 1;
     }
     tl_patch_u32(b, count_at, n);
     tl_put_u32(b, (uint32_t)t->n_deleted);
@@ -650,8 +655,6 @@ static int write_record(engine *e, session *s, int first)
         rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
     }
     if (rc != CLARITY_OK) return rc;
-    for (item *it = first ? t->items : t->dirty; it; it = first ? it->hh.next : it->dirty_next)
-        it->snap_dirty = 1;
     for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
     t->n_deleted = 0; /* the ids moved to snap_del */
     s->log_seq = h.seq;
