@@ -63,11 +63,15 @@ typedef struct session {
      * written, the seq the stored snapshot covers, the ids removed since
      * that snapshot (their rows go at the next fold), whether this
      * process wrote records since the snapshot, and the record buffer kept
-     * between turns. */
+     * between turns.  log_every is the storage.snapshotEvery the records
+     * above the snapshot take their slots by (the meta's "every"; 0 when
+     * an earlier version wrote it): a process with the same one appends to
+     * a log another wrote, another one folds it first. */
     uint64_t log_seq, snap_seq;
     char **snap_del;
     size_t n_snap_del, cap_snap_del;
     int log_writer;
+    unsigned log_every;
     buf logbuf;
     /* Folds off the hook's thread (engine.c): fold_queued and fold_at are
      * set under engine.reg_mu (fold_at is read by the queued fold, which it
@@ -139,8 +143,13 @@ int persist_load(engine *e, session *s);
  * (engine.c), so the turns rarely fold. */
 int persist_flush(engine *e, session *s);
 /* The same, always folding: the store then holds a snapshot and no live
- * record (session end, eviction, unload). */
+ * record (session end, eviction). */
 int persist_fold(engine *e, session *s);
+/* Leaves the session for the next process to load (the plugin unloading):
+ * what changed as one record, which that process appends to (a process
+ * per hook, as Claude Code runs them, then writes once per hook, not
+ * twice); a fold only past 7/8 of storage.snapshotEvery records. */
+int persist_close(engine *e, session *s);
 /* persist_fold with the time it stamps given: the worker (engine.c) calls
  * no host service, the clock included. */
 int persist_fold_at(engine *e, session *s, int64_t now);

@@ -1,7 +1,7 @@
 /* persist.c: a session's state in the kv store.
  *
  * Namespace "clarity:s:<session>".  The snapshot: key "meta" holds
- * {"v":1,"currentTurn","lastPersistAt","workspace","seq",...} and key
+ * {"v":1,"currentTurn","lastPersistAt","workspace","seq","every",...} and key
  * "i:<item id>" one item (turnlog.h's binary row; JSON in earlier
  * versions).  A turn appends one record of its deltas (the items it
  * changed, the ids it evicted, the turn) under "l:<slot>", one store write;
@@ -9,6 +9,9 @@
  * changed since the snapshot are folded into their rows with the meta in one
  * transaction.  Restore = snapshot + the records above its seq, in order, so
  * after a crash the store holds exactly the turns whose agent_end returned.
+ * A process that restores records appends to them when its snapshotEvery
+ * is the meta's "every" (the slots are seq % every), and folds them first
+ * otherwise.
  */
 #include <jansson.h>
 #include <math.h>
@@ -22,6 +25,9 @@
 #include "turnlog.h"
 
 #define PERSIST_VERSION 1
+/* storage.snapshotEvery's upper bound (config.c); a meta's "every" past it
+ * is not ours */
+#define PERSIST_EVERY_MAX 4096
 
 /* A number of the state: an integer (or an integral real, as JavaScript
  * writes them) in lo..hi.  Absent: def.  Returns 0, or -1 with *err
@@ -450,11 +456,12 @@ int persist_load(engine *e, session *s)
     reset_state(e, s);
     char where[200], *err = NULL;
     snprintf(where, sizeof where, "session %.100s: stored meta", s->id);
-    int64_t turn = 0, persisted = 0, seq = 0;
+    int64_t turn = 0, persisted = 0, seq = 0, every = 0;
     if (!json_is_object(meta) ||
         get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
         get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err) ||
-        get_num(meta, "seq", 0, TRACKER_COUNT_MAX, 0, &seq, where, &err)) {
+        get_num(meta, "seq", 0, TRACKER_COUNT_MAX, 0, &seq, where, &err) ||
+        get_num(meta, "every", 0, PERSIST_EVERY_MAX, 0, &every, where, &err)) {
         /* the session's turn cannot be trusted: the session is refused */
         engine_log(e, CLARITY_LOG_ERROR, "clarity: %s", err ? err : "session: unreadable stored meta");
         free(err);
@@ -464,6 +471,7 @@ int persist_load(engine *e, session *s)
     s->t.current_turn = turn;
     s->t.last_persist_ms = persisted;
     s->log_seq = s->snap_seq = (uint64_t)seq;
+    s->log_every = (unsigned)every;
     meta_apply(e, s, meta, where);
     json_decref(meta);
     tracker_defer_names(&s->t); /* built once below */
@@ -483,12 +491,13 @@ int persist_load(engine *e, session *s)
     return CLARITY_OK;
 }
 
-/* The meta row's JSON; its "seq" is the last record the snapshot covers. */
-static void meta_json(const session *s, uint64_t seq, buf *b)
+/* The meta row's JSON; its "seq" is the last record the snapshot covers,
+ * its "every" the snapshotEvery of the records that follow it. */
+static void meta_json(const engine *e, const session *s, uint64_t seq, buf *b)
 {
-    buf_printf(b, "{\"v\":%d,\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"seq\":%llu,\"workspace\":",
+    buf_printf(b, "{\"v\":%d,\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"seq\":%llu,\"every\":%d,\"workspace\":",
                PERSIST_VERSION, (long long)s->t.current_turn, (long long)s->t.last_persist_ms,
-               (unsigned long long)seq);
+               (unsigned long long)seq, e->cfg.storage.snapshot_every);
     if (s->workspace) buf_json_str(b, s->workspace, strlen(s->workspace));
     else buf_puts(b, "null");
     size_t n = s->t.n_turn_keys < TRACKER_TURN_KEYS ? s->t.n_turn_keys : TRACKER_TURN_KEYS;
@@ -524,7 +533,7 @@ static void meta_json(const session *s, uint64_t seq, buf *b)
 static int put_meta(engine *e, session *s, buf *b)
 {
     buf_reset(b);
-    meta_json(s, s->log_seq, b);
+    meta_json(e, s, s->log_seq, b);
     if (buf_failed(b)) return CLARITY_ENOMEM;
     return store_put(e->st, s->ns, "meta", b->p, b->len);
 }
@@ -571,8 +580,9 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
     for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
         if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
-    /* the records the snapshot now covers: their slots would only take room */
-    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    /* the records the snapshot now covers: their slots would only take
+     * room (slots of the snapshotEvery they were written under) */
+    unsigned every = s->log_every ? s->log_every : (unsigned)e->cfg.storage.snapshot_every;
     uint64_t n_rec = s->log_seq - s->snap_seq < every ? s->log_seq - s->snap_seq : every;
     for (uint64_t q = s->log_seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
         char slot[7];
@@ -592,6 +602,7 @@ static int write_snapshot(engine *e, session *s)
     s->n_snap_del = 0;
     s->snap_seq = s->log_seq;
     s->log_writer = 0;
+    s->log_every = (unsigned)e->cfg.storage.snapshot_every;
     return CLARITY_OK;
 }
 
@@ -611,7 +622,7 @@ static int write_record(engine *e, session *s, int first)
     if (t->meta_dirty) {
         size_t at = b->len;
         tl_put_u32(b, 0);
-        meta_json(s, h.seq, b);
+        meta_json(e, s, h.seq, b);
         tl_patch_u32(b, at, (uint32_t)(b->len - at - 4));
     }
     size_t count_at = b->len;
@@ -644,7 +655,7 @@ static int write_record(engine *e, session *s, int first)
         if (rc == CLARITY_OK && first) { /* the snapshot: no row yet, seq 0 */
             buf m;
             buf_init(&m);
-            meta_json(s, s->snap_seq, &m);
+            meta_json(e, s, s->snap_seq, &m);
             rc = buf_failed(&m) ? CLARITY_ENOMEM : store_put(e->st, s->ns, "meta", m.p, m.len);
             buf_free(&m);
         }
@@ -659,6 +670,7 @@ static int write_record(engine *e, session *s, int first)
     t->n_deleted = 0; /* the ids moved to snap_del */
     s->log_seq = h.seq;
     s->log_writer = 1;
+    if (first) s->log_every = every; /* with the meta of its empty snapshot */
     return CLARITY_OK;
 }
 
@@ -668,10 +680,11 @@ static int flush(engine *e, session *s, int fold, int64_t now)
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
-    /* records this process restored but did not write are folded first:
-     * their slots may follow another storage.snapshotEvery than ours */
-    int restored = !s->log_writer && s->log_seq > s->snap_seq;
-    if (restored || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every) fold = 1;
+    /* records another process wrote are appended to when their slots
+     * follow our storage.snapshotEvery, and folded first when not */
+    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    int foreign = !s->log_writer && s->log_seq > s->snap_seq && s->log_every != every;
+    if (foreign || s->log_seq - s->snap_seq >= every) fold = 1;
     int64_t prev_persist = t->last_persist_ms;
     t->last_persist_ms = now;
     int rc = fold ? write_snapshot(e, s) : write_record(e, s, !s->exists_in_store);
@@ -699,6 +712,14 @@ int persist_flush(engine *e, session *s)
 int persist_fold(engine *e, session *s)
 {
     return flush(e, s, 1, engine_now_ms(e));
+}
+
+int persist_close(engine *e, session *s)
+{
+    int rc = flush(e, s, 0, engine_now_ms(e));
+    uint64_t every = (uint64_t)e->cfg.storage.snapshot_every;
+    if (rc == CLARITY_OK && s->log_seq - s->snap_seq >= every - every / 8) rc = persist_fold(e, s);
+    return rc;
 }
 
 int persist_fold_at(engine *e, session *s, int64_t now)
