@@ -105,11 +105,16 @@ static void session_free(session *s)
 void engine_free(engine *e)
 {
     if (!e) return;
-    worker_free(e->folds); /* after the folds queued; then each session is left as persist_close says */
+    /* after the folds queued; what they could not fold is folded below.
+     * Unloading folds rather than leave records: a process per hook (Claude
+     * Code) restores the session each time, and replaying a record cost
+     * about a fifth of a fold of the same turn (measured): a log left for
+     * the next process costs more than the fold it saves. */
+    worker_free(e->folds);
     session *s, *tmp;
     HASH_ITER(hh, e->sessions, s, tmp)
     {
-        if (s->loaded && persist_close(e, s) != CLARITY_OK)
+        if (s->loaded && persist_fold(e, s) != CLARITY_OK)
             engine_log(e, CLARITY_LOG_ERROR, "clarity: could not persist session %s: %s", s->id,
                        store_errmsg(e->st));
         HASH_DEL(e->sessions, s);

@@ -143,13 +143,8 @@ int persist_load(engine *e, session *s);
  * (engine.c), so the turns rarely fold. */
 int persist_flush(engine *e, session *s);
 /* The same, always folding: the store then holds a snapshot and no live
- * record (session end, eviction). */
+ * record (session end, eviction, unload). */
 int persist_fold(engine *e, session *s);
-/* Leaves the session for the next process to load (the plugin unloading):
- * what changed as one record, which that process appends to (a process
- * per hook, as Claude Code runs them, then writes once per hook, not
- * twice); a fold only past 7/8 of storage.snapshotEvery records. */
-int persist_close(engine *e, session *s);
 /* persist_fold with the time it stamps given: the worker (engine.c) calls
  * no host service, the clock included. */
 int persist_fold_at(engine *e, session *s, int64_t now);

@@ -714,14 +714,6 @@ int persist_fold(engine *e, session *s)
     return flush(e, s, 1, engine_now_ms(e));
 }
 
-int persist_close(engine *e, session *s)
-{
-    int rc = flush(e, s, 0, engine_now_ms(e));
-    uint64_t every = (uint64_t)e->cfg.storage.snapshot_every;
-    if (rc == CLARITY_OK && s->log_seq - s->snap_seq >= every - every / 8) rc = persist_fold(e, s);
-    return rc;
-}
-
 int persist_fold_at(engine *e, session *s, int64_t now)
 {
     return flush(e, s, 1, now);

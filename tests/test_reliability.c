@@ -228,20 +228,6 @@ static void sql(const char *db, const char *stmt)
     sqlite3_close(d);
 }
 
-static int sql_count_rows(const char *db, const char *key)
-{
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT count(*) FROM kv WHERE key = ?", -1, &st, NULL), SQLITE_OK);
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    int n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return n;
-}
-
 /* A corrupted or hand-edited row is refused, never trusted: an item with a
  * bad field is left out (the others load; the row stays as it was), a meta
  * with a bad turn refuses the session. */
@@ -252,9 +238,7 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     open_db(&h, db);
     cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore and FocusEngine", 25, NULL), 0);
     cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
-    cr_assert_eq(th_session_end(&h, "s"), 0); /* the fold writes the rows corrupted below */
     th_close(&h);
-    cr_assert_eq(sql_count_rows(db, "i:claracore"), 1);
     sql(db, "UPDATE kv SET val = '{\"cat\":0,\"m\":1,\"lm\":-9223372036854775808}' "
             "WHERE ns = 'clarity:s:s' AND key = 'i:claracore'");
     open_db(&h, db);
@@ -267,7 +251,14 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     cr_assert(strstr(h.last_error, "i:claracore") && strstr(h.last_error, "\"lm\""),
               "the report does not name the row and the field: %s", h.last_error);
     th_close(&h);
-    cr_assert_eq(sql_count_rows(db, "i:claracore"), 1, "the refused row was deleted");
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT count(*) FROM kv WHERE key = 'i:claracore'", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(st, 0), 1, "the refused row was deleted");
+    sqlite3_finalize(st);
+    sqlite3_close(d);
 
     sql(db, "UPDATE kv SET val = '{\"v\":1,\"currentTurn\":-1}' WHERE ns = 'clarity:s:s' AND key = 'meta'");
     open_db(&h, db);
