@@ -51,6 +51,28 @@ static void turn(th_host *h, const char *session, int i)
     cr_assert_eq(th_end(h, session, "ClaraCore updated", "Edit", "{\"file_path\":\"src/mod1.ts\"}"), 0);
 }
 
+/* After a second process (b) took the session over from an idle first one
+ * (a): a fresh instance restores what ref saw; a, closed last, folds its
+ * stale state only after the check. */
+static void check_takeover(const char *cfg, const char *session, th_host *ref, th_host *a, th_host *b,
+                           const char *db)
+{
+    expect_restored(cfg, session, scores(ref, session));
+    th_close(b);
+    th_close(ref);
+    th_close(a);
+    unlink(db);
+}
+
+/* Turns [from, to) on h and on ref, the reference that sees every turn. */
+static void twin_turns(th_host *h, th_host *ref, const char *session, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        turn(h, session, i);
+        turn(ref, session, i);
+    }
+}
+
 Test(persist, sqlite_round_trip_restores_scores)
 {
     char db[256];
@@ -323,22 +345,14 @@ Test(persist, a_process_appends_to_the_log_another_left)
     th_host one, a, b; /* one: every turn in memory, the reference */
     cr_assert_eq(th_open(&one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
     cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
-    for (int i = 0; i < 5; i++) {
-        turn(&a, "h", i); /* records 1..5, the first with an empty snapshot */
-        turn(&one, "h", i);
-    }
+    twin_turns(&a, &one, "h", 0, 5); /* records 1..5, the first with an empty snapshot */
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0); /* a stays open, idle: as if it had died */
     for (int i = 5; i < 8; i++) {
-        turn(&b, "h", i);
-        turn(&one, "h", i);
+        twin_turns(&b, &one, "h", i, i + 1);
         cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), i + 1, "turn %d", i);
         cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), 0, "turn %d folded", i);
     }
-    expect_restored(cfg, "h", scores(&one, "h"));
-    th_close(&b);
-    th_close(&one);
-    th_close(&a); /* its fold of a stale state comes after the checks */
-    unlink(db);
+    check_takeover(cfg, "h", &one, &a, &b, db);
 }
 
 /* Records another process wrote under another snapshotEvery take other
@@ -355,31 +369,17 @@ Test(persist, a_log_of_another_snapshot_every_is_folded_first)
             snprintf(cfg8, sizeof cfg8, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":8}}", db);
             th_host one, a, b;
             cr_assert_eq(th_open(&one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
-            int i = 0;
             cr_assert_eq(th_open(&a, cfg3, 0, NULL), 0);
-            for (; i < turns; i++) {
-                turn(&a, "x", i);
-                turn(&one, "x", i);
-            }
+            twin_turns(&a, &one, "x", 0, turns);
             th_close(&a); /* folded: a snapshot past seq 0 */
             /* `left` records (fewer than 3: a's worker has no fold to do),
              * in slots seq % 3; a stays open and idle, as if it had died */
             cr_assert_eq(th_open(&a, cfg3, 0, NULL), 0);
-            for (int k = 0; k < left; k++, i++) {
-                turn(&a, "x", i);
-                turn(&one, "x", i);
-            }
+            twin_turns(&a, &one, "x", turns, turns + left);
             cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), left);
             cr_assert_eq(th_open(&b, cfg8, 0, NULL), 0);
-            for (int k = 0; k < 4; k++, i++) { /* slots seq % 8 */
-                turn(&b, "x", i);
-                turn(&one, "x", i);
-            }
-            expect_restored(cfg8, "x", scores(&one, "x"));
-            th_close(&b);
-            th_close(&one);
-            th_close(&a); /* its fold of a stale state comes after the checks */
-            unlink(db);
+            twin_turns(&b, &one, "x", turns + left, turns + left + 4); /* slots seq % 8 */
+            check_takeover(cfg8, "x", &one, &a, &b, db);
         }
     }
 }
