@@ -739,7 +739,7 @@ void persist_legacy_json(const session *s, buf *out)
     }
     size_t n = 0;
     for (item *it = t->items; it; it = it->hh.next) v[n++] = it;
-    qsort(v, n, sizeof *v, cmp_item_id);
+    if (n > 1) qsort(v, n, sizeof *v, cmp_item_id); /* v is NULL without items */
     buf_printf(out, "{\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"items\":[",
                (long long)t->current_turn, (long long)t->last_persist_ms);
     for (size_t i = 0; i < n; i++) {
