@@ -465,12 +465,15 @@ Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     for (int i = 0; i < 15; i++) turn(&h, "g", i); /* 15 records: more than 13, fewer than 16 */
+    /* The fold is the worker's, queued after record 14: it covers 14
+     * records, or 15 when turn 15 came first (the timing decides; record
+     * 15 then stays, one record, below the mark).  Wait for it. */
     int left = -1;
-    for (int tries = 0; tries < 2000 && left != 0; tries++) { /* the fold is the worker's: wait for it */
+    for (int tries = 0; tries < 2000 && (left < 0 || left >= 14); tries++) {
         left = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
-        if (left) usleep(5000);
+        if (left >= 14) usleep(5000);
     }
-    cr_expect_eq(left, 0, "%d records left unfolded", left);
+    cr_expect_leq(left, 1, "%d records left unfolded", left);
     expect_restored(cfg, "g", scores(&h, "g"));
     th_close(&h);
     unlink(db);
