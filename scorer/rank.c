@@ -296,60 +296,62 @@ static int radix_by_score(const double *score, size_t n, uint32_t *order)
     return 0;
 }
 
-static int cmp_u64(const void *x, const void *y)
+typedef struct score_group {
+    uint64_t k; /* score_key of the group's score */
+    uint32_t group;
+} score_group;
+
+static int cmp_group(const void *x, const void *y)
 {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    uint64_t a = ((const score_group *)x)->k, b = ((const score_group *)y)->k;
     return (a > b) - (a < b);
+}
+
+/* Puts each item's group in g[i] and the groups in groups[0..*ng), in the
+ * order first seen.  Returns 0; 1 when the scores are more than
+ * BY_SCORE_DISTINCT; -1 without memory. */
+static int group_scores(const double *score, size_t n, uint16_t *g, score_group *groups, uint32_t *ng)
+{
+    enum { SLOTS = 2 * BY_SCORE_DISTINCT };
+    uint32_t *slot = calloc(SLOTS, sizeof *slot); /* a group + 1; 0 is free */
+    if (!slot) return -1;
+    *ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = score_key(score[i]);
+        size_t j = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
+        while (slot[j] && groups[slot[j] - 1].k != k) j = (j + 1) & (SLOTS - 1);
+        if (!slot[j]) {
+            if (*ng == BY_SCORE_DISTINCT) {
+                free(slot);
+                return 1;
+            }
+            groups[*ng] = (score_group){k, *ng};
+            slot[j] = ++*ng;
+        }
+        g[i] = (uint16_t)(slot[j] - 1);
+    }
+    free(slot);
+    return 0;
 }
 
 /* The hash path; 1 when the scores are too many for it (order untouched). */
 static int grouped_by_score(const double *score, size_t n, uint32_t *order)
 {
-    enum { SLOTS = 2 * BY_SCORE_DISTINCT };
-    typedef struct slot {
-        uint64_t k;
-        uint32_t group, used;
-    } slot;
-    slot *h = calloc(SLOTS, sizeof *h);
-    uint16_t *g = malloc(n * sizeof *g); /* each item's group */
-    uint64_t *keys = malloc(BY_SCORE_DISTINCT * sizeof *keys);
-    uint32_t *start = calloc(BY_SCORE_DISTINCT + 1, sizeof *start), ng = 0;
-    int rc = h && g && keys && start ? 0 : -1;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        uint64_t k = score_key(score[i]);
-        size_t j = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
-        while (h[j].used && h[j].k != k) j = (j + 1) & (SLOTS - 1);
-        if (!h[j].used) {
-            if (ng == BY_SCORE_DISTINCT) {
-                rc = 1;
-                break;
-            }
-            h[j] = (slot){k, ng, 1};
-            keys[ng++] = k;
-        }
-        g[i] = (uint16_t)h[j].group;
+    uint16_t *g = malloc(n * sizeof *g);
+    score_group *groups = malloc(BY_SCORE_DISTINCT * sizeof *groups);
+    uint32_t *rank = malloc(BY_SCORE_DISTINCT * sizeof *rank), *start = calloc(BY_SCORE_DISTINCT + 1, sizeof *start);
+    uint32_t ng = 0;
+    int rc = g && groups && rank && start ? group_scores(score, n, g, groups, &ng) : -1;
+    if (rc == 0) { /* the groups in key order, then one counting pass */
+        qsort(groups, ng, sizeof *groups, cmp_group);
+        for (uint32_t r = 0; r < ng; r++) rank[groups[r].group] = r;
+        for (size_t i = 0; i < n; i++) start[rank[g[i]] + 1]++;
+        for (uint32_t r = 0; r < ng; r++) start[r + 1] += start[r];
+        for (size_t i = 0; i < n; i++) order[start[rank[g[i]]]++] = (uint32_t)i;
     }
-    if (rc == 0) {
-        /* the groups in key order: rank[group] */
-        uint64_t *sorted = malloc(ng * sizeof *sorted + 1);
-        if (!sorted) rc = -1;
-        else {
-            memcpy(sorted, keys, ng * sizeof *keys);
-            qsort(sorted, ng, sizeof *sorted, cmp_u64);
-            for (uint32_t r = 0; r < ng; r++) { /* keys[] becomes each group's rank */
-                size_t j = (size_t)((sorted[r] * 0x9E3779B97F4A7C15ull) >> 51) & (SLOTS - 1);
-                while (h[j].k != sorted[r]) j = (j + 1) & (SLOTS - 1);
-                keys[h[j].group] = r;
-            }
-            free(sorted);
-            for (size_t i = 0; i < n; i++) start[keys[g[i]] + 1]++;
-            for (uint32_t r = 0; r < ng; r++) start[r + 1] += start[r];
-            for (size_t i = 0; i < n; i++) order[start[keys[g[i]]]++] = (uint32_t)i;
-        }
-    }
-    free(h);
     free(g);
-    free(keys);
+    free(groups);
+    free(rank);
     free(start);
     return rc;
 }
