@@ -431,7 +431,7 @@ static void reset_state(engine *e, session *s)
     s->log_writer = 0;
 }
 
-int persist_load(engine *e, session *s)
+static int load_once(engine *e, session *s)
 {
     char *val = NULL;
     size_t len = 0;
@@ -489,6 +489,25 @@ int persist_load(engine *e, session *s)
     tracker_clear_dirty(&s->t);
     s->exists_in_store = 1;
     return CLARITY_OK;
+}
+
+/* The meta, the rows and the records are read apart: in one read snapshot
+ * of the store, or a fold another process commits between them leaves an
+ * old snapshot and none of the records the new one covers (turns lost from
+ * the loaded state).  A shared store (Redis) has no such snapshot: the
+ * load is taken again while the namespace's version moved under it. */
+int persist_load(engine *e, session *s)
+{
+    for (int tries = 0;; tries++) {
+        int rc = store_begin_read(e->st);
+        if (rc != CLARITY_OK) return rc;
+        rc = load_once(e, s);
+        store_end_read(e->st);
+        uint64_t now = 0;
+        if (rc != CLARITY_OK || !s->versioned || tries == 8 ||
+            store_version(e->st, s->ns, &now) != CLARITY_OK || now == s->version)
+            return rc; /* after 8 tries, the next commit's fence catches it */
+    }
 }
 
 /* The meta row's JSON; its "seq" is the last record the snapshot covers,

@@ -110,6 +110,11 @@ void store_close(store *s)
         s->in_txn = 0;
         unlock(s);
     }
+    if (s->in_read) {
+        if (s->vt->end_read) s->vt->end_read(s);
+        s->in_read = 0;
+        unlock(s);
+    }
     s->vt->close(s);
     unlock(s);
     pthread_mutex_destroy(&s->mu);
@@ -175,7 +180,7 @@ int store_begin(store *s)
 {
     if (!s) return CLARITY_EINVAL;
     lock(s);
-    if (s->in_txn) {
+    if (s->in_txn || s->in_read) {
         /* Only the owner can see in_txn set: this is a nested begin. */
         int rc = store_fail(s, CLARITY_EINVAL, "store_begin: a transaction is already open");
         unlock(s);
@@ -216,6 +221,38 @@ void store_rollback(store *s)
     }
     s->vt->rollback(s);
     s->in_txn = 0;
+    unlock(s);
+    unlock(s);
+}
+
+int store_begin_read(store *s)
+{
+    if (!s) return CLARITY_EINVAL;
+    lock(s);
+    if (s->in_txn || s->in_read) {
+        int rc = store_fail(s, CLARITY_EINVAL, "store_begin_read: a transaction is already open");
+        unlock(s);
+        return rc;
+    }
+    int rc = s->vt->begin_read ? s->vt->begin_read(s) : CLARITY_OK;
+    if (rc != CLARITY_OK) {
+        unlock(s);
+        return rc;
+    }
+    s->in_read = 1;
+    return CLARITY_OK; /* the mutex stays held until store_end_read */
+}
+
+void store_end_read(store *s)
+{
+    if (!s) return;
+    lock(s);
+    if (!s->in_read) {
+        unlock(s);
+        return;
+    }
+    if (s->vt->end_read) s->vt->end_read(s);
+    s->in_read = 0;
     unlock(s);
     unlock(s);
 }

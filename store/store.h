@@ -49,6 +49,13 @@ int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, v
 int store_begin(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
+/* Reads between these two see one state of the store, whatever other
+ * processes commit meanwhile (SQLite: a read transaction).  A session's
+ * load reads its meta, rows and records apart; a fold committed between
+ * them would leave it an old snapshot and none of the records the new one
+ * covers.  Holds the store's mutex like a transaction; no writes inside. */
+int store_begin_read(store *s);
+void store_end_read(store *s);
 
 /* ---- stores shared by several processes (Redis) ----
  * A namespace carries a version the backend bumps on every fenced commit.

@@ -31,6 +31,9 @@ typedef struct store_vt {
     int (*begin)(store *s);
     int (*commit)(store *s);
     void (*rollback)(store *s);
+    /* Optional (NULL: the mutex alone): a read snapshot (store.h). */
+    int (*begin_read)(store *s);
+    void (*end_read)(store *s);
     /* Optional (NULL: CLARITY_DECLINED): the namespace versions of a store
      * several processes share (store.h). */
     int (*version)(store *s, const char *ns, uint64_t *out);
@@ -45,6 +48,7 @@ struct store {
     void *impl;         /* backend state */
     pthread_mutex_t mu; /* recursive; held from store_begin to commit/rollback */
     int in_txn;         /* only read/written with mu held */
+    int in_read;        /* between store_begin_read and store_end_read */
     unsigned long id;   /* unique per store, for the thread-local error */
     char err[STORE_ERR_MAX];
 };

@@ -53,7 +53,7 @@ typedef struct sq {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *get, *put, *del, *del_ns, *iter_rng, *iter_from;
-    sqlite3_stmt *begin, *commit, *rollback;
+    sqlite3_stmt *begin, *commit, *rollback, *begin_read;
     /* background checkpointer (WAL mode only) */
     pthread_t ckpt;
     int ckpt_started, ckpt_pending, ckpt_stop;
@@ -241,6 +241,14 @@ static int sq_begin(store *s)
     return run(s, q->begin, SQLITE_OK, "BEGIN IMMEDIATE");
 }
 
+/* A deferred BEGIN: the first read takes the WAL snapshot every later
+ * read of the transaction sees; no write lock. */
+static int sq_begin_read(store *s)
+{
+    sq *q = SQ(s);
+    return run(s, q->begin_read, SQLITE_OK, "BEGIN");
+}
+
 static void sq_rollback(store *s)
 {
     sq *q = SQ(s);
@@ -276,7 +284,7 @@ static void sq_free(sq *q)
 {
     ckpt_stop(q);
     sqlite3_stmt **all[] = {&q->get,       &q->put,   &q->del,    &q->del_ns,  &q->iter_rng,
-                            &q->iter_from, &q->begin, &q->commit, &q->rollback};
+                            &q->iter_from, &q->begin, &q->commit, &q->rollback, &q->begin_read};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -298,6 +306,8 @@ static const store_vt sqlite_vt = {
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,
+    .begin_read = sq_begin_read,
+    .end_read = sq_rollback,
     .close = sq_close,
 };
 
@@ -499,7 +509,7 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
                    &q->iter_rng)) ||
         (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 ORDER BY key",
                    &q->iter_from)) ||
-        (rc = prep(q->db, "BEGIN IMMEDIATE", &q->begin)) ||
+        (rc = prep(q->db, "BEGIN IMMEDIATE", &q->begin)) || (rc = prep(q->db, "BEGIN", &q->begin_read)) ||
         (rc = prep(q->db, "COMMIT", &q->commit)) || (rc = prep(q->db, "ROLLBACK", &q->rollback)))
         return open_fail(q, err, "prepare");
 

@@ -1214,3 +1214,41 @@ Test(store, memory_stores_are_separate)
     store_close(b);
     store_close(NULL); /* harmless */
 }
+
+/* A read snapshot sees none of what another connection commits while it
+ * is open (a session's load reads its meta, rows and records apart); after
+ * it ends, the commit is seen.  Writes of the other connection are not
+ * blocked by it (WAL). */
+Test(store, a_read_snapshot_does_not_see_a_commit_made_during_it)
+{
+    store *a = open_kind(K_SQLITE), *b = open_kind(K_SQLITE);
+    put_s(a, "ns", "meta", "1");
+    put_s(a, "ns", "l:0001", "r1");
+    cr_assert_eq(store_begin_read(a), CLARITY_OK, "%s", store_errmsg(a));
+    expect_val(a, "ns", "meta", "1");
+    /* b folds: a new meta, the record gone, a row written */
+    cr_assert_eq(store_begin(b), CLARITY_OK, "%s", store_errmsg(b));
+    put_s(b, "ns", "meta", "2");
+    cr_assert_eq(store_del(b, "ns", "l:0001"), CLARITY_OK);
+    put_s(b, "ns", "i:x", "row");
+    cr_assert_eq(store_commit(b), CLARITY_OK, "%s", store_errmsg(b));
+    expect_val(a, "ns", "l:0001", "r1");
+    expect_missing(a, "ns", "i:x");
+    cr_assert_eq(store_begin(a), CLARITY_EINVAL, "a write transaction inside a read one");
+    cr_assert_eq(store_begin_read(a), CLARITY_EINVAL, "a nested read snapshot");
+    store_end_read(a);
+    expect_val(a, "ns", "meta", "2");
+    expect_missing(a, "ns", "l:0001");
+    expect_val(a, "ns", "i:x", "row");
+    /* every backend takes it; the next transaction works */
+    for (int k = K_MEMORY; k <= K_HOST; k++) {
+        store *s = open_kind(k);
+        cr_assert_eq(store_begin_read(s), CLARITY_OK);
+        store_end_read(s);
+        cr_assert_eq(store_begin(s), CLARITY_OK);
+        cr_assert_eq(store_commit(s), CLARITY_OK);
+        store_close(s);
+    }
+    store_close(b);
+    store_close(a);
+}
