@@ -305,6 +305,27 @@ static int snap_del_add(session *s, char *id)
     return 0;
 }
 
+/* A record's pruned section: each id's item is pruned at its turn.  An id
+ * the session does not hold is passed over (the item it named is gone
+ * either way). */
+static int rec_pruned(session *s, tl_reader *r, const tl_header *h, int apply)
+{
+    uint32_t n;
+    if (tl_get_u32(r, &n, "pruned") != 0) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *id;
+        uint32_t idn;
+        int64_t turn;
+        if (tl_get_pruned(r, &id, &idn, h->turn, &turn) != 0) return -1;
+        item *it = apply ? tracker_find_n(&s->t, id, idn) : NULL;
+        if (!it) continue;
+        it->pruned = 1;
+        it->pruned_turn = turn;
+        it->snap_dirty = 1;
+    }
+    return 0;
+}
+
 /* Checks (apply 0) or applies (apply 1) one record.  Returns 0, -1 with
  * r->what naming what is wrong, or -2 out of memory. */
 static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *where)
@@ -374,6 +395,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
             }
         }
     }
+    if (rc == 0 && (h.flags & TL_REC_PRUNED)) rc = rec_pruned(s, r, &h, apply);
     if (rc == 0 && r->p != r->end) r->what = "length", rc = -1;
     return rc;
 }
@@ -420,6 +442,7 @@ void persist_session_free(session *s)
     s->snap_del = NULL;
     s->n_snap_del = s->cap_snap_del = 0;
     buf_free(&s->logbuf);
+    buf_free(&s->prunebuf);
 }
 
 static void reset_state(engine *e, session *s)
@@ -629,6 +652,8 @@ static int write_snapshot(engine *e, session *s)
  * session the store does not hold yet (first), the record holds every item,
  * and the meta row of an empty snapshot goes with it in one transaction:
  * a new session's first turn writes two keys, not a row per item. */
+static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int first);
+
 static int write_record(engine *e, session *s, int first)
 {
     tracker *t = &s->t;
@@ -645,27 +670,67 @@ static int write_record(engine *e, session *s, int first)
         tl_patch_u32(b, at, (uint32_t)(b->len - at - 4));
     }
     size_t count_at = b->len;
-    uint32_t n = 0;
+    uint32_t n = 0, n_pruned = 0;
     tl_put_u32(b, 0);
-    /* snap_dirty is set here, not after the write succeeds: a record that
-     * fails leaves its items dirty for the next one anyway, and a row
-     * written again at the fold is harmless, while a second walk of a
-     * compaction's 100,000 items is a chase through as many cache misses */
-    for (item *it = first ? t->items : t->dirty; it; it = first ? it->hh.next : it->dirty_next, n++) {
-        tl_put_bytes(b, it->id, strlen(it->id));
-        tl_put_item(b, it);
-        it->snap_dirty = 1;
+    buf *pb = &s->prunebuf; /* the pruned-only items, appended at the end */
+    buf_reset(pb);
+    /* One walk: a compaction's 100,000 items are as many cache misses.
+     * snap_dirty is set, and dirty cleared, here rather than after the
+     * write succeeds: a failed write marks the list dirty again (below),
+     * and a row written again at the fold is harmless. */
+    if (first) {
+        for (item *it = t->items; it; it = it->hh.next, n++) {
+            tl_put_bytes(b, it->id, strlen(it->id));
+            tl_put_item(b, it);
+            it->snap_dirty = 1;
+        }
+    } else {
+        for (item *it = t->dirty; it; it = it->dirty_next) {
+            /* (a pruned turn past the record's, from an import, goes whole) */
+            if (it->dirty == ITEM_DIRTY_PRUNED && it->pruned_turn >= 0 && it->pruned_turn <= h.turn) {
+                tl_put_pruned(pb, it, h.turn);
+                n_pruned++;
+            } else {
+                tl_put_bytes(b, it->id, strlen(it->id));
+                tl_put_item(b, it);
+                n++;
+            }
+            it->snap_dirty = 1;
+            it->dirty = 0;
+        }
     }
     tl_patch_u32(b, count_at, n);
     tl_put_u32(b, (uint32_t)t->n_deleted);
     for (size_t i = 0; i < t->n_deleted; i++) tl_put_bytes(b, t->deleted[i], strlen(t->deleted[i]));
-    if (buf_failed(b)) {
-        buf_free(b);
-        return CLARITY_ENOMEM;
+    if (n_pruned && !buf_failed(b)) {
+        b->p[2] |= TL_REC_PRUNED; /* the header's flags */
+        tl_put_u32(b, n_pruned);
+        buf_append(b, pb->p, pb->len);
     }
+    int rc = buf_failed(b) || buf_failed(pb) ? CLARITY_ENOMEM : CLARITY_OK;
+    if (rc == CLARITY_OK) rc = put_record(e, s, b, h.seq, first);
+    if (rc != CLARITY_OK) {
+        if (rc == CLARITY_ENOMEM) buf_free(b), buf_free(pb);
+        if (!first) /* whole forms next time */
+            for (item *it = t->dirty; it; it = it->dirty_next) it->dirty = ITEM_DIRTY;
+        return rc;
+    }
+    if (!first) t->dirty = NULL; /* its items' flags were cleared above */
+    for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
+    t->n_deleted = 0; /* the ids moved to snap_del */
+    s->log_seq = h.seq;
+    s->log_writer = 1;
+    if (first) s->log_every = (unsigned)e->cfg.storage.snapshot_every; /* with the meta of its empty snapshot */
+    return CLARITY_OK;
+}
+
+/* Writes the record b as turn-log slot seq; with the meta of an empty
+ * snapshot for a new session (first), and fenced in a shared store. */
+static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int first)
+{
     char key[7];
     unsigned every = (unsigned)e->cfg.storage.snapshot_every;
-    tl_slot_key(key, (unsigned)(h.seq % every));
+    tl_slot_key(key, (unsigned)(seq % every));
     int rc;
     if (s->versioned || first) {
         rc = store_begin(e->st);
@@ -684,13 +749,7 @@ static int write_record(engine *e, session *s, int first)
     } else {
         rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
     }
-    if (rc != CLARITY_OK) return rc;
-    for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
-    t->n_deleted = 0; /* the ids moved to snap_del */
-    s->log_seq = h.seq;
-    s->log_writer = 1;
-    if (first) s->log_every = every; /* with the meta of its empty snapshot */
-    return CLARITY_OK;
+    return rc;
 }
 
 static int flush(engine *e, session *s, int fold, int64_t now)

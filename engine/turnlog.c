@@ -265,6 +265,28 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
     return 0;
 }
 
+void tl_put_pruned(buf *out, const item *it, int64_t turn)
+{
+    size_t n = strlen(it->id);
+    if (buf_reserve(out, 4 + n + TL_VAR_MAX) != 0) return;
+    unsigned char *p = put_u32p((unsigned char *)out->p + out->len, (uint32_t)n);
+    memcpy(p, it->id, n);
+    p = put_var(p + n, (uint64_t)(turn - it->pruned_turn));
+    out->len = (size_t)(p - (unsigned char *)out->p);
+    out->p[out->len] = '\0';
+}
+
+int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn)
+{
+    uint64_t d;
+    if (tl_get_bytes(r, id, idn, "pruned id") != 0) return -1;
+    if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "pruned id", -1;
+    if (get_var(r, &d, "prunedTurn") != 0) return -1;
+    if (d > (uint64_t)turn) return r->what = "prunedTurn", -1;
+    *pruned_turn = turn - (int64_t)d;
+    return 0;
+}
+
 void tl_put_header(buf *out, const tl_header *h)
 {
     unsigned char b[TL_HEADER] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)h->flags, 0};
@@ -278,7 +300,7 @@ int tl_get_header(tl_reader *r, tl_header *h)
 {
     if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
-    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > TL_REC_META) {
+    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > (TL_REC_META | TL_REC_PRUNED)) {
         r->what = "header";
         return -1;
     }

@@ -29,6 +29,12 @@
  *   [u32 length, the meta JSON as the "meta" row holds it]
  *   u32 items, each: u32 id length, id, item form
  *   u32 deleted ids, each: u32 length, id
+ *   [flag 2: u32 pruned ids, each: u32 length, id, varint of the record's
+ *    turn minus the item's pruned turn]
+ * An item whose only change since the last record is that a compaction
+ * pruned it is written in the last section: a large session's compaction
+ * prunes most of its items, and their full forms were most of its cost.
+ * Builds before the section refuse a record with flag 2 ("header").
  * Records at or below the snapshot's seq are stale slots and ignored.  A
  * new session's first record holds every item, and the meta row written
  * with it is that of an empty snapshot (seq 0).
@@ -47,6 +53,7 @@
 #define TL_REC_MAGIC 'L'
 #define TL_REC_VERSION 2
 #define TL_REC_META 1
+#define TL_REC_PRUNED 2
 
 /* Appends the item form of it. */
 void tl_put_item(buf *out, const item *it);
@@ -70,6 +77,12 @@ int tl_get_item(tl_reader *r, tracker *t, item *it);
 /* Reads a u32 length and that many bytes: a pointer into the record. */
 int tl_get_bytes(tl_reader *r, const char **s, uint32_t *n, const char *what);
 int tl_get_u32(tl_reader *r, uint32_t *v, const char *what);
+
+/* Appends a pruned-section entry: its id and turn - its pruned turn. */
+void tl_put_pruned(buf *out, const item *it, int64_t turn);
+/* Reads one: the id (a pointer into the record) and the pruned turn,
+ * checked to be in 0..turn.  0, or -1 with r->what set. */
+int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn);
 
 /* Record header. */
 typedef struct tl_header {

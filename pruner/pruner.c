@@ -172,7 +172,7 @@ void pruner_apply(tracker *t, const prune_result *r)
         if (r->d[i].keep || it->pruned) continue;
         it->pruned = 1;
         it->pruned_turn = t->current_turn;
-        tracker_mark_dirty(t, it);
+        tracker_mark_pruned(t, it);
     }
 }
 

@@ -333,9 +333,24 @@ int rank_by_score(const double *score, size_t n, uint32_t *order)
     return rc == 1 ? radix_by_score(score, n, order) : rc;
 }
 
+/* Past this many bytes a permutation gathers into a copy: the loads are
+ * independent and overlap, where following cycles waits for each one. */
+#define PERMUTE_GATHER_MIN (256u * 1024)
+
 void rank_permute(void *base, size_t n, size_t size, uint32_t *order, void *tmp)
 {
     char *b = base;
+    char *g = n * size >= PERMUTE_GATHER_MIN ? malloc(n * size) : NULL;
+    if (g) {
+        for (size_t i = 0; i < n; i++) {
+            if (i + 8 < n) __builtin_prefetch(b + (size_t)order[i + 8] * size);
+            memcpy(g + i * size, b + (size_t)order[i] * size, size);
+            order[i] = (uint32_t)i;
+        }
+        memcpy(b, g, n * size);
+        free(g);
+        return;
+    }
     for (size_t i = 0; i < n; i++) { /* base[i] = base[order[i]], one cycle at a time */
         if (order[i] == i) continue;
         memcpy(tmp, b + i * size, size);

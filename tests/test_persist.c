@@ -29,18 +29,24 @@ static json_t *scores(th_host *h, const char *session)
     return j;
 }
 
-/* A fresh instance on cfg restores session as it was (before: the scores
- * the writer gave; released here). */
-static void expect_restored(const char *cfg, const char *session, json_t *before)
+/* A fresh instance on cfg restores session as it was (before: what get
+ * gave on the writer; released here). */
+static void expect_restored_by(const char *cfg, const char *session, json_t *before,
+                               json_t *(*get)(th_host *, const char *))
 {
     th_host fresh;
     cr_assert_eq(th_open(&fresh, cfg, 0, NULL), 0);
-    json_t *after = scores(&fresh, session);
+    json_t *after = get(&fresh, session);
     cr_expect(json_equal(before, after), "%s restored:\n%s\nwritten:\n%s", session, json_dumps(after, 0),
               json_dumps(before, 0));
     json_decref(before);
     json_decref(after);
     th_close(&fresh);
+}
+
+static void expect_restored(const char *cfg, const char *session, json_t *before)
+{
+    expect_restored_by(cfg, session, before, scores);
 }
 
 static void turn(th_host *h, const char *session, int i)
@@ -507,5 +513,145 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
     cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'i:%'"), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'l:%'"), 0);
     expect_restored(cfg, "e1", before);
+    unlink(db);
+}
+
+/* ---- a compaction's record ---------------------------------------------- */
+
+static const char *prune_cfg(const char *db)
+{
+    static __thread char cfg[512];
+    snprintf(cfg, sizeof cfg,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":2,"
+             "\"maxContextItems\":4,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
+             db);
+    return cfg;
+}
+
+/* A turn that brings a file of its own. */
+static void file_turn(th_host *h, const char *session, int i)
+{
+    char prompt[128];
+    snprintf(prompt, sizeof prompt, "next look at src/area%d/part%d.ts please", i, i);
+    cr_assert_eq(th_before(h, session, NULL, prompt, strlen(prompt), NULL), 0);
+    cr_assert_eq(th_end(h, session, "done", NULL, NULL), 0);
+}
+
+static json_t *all_scores(th_host *h, const char *session)
+{
+    char params[256];
+    snprintf(params, sizeof params, "{\"session\":\"%s\",\"includePruned\":true}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.getScores", params, &j), 0);
+    return j;
+}
+
+static long long stat_of(th_host *h, const char *session, const char *key)
+{
+    char params[256];
+    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.stats", params, &j), 0);
+    long long v = json_integer_value(json_object_get(j, key));
+    json_decref(j);
+    return v;
+}
+
+static uint32_t le32_at(const unsigned char *p) { return p[0] | p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* The newest turn-log record of the database (the one of highest seq). */
+static unsigned char *newest_record(const char *db, size_t *len)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL), SQLITE_OK);
+    unsigned char *best = NULL;
+    uint64_t best_seq = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_blob(st, 0);
+        size_t n = (size_t)sqlite3_column_bytes(st, 0);
+        cr_assert_geq(n, 28);
+        uint64_t seq = le32_at(v + 4) | (uint64_t)le32_at(v + 8) << 32;
+        if (seq <= best_seq) continue;
+        free(best);
+        best = malloc(n);
+        memcpy(best, v, n);
+        *len = n, best_seq = seq;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    cr_assert_not_null(best, "no turn-log record");
+    return best;
+}
+
+/* The count of the pruned section of a record with no whole items and no
+ * deletions (turnlog.h), or -1 when it has none. */
+static long long pruned_section(const unsigned char *p, size_t len)
+{
+    size_t at = 28;
+    if (p[2] & 1) at += 4 + le32_at(p + at);
+    cr_assert_geq(len, at + 8);
+    cr_assert_eq(le32_at(p + at), 0, "whole items in a compaction's record");
+    cr_assert_eq(le32_at(p + at + 4), 0, "deletions in a compaction's record");
+    at += 8;
+    if (!(p[2] & 2)) return -1;
+    cr_assert_geq(len, at + 4);
+    return le32_at(p + at);
+}
+
+/* A compaction prunes most of a large session: its record holds their
+ * ids, not their whole forms.  A fresh process restores the writer's
+ * state, pruned flags included, from the snapshot and the records, also
+ * after an item pruned comes back. */
+Test(persist, a_compaction_writes_the_ids_it_pruned)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host a;
+    cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
+    for (int i = 0; i < 24; i++) file_turn(&a, "p", i);
+    cr_assert_eq(th_compact(&a, "p", NULL), 0);
+    long long pruned = stat_of(&a, "p", "prunedItems");
+    cr_assert_gt(pruned, 10, "the compaction pruned %lld items", pruned);
+    size_t len = 0;
+    unsigned char *rec = newest_record(db, &len);
+    cr_expect_eq(pruned_section(rec, len), pruned);
+    free(rec);
+    expect_restored_by(prune_cfg(db), "p", all_scores(&a, "p"), all_scores);
+    /* an item pruned comes back, and the next compaction prunes others */
+    file_turn(&a, "p", 0);
+    for (int i = 24; i < 30; i++) file_turn(&a, "p", i);
+    cr_assert_eq(th_compact(&a, "p", NULL), 0);
+    expect_restored_by(prune_cfg(db), "p", all_scores(&a, "p"), all_scores);
+    th_close(&a);
+    unlink(db);
+}
+
+/* A compaction whose record cannot be written (another connection holds
+ * the write lock) leaves its items dirty: the next turn's record holds
+ * them whole, and nothing is lost. */
+Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host a;
+    cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
+    for (int i = 0; i < 16; i++) file_turn(&a, "q", i);
+    sqlite3 *lock;
+    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_neq(th_compact(&a, "q", NULL), 0, "the record was written under another's lock");
+    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(lock);
+    file_turn(&a, "q", 3); /* mentions an item the compaction pruned */
+    file_turn(&a, "q", 16);
+    size_t len = 0;
+    unsigned char *rec = newest_record(db, &len);
+    cr_expect_eq(rec[2] & 2, 0, "a pruned section after a failed write");
+    free(rec);
+    cr_assert_gt(stat_of(&a, "q", "prunedItems"), 5);
+    expect_restored_by(prune_cfg(db), "q", all_scores(&a, "q"), all_scores);
+    th_close(&a);
     unlink(db);
 }

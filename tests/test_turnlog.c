@@ -224,3 +224,70 @@ Test(turnlog, record_versions_1_and_2_read_and_others_are_refused)
         }
     }
 }
+
+/* A record's pruned section: an id and its pruned turn as a difference
+ * from the record's turn; what is out of range is refused by name. */
+Test(turnlog, pruned_entries_round_trip_and_bad_ones_are_refused)
+{
+    item *it = new_item(4);
+    char id[] = "file:src/a.ts";
+    it->id = id;
+    buf b;
+    buf_init(&b);
+    it->pruned_turn = 7;
+    tl_put_pruned(&b, it, 7);
+    it->pruned_turn = 0;
+    tl_put_pruned(&b, it, 300); /* a difference of two varint bytes */
+    cr_assert(!buf_failed(&b));
+    tl_reader r = {(const unsigned char *)b.p, (const unsigned char *)b.p + b.len, NULL, 2};
+    const char *s;
+    uint32_t n;
+    int64_t turn = -1;
+    cr_assert_eq(tl_get_pruned(&r, &s, &n, 7, &turn), 0, "%s", r.what ? r.what : "?");
+    cr_assert_eq(n, strlen(id));
+    cr_assert_eq(memcmp(s, id, n), 0);
+    cr_assert_eq(turn, 7);
+    cr_assert_eq(tl_get_pruned(&r, &s, &n, 300, &turn), 0, "%s", r.what ? r.what : "?");
+    cr_assert_eq(turn, 0);
+    cr_assert(r.p == r.end);
+    /* the same bytes read against an earlier record turn: before turn 0 */
+    r = (tl_reader){(const unsigned char *)b.p, (const unsigned char *)b.p + b.len, NULL, 2};
+    cr_assert_eq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
+    cr_assert_neq(tl_get_pruned(&r, &s, &n, 299, &turn), 0);
+    cr_assert_str_eq(r.what, "prunedTurn");
+    /* cut short: in the id, then before the turn */
+    const unsigned char *p = (const unsigned char *)b.p;
+    r = (tl_reader){p, p + 6, NULL, 2};
+    cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
+    cr_assert_str_eq(r.what, "pruned id");
+    r = (tl_reader){p, p + 4 + strlen(id), NULL, 2};
+    cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
+    cr_assert_str_eq(r.what, "prunedTurn");
+    /* an empty id, and one holding a NUL */
+    const unsigned char empty[] = {0, 0, 0, 0, 0};
+    r = (tl_reader){empty, empty + sizeof empty, NULL, 2};
+    cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
+    cr_assert_str_eq(r.what, "pruned id");
+    const unsigned char nul[] = {2, 0, 0, 0, 'a', 0, 0};
+    r = (tl_reader){nul, nul + sizeof nul, NULL, 2};
+    cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
+    cr_assert_str_eq(r.what, "pruned id");
+    buf_free(&b);
+    free(it);
+}
+
+Test(turnlog, a_header_with_the_pruned_flag_reads_and_unknown_flags_do_not)
+{
+    for (unsigned f = 0; f <= 4; f++) {
+        unsigned char h[28] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)f, 0, 1};
+        tl_reader r = {h, h + sizeof h, NULL, 0};
+        tl_header hd;
+        int rc = tl_get_header(&r, &hd);
+        if (f <= (TL_REC_META | TL_REC_PRUNED)) {
+            cr_assert_eq(rc, 0, "flags %u", f);
+            cr_assert_eq(hd.flags, f);
+        } else {
+            cr_assert_neq(rc, 0, "flags %u read", f);
+        }
+    }
+}

@@ -29,7 +29,6 @@ void tracker_init(tracker *t, int history_length)
 
 static void item_free(item *it)
 {
-    free(it->id);
     free(it->anchor_reason);
     free(it);
 }
@@ -144,26 +143,37 @@ static void rank_note(tracker *t, item *it)
     t->rank_q = it;
 }
 
+static void dirty_link(tracker *t, item *it, uint8_t how)
+{
+    it->dirty = how;
+    it->dirty_next = t->dirty;
+    t->dirty = it;
+}
+
 void tracker_mark_dirty(tracker *t, item *it)
 {
     rank_note(t, it);
-    if (it->dirty) return;
-    it->dirty = 1;
-    it->dirty_next = t->dirty;
-    t->dirty = it;
+    if (!it->dirty) dirty_link(t, it, ITEM_DIRTY);
+    else it->dirty = ITEM_DIRTY; /* a pruned-only item is on the list already */
+}
+
+void tracker_mark_pruned(tracker *t, item *it)
+{
+    rank_note(t, it);
+    if (!it->dirty) dirty_link(t, it, ITEM_DIRTY_PRUNED);
 }
 
 item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
 {
     item *it = tracker_find(t, id);
     if (it) return it;
-    it = calloc(1, sizeof *it + (size_t)t->history_length * sizeof it->history[0]);
+    /* the id lives after the history ring, in the item's allocation: one
+     * allocation per item, and a walk that reads ids misses less */
+    size_t n = strlen(id), hist = (size_t)t->history_length * sizeof it->history[0];
+    it = calloc(1, sizeof *it + hist + n + 1);
     if (!it) return NULL;
-    it->id = strdup(id);
-    if (!it->id) {
-        free(it);
-        return NULL;
-    }
+    it->id = (char *)it->history + hist;
+    memcpy(it->id, id, n + 1);
     it->category = (int8_t)category;
     it->tier = TIER_NORMAL;
     it->first_seen_turn = t->current_turn;
@@ -174,7 +184,6 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     it->pruned_turn = -1;
     it->created_at_ms = now_ms;
     int oom_before = t->oom;
-    size_t n = strlen(it->id);
     HASH_ADD_KEYPTR_BYHASHVALUE(hh, t->items, it->id, n, id_hash(it->id, n), it);
     if (t->oom && !oom_before) {
         t->oom = 0;
@@ -296,10 +305,8 @@ static void remove_item(tracker *t, item *it, int forget)
     t->rank_gen = new_gen();
     t->rank_q = NULL;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
-    if (forget && t->n_deleted < t->cap_deleted) {
-        t->deleted[t->n_deleted++] = it->id; /* ownership moves to the list */
-        it->id = NULL;
-    }
+    if (forget && t->n_deleted < t->cap_deleted && (t->deleted[t->n_deleted] = strdup(it->id)))
+        t->n_deleted++;
     item_free(it);
 }
 

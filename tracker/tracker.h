@@ -31,30 +31,36 @@ enum item_tier { TIER_ESSENTIAL = 0, TIER_HIGH, TIER_NORMAL, TIER_LOW, TIER__COU
 #define TRACKER_COUNT_MAX (((int64_t)1 << 53) - 1)
 #define TRACKER_TURN_KEYS 64 /* turn keys remembered per session */
 
-/* Laid out for size (issue: bytes per tracked item): pointers and 64-bit
- * counters first, small fields packed, the mention-history ring last and
- * sized by limits.historyLength at allocation. */
+/* Laid out for size (issue: bytes per tracked item) and for the walks
+ * over every item: what a compaction's apply and turn-log write touch
+ * (the lists' links, the flags, the pruned turn) sits in the first 48
+ * bytes, next to what scoring reads (the flags and the four counters
+ * after them), so a walk misses one or two cache lines per item, not
+ * three or four.  The mention-history ring is last, sized by
+ * limits.historyLength at allocation. */
 typedef struct item {
-    char *id;            /* owned, NUL-terminated, hash key */
-    char *anchor_reason; /* owned or NULL */
+    char *id; /* NUL-terminated, hash key; in the item's allocation, after history */
     struct item *dirty_next;
-    int64_t mention_count;
-    int64_t reference_count;
-    int64_t first_seen_turn;
-    int64_t last_mention_turn;   /* the first-seen turn until first mentioned */
-    int64_t last_reference_turn; /* -1 when never referenced */
-    int64_t pruned_turn;
-    int64_t anchor_at_ms;
-    int64_t created_at_ms;
-    UT_hash_handle hh;
+    struct item *rank_next;
     int8_t category; /* enum item_category */
     int8_t tier;     /* enum item_tier */
-    uint8_t anchored, pruned, dirty;
-    uint8_t hist_len, hist_head;
-    uint8_t snap_dirty; /* changed since the stored snapshot (persist.c's turn log) */
+    uint8_t anchored, pruned;
+    uint8_t dirty;       /* ITEM_DIRTY, ITEM_DIRTY_PRUNED or 0 */
+    uint8_t snap_dirty;  /* changed since the stored snapshot (persist.c's turn log) */
     uint8_t rank_queued; /* on the tracker's rank queue */
-    uint32_t rank_ver;   /* bumped at every change a score bound depends on */
-    struct item *rank_next;
+    uint8_t hist_len;
+    uint32_t rank_ver; /* bumped at every change a score bound depends on */
+    uint8_t hist_head;
+    int64_t pruned_turn;
+    int64_t mention_count;
+    int64_t reference_count;
+    int64_t last_mention_turn;   /* the first-seen turn until first mentioned */
+    int64_t last_reference_turn; /* -1 when never referenced */
+    int64_t first_seen_turn;
+    int64_t anchor_at_ms;
+    int64_t created_at_ms;
+    char *anchor_reason; /* owned or NULL */
+    UT_hash_handle hh;
     int32_t history[]; /* ring of the last turns with a mention */
 } item;
 
@@ -117,6 +123,13 @@ void tracker_set_tier(tracker *t, item *it, int tier);
  * a loader that sets fields directly fills a tracker just initialized,
  * whose new generation makes the index rebuild. */
 void tracker_mark_dirty(tracker *t, item *it);
+/* The same for a change of its pruned flag and turn alone: the turn log
+ * then writes its id, not its whole form (a change through
+ * tracker_mark_dirty before the next persist makes it whole again). */
+void tracker_mark_pruned(tracker *t, item *it);
+/* Values of item.dirty: not changed, changed, pruned only. */
+#define ITEM_DIRTY 1
+#define ITEM_DIRTY_PRUNED 2
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
 /* Removes and frees an item without touching the store (one that was never
