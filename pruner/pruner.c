@@ -7,8 +7,10 @@
 #include "../include/clarity.h"
 #include "../scorer/rank.h"
 
+_Static_assert(sizeof(prune_decision) <= 32, "prune_decision grew past 32 bytes");
+
 static int decide(const clarity_config *cfg, int strict, const prune_decision *d,
-                  size_t kept, const size_t *kept_by_cat, int *rule)
+                  size_t kept, const size_t *kept_by_cat, uint8_t *rule)
 {
     double adj = d->adjusted;
     if (d->anchored) return *rule = RULE_ANCHORED, 1;
@@ -58,7 +60,7 @@ static int score_all(const clarity_config *cfg, const scorer_tables *tables, tra
         scorer_score_with(cfg, tables, it, t->current_turn, 0.0, &b);
         d[n] = (prune_decision){.it = it,
                                 .adjusted = b.adjusted,
-                                .mentions = it->mention_count,
+                                .mentions = it->mention_count < INT32_MAX ? (int32_t)it->mention_count : INT32_MAX,
                                 .category = it->category >= 0 && it->category < CAT__COUNT ? it->category : CAT_CUSTOM,
                                 .tier = it->tier,
                                 .anchored = it->anchored != 0};

@@ -39,15 +39,16 @@ enum prune_rule {
     RULE_HARD_CAP
 };
 
+/* 32 bytes: a large session's compaction moves 100,000 of them around. */
 typedef struct prune_decision {
     item *it;
     double adjusted; /* the score times the tier's multiplier */
-    int keep;
-    int rule; /* enum prune_rule that decided */
     /* the item's fields the rules read, copied while scoring: the rules
      * then walk the decisions in order without touching the items */
-    int64_t mentions;
-    int category, tier, anchored;
+    int32_t mentions; /* the mention count, at most INT32_MAX (compared with an int setting) */
+    uint8_t keep;
+    uint8_t rule; /* enum prune_rule that decided */
+    uint8_t category, tier, anchored;
 } prune_decision;
 
 typedef struct prune_result {

@@ -97,6 +97,25 @@ Test(pruner, min_mentions_keeps_frequent_items)
     pruner_result_free(&r);
 }
 
+/* A decision keeps the mention count in 32 bits: counts past them (an
+ * import may hold up to 2^53) still meet the largest setting. */
+Test(pruner, min_mentions_holds_for_counts_past_32_bits)
+{
+    cfg.pruning.max_items_per_category = 1;
+    cfg.pruning.target_context_items = 0;
+    cfg.pruning.min_mentions_preserve = INT32_MAX;
+    add("keyword:first", 0, 3, 20, 0, TIER_NORMAL);
+    add("keyword:huge", ((int64_t)1 << 40) + 1, 0, 0, 0, TIER_NORMAL);
+    add("keyword:max", INT32_MAX, 0, 0, 0, TIER_NORMAL);
+    add("keyword:below", INT32_MAX - 1, 0, 0, 0, TIER_NORMAL);
+    prune_result r;
+    cr_assert_eq(pruner_evaluate(&cfg, &t, 0, &r), 0);
+    cr_assert_eq(find(&r, "keyword:huge")->rule, RULE_MIN_MENTIONS);
+    cr_assert_eq(find(&r, "keyword:max")->rule, RULE_MIN_MENTIONS);
+    cr_assert_neq(find(&r, "keyword:below")->rule, RULE_MIN_MENTIONS);
+    pruner_result_free(&r);
+}
+
 Test(pruner, essential_tier_kept_in_strict_mode_only)
 {
     cfg.pruning.max_items_per_category = 1;
