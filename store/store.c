@@ -176,38 +176,45 @@ int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, v
     return rc;
 }
 
-int store_begin(store *s)
+/* Opens a transaction (flag: &s->in_txn) or a read snapshot (&s->in_read)
+ * with begin (NULL: nothing to start in the backend); on success the mutex
+ * stays held until it ends.  Only the owner can see a flag set after
+ * locking: one already set is a nested begin. */
+static int txn_open(store *s, int *flag, int (*begin)(store *), const char *what)
 {
-    if (!s) return CLARITY_EINVAL;
     lock(s);
     if (s->in_txn || s->in_read) {
-        /* Only the owner can see in_txn set: this is a nested begin. */
-        int rc = store_fail(s, CLARITY_EINVAL, "store_begin: a transaction is already open");
+        int rc = store_fail(s, CLARITY_EINVAL, "%s: a transaction is already open", what);
         unlock(s);
         return rc;
     }
-    int rc = s->vt->begin(s);
+    int rc = begin ? begin(s) : CLARITY_OK;
     if (rc != CLARITY_OK) {
         unlock(s);
         return rc;
     }
-    s->in_txn = 1;
-    return CLARITY_OK; /* the mutex stays held until commit/rollback */
+    *flag = 1;
+    return CLARITY_OK;
 }
+
+/* Ends what txn_open opened, if it is open: releases txn_open's lock
+ * (the caller holds its own). */
+static void txn_close(store *s, int *flag)
+{
+    if (!*flag) return;
+    *flag = 0;
+    unlock(s);
+}
+
+int store_begin(store *s) { return s ? txn_open(s, &s->in_txn, s->vt->begin, "store_begin") : CLARITY_EINVAL; }
 
 int store_commit(store *s)
 {
     if (!s) return CLARITY_EINVAL;
     lock(s);
-    if (!s->in_txn) {
-        int rc = store_fail(s, CLARITY_EINVAL, "store_commit: no transaction is open");
-        unlock(s);
-        return rc;
-    }
-    int rc = s->vt->commit(s);
-    s->in_txn = 0;
-    unlock(s); /* this call's lock */
-    unlock(s); /* store_begin's lock */
+    int rc = s->in_txn ? s->vt->commit(s) : store_fail(s, CLARITY_EINVAL, "store_commit: no transaction is open");
+    txn_close(s, &s->in_txn);
+    unlock(s);
     return rc;
 }
 
@@ -215,45 +222,22 @@ void store_rollback(store *s)
 {
     if (!s) return;
     lock(s);
-    if (!s->in_txn) {
-        unlock(s);
-        return;
-    }
-    s->vt->rollback(s);
-    s->in_txn = 0;
-    unlock(s);
+    if (s->in_txn) s->vt->rollback(s);
+    txn_close(s, &s->in_txn);
     unlock(s);
 }
 
 int store_begin_read(store *s)
 {
-    if (!s) return CLARITY_EINVAL;
-    lock(s);
-    if (s->in_txn || s->in_read) {
-        int rc = store_fail(s, CLARITY_EINVAL, "store_begin_read: a transaction is already open");
-        unlock(s);
-        return rc;
-    }
-    int rc = s->vt->begin_read ? s->vt->begin_read(s) : CLARITY_OK;
-    if (rc != CLARITY_OK) {
-        unlock(s);
-        return rc;
-    }
-    s->in_read = 1;
-    return CLARITY_OK; /* the mutex stays held until store_end_read */
+    return s ? txn_open(s, &s->in_read, s->vt->begin_read, "store_begin_read") : CLARITY_EINVAL;
 }
 
 void store_end_read(store *s)
 {
     if (!s) return;
     lock(s);
-    if (!s->in_read) {
-        unlock(s);
-        return;
-    }
-    if (s->vt->end_read) s->vt->end_read(s);
-    s->in_read = 0;
-    unlock(s);
+    if (s->in_read && s->vt->end_read) s->vt->end_read(s);
+    txn_close(s, &s->in_read);
     unlock(s);
 }
 

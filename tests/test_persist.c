@@ -20,14 +20,18 @@ static char *cfg_for(const char *db, const char *extra)
     return cfg;
 }
 
-static json_t *scores(th_host *h, const char *session)
+/* clarity.getScores of session; of its pruned items too with pruned. */
+static json_t *scores_of(th_host *h, const char *session, int pruned)
 {
     char params[256];
-    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    snprintf(params, sizeof params, "{\"session\":\"%s\"%s}", session, pruned ? ",\"includePruned\":true" : "");
     json_t *j = NULL;
     cr_assert_eq(th_rpc(h, "clarity.getScores", params, &j), 0, "getScores %s", session);
     return j;
 }
+
+static json_t *scores(th_host *h, const char *session) { return scores_of(h, session, 0); }
+static json_t *all_scores(th_host *h, const char *session) { return scores_of(h, session, 1); }
 
 /* A fresh instance on cfg restores session as it was (before: what get
  * gave on the writer; released here). */
@@ -535,15 +539,6 @@ static void file_turn(th_host *h, const char *session, int i)
     snprintf(prompt, sizeof prompt, "next look at src/area%d/part%d.ts please", i, i);
     cr_assert_eq(th_before(h, session, NULL, prompt, strlen(prompt), NULL), 0);
     cr_assert_eq(th_end(h, session, "done", NULL, NULL), 0);
-}
-
-static json_t *all_scores(th_host *h, const char *session)
-{
-    char params[256];
-    snprintf(params, sizeof params, "{\"session\":\"%s\",\"includePruned\":true}", session);
-    json_t *j = NULL;
-    cr_assert_eq(th_rpc(h, "clarity.getScores", params, &j), 0);
-    return j;
 }
 
 static long long stat_of(th_host *h, const char *session, const char *key)
