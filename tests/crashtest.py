@@ -12,6 +12,9 @@ with SIGKILL and restarted on the same state.  After every kill:
     committed before the kill (then it counts as done, and is not resent);
   - every item of those sessions equals a serial replay of the same turns in a
     reference server on the memory store (counts, turns, anchors, score).
+Every COMPACT_EVERY-th turn ends with hook.before_compaction (tight pruning
+settings on both servers), so kills land in compactions and their records
+too; a turn's acknowledgement is then the compaction's answer.
 Backends: sqlite, hostkv, redis (a redis-server this script starts on
 127.0.0.1 at a free port, appendfsync always; `clarity serve --store`).
 
@@ -20,6 +23,9 @@ Backends: sqlite, hostkv, redis (a redis-server this script starts on
                      [--snapshot-every N]
 """
 import argparse, json, os, random, shutil, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
+
+COMPACT_EVERY = 5
+PRUNING = {"targetContextItems": 5, "maxContextItems": 10}  # compactions prune much
 
 ITEM_FIELDS = ("id", "mentionCount", "referenceCount", "firstSeenTurn", "lastMentionTurn",
                "lastReferenceTurn", "anchored", "tier", "pruned", "score")
@@ -61,13 +67,36 @@ def default_corpus():
                                                           "demo.jsonl")
 
 
-def requests_of(turn, base_id):
-    s = turn["session"]
+def compacts(index):
+    """Whether turn `index` of the corpus ends with a compaction."""
+    return index % COMPACT_EVERY == COMPACT_EVERY - 1
+
+
+def base_of(index):
+    """The first request id of turn `index` (three ids a turn)."""
+    return 3 * index + 3
+
+
+def ack_of(index):
+    """The id whose answer acknowledges turn `index`: its last request."""
+    return base_of(index) + (2 if compacts(index) else 1)
+
+
+def compaction(turn, rid):
+    return {"jsonrpc": "2.0", "id": rid, "method": "hook.before_compaction",
+            "params": {"session": turn["session"]}}
+
+
+def requests_of(turn, index, with_compaction=True):
+    s, base_id = turn["session"], base_of(index)
     before = {"jsonrpc": "2.0", "id": base_id, "method": "hook.before_agent_start",
               "params": {"session": s, "prompt": "\n\n".join(turn["prompt"])}}
     end = {"jsonrpc": "2.0", "id": base_id + 1, "method": "hook.agent_end",
            "params": {"session": s, "messages": turn["messages"]}}
-    return json.dumps(before) + "\n" + json.dumps(end) + "\n"
+    out = [before, end]
+    if with_compaction and compacts(index):
+        out.append(compaction(turn, base_id + 2))
+    return "".join(json.dumps(o) + "\n" for o in out)
 
 
 class RedisServer:
@@ -104,7 +133,7 @@ class Backend:
         # a short turn log: snapshots fold often, so kills land in folds too
         self.cfg = os.path.join(tmp, "store.json")
         with open(self.cfg, "w") as f:
-            json.dump({"storage": {"snapshotEvery": snapshot_every}}, f)
+            json.dump({"storage": {"snapshotEvery": snapshot_every}, "pruning": PRUNING}, f)
         self.db = os.path.join(tmp, "state.db")
         self.kv = os.path.join(tmp, "kv.json")
         self.redis = RedisServer(tmp) if name == "redis" else None
@@ -208,12 +237,12 @@ def run_backend(args, name, turns):
     tmp = tempfile.mkdtemp(prefix="clarity-crash-%s-" % name)
     be = Backend(name, tmp, args.snapshot_every)
     with open(os.path.join(tmp, "mem.json"), "w") as f:
-        json.dump({"storage": {"backend": "memory"}}, f)
+        json.dump({"storage": {"backend": "memory"}, "pruning": PRUNING}, f)
     ref = Server(args.clarity, ["--config", os.path.join(tmp, "mem.json")])
     rng = random.Random(args.seed)
     done = 0           # turns committed (acknowledged, or found committed)
     acked_per = {}     # session -> turns of it committed
-    kills = checked_turns = 0
+    kills = checked_turns = pruned_checked = 0
     rid = 10 ** 6
     t0 = time.time()
     try:
@@ -227,9 +256,8 @@ def run_backend(args, name, turns):
             window = turns[done:done + rng.randint(1, 40)]
             ids = []
             for i, t in enumerate(window):
-                base = 2 * (done + i) + 2
-                ids.append(base + 1)
-                srv.send(requests_of(t, base))
+                ids.append(ack_of(done + i))
+                srv.send(requests_of(t, done + i))
             time.sleep(rng.uniform(0.0, 0.15))
             srv.kill9()
             kills += 1
@@ -245,6 +273,8 @@ def run_backend(args, name, turns):
                 raise AssertionError("%s: after kill %d: %s" % (name, kills, bad))
             chk = Server(args.clarity, be.args())
             # the turn after the acknowledged ones may have committed unanswered
+            # (and of a turn that compacts, its compaction may or may not have)
+            unsure = None
             touched = {}
             for i, t in enumerate(window[:acked + 1]):
                 touched.setdefault(t["session"], 0)
@@ -257,6 +287,8 @@ def run_backend(args, name, turns):
                 turn = got[0] if got else 0
                 inflight = acked < len(window) and window[acked]["session"] == s
                 if turn == want + 1 and inflight:
+                    if compacts(done + acked):
+                        unsure = done + acked
                     acked += 1
                     touched[s] += 1
                 elif turn != want:
@@ -264,8 +296,7 @@ def run_backend(args, name, turns):
                                          % (name, kills, s, turn, want))
             # the reference replays the committed turns; then every item matches
             for i, t in enumerate(window[:acked]):
-                base = 2 * (done + i) + 2
-                for line in requests_of(t, base).splitlines():
+                for line in requests_of(t, done + i, done + i != unsure).splitlines():
                     o = json.loads(line)
                     ref.call(o["method"], o["params"], o["id"])
                 acked_per[t["session"]] = acked_per.get(t["session"], 0) + 1
@@ -285,6 +316,13 @@ def run_backend(args, name, turns):
                     ref.call(before["method"], before["params"], rid)
                     rid += 1
                     b = scores(ref, s, rid)
+                if a != b and unsure is not None and turns[unsure]["session"] == s:
+                    # its compaction had committed too: so does the reference's
+                    rid += 1
+                    ref.call("hook.before_compaction", {"session": s}, rid)
+                    rid += 1
+                    b = scores(ref, s, rid)
+                pruned_checked += sum(1 for i in (a[1] if a else []) if i["pruned"])
                 if a != b:
                     raise AssertionError("%s: after kill %d session %s differs from the serial "
                                          "replay:\n  %s\n  %s" % (name, kills, s, a, b))
@@ -300,7 +338,7 @@ def run_backend(args, name, turns):
         ref.stop()
         be.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return kills, checked_turns, time.time() - t0
+    return kills, checked_turns, pruned_checked, time.time() - t0
 
 
 def main():
@@ -320,9 +358,9 @@ def main():
     failed = 0
     for name in args.backend.split(","):
         try:
-            k, n, s = run_backend(args, name, turns)
+            k, n, p, s = run_backend(args, name, turns)
             print("crashtest %s: %d kills, %d acknowledged turns, 0 lost, store intact after every "
-                  "kill (%.0f s)" % (name, k, n, s))
+                  "kill; %d pruned items checked (%.0f s)" % (name, k, n, p, s))
         except AssertionError as e:
             print("crashtest: FAIL %s" % e)
             failed += 1
