@@ -648,12 +648,40 @@ static int write_snapshot(engine *e, session *s)
     return CLARITY_OK;
 }
 
+#define PERSIST_BUF_KEEP (256u * 1024) /* the record buffers a session keeps between turns */
+
+/* Writes the record b as turn-log slot seq; with the meta of an empty
+ * snapshot for a new session (first), and fenced in a shared store. */
+static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int first)
+{
+    char key[7];
+    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    tl_slot_key(key, (unsigned)(seq % every));
+    int rc;
+    if (s->versioned || first) {
+        rc = store_begin(e->st);
+        int began = rc == CLARITY_OK;
+        if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, key, b->p, b->len);
+        if (rc == CLARITY_OK && first) { /* the snapshot: no row yet, seq 0 */
+            buf m;
+            buf_init(&m);
+            meta_json(e, s, s->snap_seq, &m);
+            rc = buf_failed(&m) ? CLARITY_ENOMEM : store_put(e->st, s->ns, "meta", m.p, m.len);
+            buf_free(&m);
+        }
+        if (rc == CLARITY_OK) rc = fence(e, s);
+        if (rc == CLARITY_OK) rc = store_commit(e->st);
+        else if (began) store_rollback(e->st);
+    } else {
+        rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
+    }
+    return rc;
+}
+
 /* One record of what changed since the last flush, one store write.  For a
  * session the store does not hold yet (first), the record holds every item,
  * and the meta row of an empty snapshot goes with it in one transaction:
  * a new session's first turn writes two keys, not a row per item. */
-static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int first);
-
 static int write_record(engine *e, session *s, int first)
 {
     tracker *t = &s->t;
@@ -716,40 +744,15 @@ static int write_record(engine *e, session *s, int first)
         return rc;
     }
     if (!first) t->dirty = NULL; /* its items' flags were cleared above */
+    /* a compaction's record can be megabytes: not kept for every session */
+    if (b->cap > PERSIST_BUF_KEEP) buf_free(b);
+    if (pb->cap > PERSIST_BUF_KEEP) buf_free(pb);
     for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
     t->n_deleted = 0; /* the ids moved to snap_del */
     s->log_seq = h.seq;
     s->log_writer = 1;
     if (first) s->log_every = (unsigned)e->cfg.storage.snapshot_every; /* with the meta of its empty snapshot */
     return CLARITY_OK;
-}
-
-/* Writes the record b as turn-log slot seq; with the meta of an empty
- * snapshot for a new session (first), and fenced in a shared store. */
-static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int first)
-{
-    char key[7];
-    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
-    tl_slot_key(key, (unsigned)(seq % every));
-    int rc;
-    if (s->versioned || first) {
-        rc = store_begin(e->st);
-        int began = rc == CLARITY_OK;
-        if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, key, b->p, b->len);
-        if (rc == CLARITY_OK && first) { /* the snapshot: no row yet, seq 0 */
-            buf m;
-            buf_init(&m);
-            meta_json(e, s, s->snap_seq, &m);
-            rc = buf_failed(&m) ? CLARITY_ENOMEM : store_put(e->st, s->ns, "meta", m.p, m.len);
-            buf_free(&m);
-        }
-        if (rc == CLARITY_OK) rc = fence(e, s);
-        if (rc == CLARITY_OK) rc = store_commit(e->st);
-        else if (began) store_rollback(e->st);
-    } else {
-        rc = store_put(e->st, s->ns, key, b->p, b->len); /* atomic on its own */
-    }
-    return rc;
 }
 
 static int flush(engine *e, session *s, int fold, int64_t now)
