@@ -165,11 +165,14 @@ void tracker_mark_pruned(tracker *t, item *it)
 
 item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
 {
-    item *it = tracker_find(t, id);
+    size_t n = strlen(id);
+    unsigned h = id_hash(id, n); /* once, for the find and the add */
+    item *it = NULL;
+    HASH_FIND_BYHASHVALUE(hh, t->items, id, n, h, it);
     if (it) return it;
     /* the id lives after the history ring, in the item's allocation: one
      * allocation per item, and a walk that reads ids misses less */
-    size_t n = strlen(id), hist = (size_t)t->history_length * sizeof it->history[0];
+    size_t hist = (size_t)t->history_length * sizeof it->history[0];
     it = calloc(1, sizeof *it + hist + n + 1);
     if (!it) return NULL;
     it->id = (char *)it->history + hist;
@@ -184,7 +187,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     it->pruned_turn = -1;
     it->created_at_ms = now_ms;
     int oom_before = t->oom;
-    HASH_ADD_KEYPTR_BYHASHVALUE(hh, t->items, it->id, n, id_hash(it->id, n), it);
+    HASH_ADD_KEYPTR_BYHASHVALUE(hh, t->items, it->id, n, h, it);
     if (t->oom && !oom_before) {
         t->oom = 0;
         item_free(it);
