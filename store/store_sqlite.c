@@ -52,7 +52,7 @@
 typedef struct sq {
     sqlite3 *db;
     char *path;
-    sqlite3_stmt *get, *put, *del, *del_ns, *iter_rng, *iter_from;
+    sqlite3_stmt *get, *put, *del, *del_ns, *iter_from;
     sqlite3_stmt *begin, *commit, *rollback, *begin_read;
     /* background checkpointer (WAL mode only) */
     pthread_t ckpt;
@@ -146,21 +146,6 @@ static int sq_del_ns(store *s, const char *ns)
     return run(s, q->del_ns, bind_nk(q->del_ns, ns, NULL), "del_ns");
 }
 
-/* Keys are compared bytewise (BINARY collation = memcmp).  The keys that
- * start with prefix p are exactly those in [p, succ(p)) where succ(p) drops
- * trailing 0xFF bytes and increments the last byte; when nothing is left
- * (p empty or all 0xFF) there is no upper bound.  Returns 1 when upper was
- * set. */
-static int prefix_upper(const char *prefix, buf *upper)
-{
-    size_t n = strlen(prefix);
-    while (n > 0 && (unsigned char)prefix[n - 1] == 0xFF) n--;
-    if (n == 0) return 0;
-    buf_append(upper, prefix, n);
-    if (!buf_failed(upper)) upper->p[n - 1] = (char)((unsigned char)upper->p[n - 1] + 1);
-    return 1;
-}
-
 typedef struct row {
     size_t koff, voff, vlen;
 } row;
@@ -168,30 +153,35 @@ typedef struct row {
 static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
 {
     sq *q = SQ(s);
-    buf lower, upper, page;
+    buf lower, page;
     buf_init(&lower);
-    buf_init(&upper);
     buf_init(&page);
     row *rows = malloc(ITER_PAGE_ROWS * sizeof *rows);
-    int has_upper = prefix_upper(prefix, &upper);
+    size_t plen = strlen(prefix);
     buf_puts(&lower, prefix);
     int ret = CLARITY_OK;
-    if (!rows || buf_failed(&lower) || buf_failed(&upper)) ret = CLARITY_ENOMEM;
-    sqlite3_stmt *st = has_upper ? q->iter_rng : q->iter_from;
+    if (!rows || buf_failed(&lower)) ret = CLARITY_ENOMEM;
+    /* from the prefix on, in key order, up to the first key without it
+     * (checked here: an upper bound in the query costs SQLite a key
+     * comparison per row) */
+    sqlite3_stmt *st = q->iter_from;
     int more = ret == CLARITY_OK;
     while (more) {
         more = 0;
         buf_reset(&page);
         size_t n = 0;
         int rc = bind_nk(st, ns, lower.p);
-        if (rc == SQLITE_OK && has_upper) rc = sqlite3_bind_text(st, 3, upper.p, -1, SQLITE_STATIC);
         while (rc == SQLITE_OK || rc == SQLITE_ROW) {
             if ((rc = sqlite3_step(st)) != SQLITE_ROW) break;
             const char *k = (const char *)sqlite3_column_text(st, 0);
             size_t kn = (size_t)sqlite3_column_bytes(st, 0);
+            if (!k) break; /* out of memory converting the key */
+            if (kn < plen || memcmp(k, prefix, plen) != 0) { /* past the prefix's keys */
+                rc = SQLITE_DONE;
+                break;
+            }
             const char *v = sqlite3_column_blob(st, 1);
             size_t vn = (size_t)sqlite3_column_bytes(st, 1);
-            if (!k) break; /* out of memory converting the key */
             rows[n].koff = page.len;
             buf_append(&page, k, kn);
             buf_putc(&page, '\0');
@@ -230,7 +220,6 @@ static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
     if (ret == CLARITY_ENOMEM) store_fail(s, ret, "store: out of memory");
     free(rows);
     buf_free(&lower);
-    buf_free(&upper);
     buf_free(&page);
     return ret;
 }
@@ -283,8 +272,8 @@ static void ckpt_stop(sq *q)
 static void sq_free(sq *q)
 {
     ckpt_stop(q);
-    sqlite3_stmt **all[] = {&q->get,       &q->put,   &q->del,    &q->del_ns,  &q->iter_rng,
-                            &q->iter_from, &q->begin, &q->commit, &q->rollback, &q->begin_read};
+    sqlite3_stmt **all[] = {&q->get,   &q->put,    &q->del,      &q->del_ns,    &q->iter_from,
+                            &q->begin, &q->commit, &q->rollback, &q->begin_read};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -505,8 +494,6 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         (rc = prep(q->db, "INSERT OR REPLACE INTO kv(ns, key, val) VALUES(?1, ?2, ?3)", &q->put)) ||
         (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1 AND key=?2", &q->del)) ||
         (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1", &q->del_ns)) ||
-        (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 AND key<?3 ORDER BY key",
-                   &q->iter_rng)) ||
         (rc = prep(q->db, "SELECT key, val FROM kv WHERE ns=?1 AND key>=?2 ORDER BY key",
                    &q->iter_from)) ||
         (rc = prep(q->db, "BEGIN IMMEDIATE", &q->begin)) || (rc = prep(q->db, "BEGIN", &q->begin_read)) ||
