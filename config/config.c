@@ -488,6 +488,7 @@ static const cfg_entry settings[] = {
     {"storage.keyPrefix", CT_PATH, CO(storage.key_prefix), 0, 1, 256, 0, NULL, NULL},
     INT("storage.timeoutMs", storage.timeout_ms, 1000, 1, 600000, 0),
     INT("storage.snapshotEvery", storage.snapshot_every, 256, 1, 4096, 0),
+    INT("storage.foldChunk", storage.fold_chunk, 128, 1, 1 << 20, 0),
     {"storage.synchronous", CT_ENUM, CO(storage.synchronous), CFG_SYNC_NORMAL, 0, 0, 0, sync_names, NULL},
     INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),
     SIZE("limits.maxPromptBytes", limits.max_prompt_bytes, 64.0 * 1024 * 1024, 1024, 1073741824.0),

@@ -67,6 +67,7 @@ typedef struct clarity_config {
         char *key_prefix; /* owned; NULL = "clarity:" */
         int timeout_ms;   /* bound on one Redis round trip, and on connecting */
         int snapshot_every; /* turn-log records between snapshots (persist.c) */
+        int fold_chunk;     /* rows per transaction of the worker's fold (persist.c) */
         int synchronous;    /* enum cfg_sync: SQLite's synchronous, "normal" or "full" */
     } storage;
     struct {

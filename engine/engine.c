@@ -96,6 +96,7 @@ static void session_free(session *s)
     tracker_free(&s->t);
     persist_session_free(s);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->fold_cv);
     free(s->id);
     free(s->ns);
     free(s->workspace);
@@ -144,6 +145,7 @@ static session *session_new(const engine *e, const char *id)
     }
     snprintf(s->ns, n, "clarity:s:%s", id);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->fold_cv, NULL);
     tracker_init(&s->t, e->cfg.limits.history_length);
     return s;
 }
@@ -186,7 +188,7 @@ static void fold_job(void *ud, void *arg)
     engine *e = ud;
     session *s = arg;
     pthread_mutex_lock(&s->mu);
-    int rc = s->loaded ? persist_fold_at(e, s, s->fold_at) : CLARITY_OK;
+    int rc = s->loaded ? persist_fold_worker(e, s, s->fold_at) : CLARITY_OK;
     if (rc != CLARITY_OK && rc != STORE_ECONFLICT) {
         /* kept resident: its next fold (eviction, shutdown) retries */
         s->unload = 0;

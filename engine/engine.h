@@ -29,6 +29,11 @@ typedef struct session {
     char *ns;  /* owned: store namespace of this session */
     char *workspace; /* owned or NULL: last workspace the host told us */
     pthread_mutex_t mu;
+    /* persist.c: the worker's fold writes its rows in chunks with mu
+     * released between them; folding is set meanwhile (under mu), and
+     * fold_cv tells the end to what waits for it */
+    int folding;
+    pthread_cond_t fold_cv;
     int refs;            /* guarded by engine.reg_mu */
     uint64_t last_used;  /* guarded by engine.reg_mu: LRU stamp */
     int loaded;          /* state read from the store */
@@ -146,9 +151,13 @@ int persist_flush(engine *e, session *s);
 /* The same, always folding: the store then holds a snapshot and no live
  * record (session end, eviction, unload). */
 int persist_fold(engine *e, session *s);
-/* persist_fold with the time it stamps given: the worker (engine.c) calls
- * no host service, the clock included. */
-int persist_fold_at(engine *e, session *s, int64_t now);
+/* The worker's fold, stamped with the time given (the worker calls no host
+ * service, the clock included); s->mu held, and released and taken again
+ * inside: the rows go in transactions of storage.foldChunk rows, the
+ * session's turns going on between them, and the meta that makes them the
+ * snapshot last.  A shared store (Redis) folds in one fenced transaction,
+ * as persist_fold. */
+int persist_fold_worker(engine *e, session *s, int64_t now);
 /* Frees the turn-log bookkeeping of a session. */
 void persist_session_free(session *s);
 /* Erases a session's stored state (used by import). */

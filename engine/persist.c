@@ -755,9 +755,20 @@ static int write_record(engine *e, session *s, int first)
     return CLARITY_OK;
 }
 
+/* Waits (s->mu held) for the worker's chunked fold in progress to end. */
+static void wait_fold(session *s)
+{
+    while (s->folding) pthread_cond_wait(&s->fold_cv, &s->mu);
+}
+
 static int flush(engine *e, session *s, int fold, int64_t now)
 {
     tracker *t = &s->t;
+    /* A chunked fold in progress covers the records up to its seq: a fold
+     * waits for it, and so does a record that would take the slot of one
+     * it has not covered yet (the full count of records) */
+    if (s->folding && (fold || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every))
+        wait_fold(s);
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
@@ -795,9 +806,141 @@ int persist_fold(engine *e, session *s)
     return flush(e, s, 1, engine_now_ms(e));
 }
 
-int persist_fold_at(engine *e, session *s, int64_t now)
+/* ---- the worker's fold, in chunks --------------------------------------- */
+
+typedef struct fold_row {
+    size_t key, val, vlen; /* offsets into the fold's buffer: "i:<id>" NUL, row bytes */
+} fold_row;
+
+/* What a chunked fold writes, taken under the session's mutex. */
+typedef struct fold_plan {
+    buf bytes; /* keys and rows */
+    fold_row *rows;
+    size_t n_rows;
+    char **del; /* the ids removed since the snapshot (s->snap_del's first n_del) */
+    size_t n_del;
+    buf meta;         /* the meta of the snapshot at seq */
+    uint64_t seq, from; /* it covers records from + 1 .. seq */
+    unsigned every;   /* the snapshotEvery those records took their slots by */
+} fold_plan;
+
+static void plan_free(fold_plan *p)
 {
-    return flush(e, s, 1, now);
+    buf_free(&p->bytes);
+    buf_free(&p->meta);
+    free(p->rows);
+    free(p->del);
+}
+
+/* The rows of the items changed since the snapshot, the removed ids and
+ * the meta at the last record.  0, or -1 out of memory (nothing changed). */
+static int plan_take(engine *e, session *s, fold_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    size_t cap = 0;
+    for (item *it = s->t.items; it; it = it->hh.next) {
+        if (!it->snap_dirty) continue;
+        if (p->n_rows == cap) {
+            cap = cap ? 2 * cap : 64;
+            fold_row *r = realloc(p->rows, cap * sizeof *r);
+            if (!r) return -1;
+            p->rows = r;
+        }
+        fold_row *r = &p->rows[p->n_rows++];
+        r->key = p->bytes.len;
+        buf_puts(&p->bytes, "i:");
+        buf_puts(&p->bytes, it->id);
+        buf_putc(&p->bytes, '\0');
+        r->val = p->bytes.len;
+        tl_put_row(&p->bytes, it);
+        r->vlen = p->bytes.len - r->val;
+    }
+    p->n_del = s->n_snap_del;
+    if (p->n_del && !(p->del = malloc(p->n_del * sizeof *p->del))) return -1;
+    if (p->n_del) memcpy(p->del, s->snap_del, p->n_del * sizeof *p->del);
+    p->seq = s->log_seq;
+    p->from = s->snap_seq;
+    p->every = s->log_every ? s->log_every : (unsigned)e->cfg.storage.snapshot_every;
+    meta_json(e, s, p->seq, &p->meta);
+    return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
+}
+
+/* Writes the plan (s->mu not held): removals, then rows, chunk rows to a
+ * transaction; last, in one, the slots of the records it covers go and
+ * the meta makes it the snapshot.  A crash in between leaves rows newer
+ * than the meta: harmless, since a record holds its items' whole state,
+ * and replaying the records above the meta's seq in order ends where the
+ * session was. */
+static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
+{
+    buf key;
+    buf_init(&key);
+    int rc = CLARITY_OK;
+    size_t d = 0, i = 0;
+    while (rc == CLARITY_OK && (d < p->n_del || i < p->n_rows)) {
+        rc = store_begin(e->st);
+        if (rc != CLARITY_OK) break;
+        for (size_t k = 0; rc == CLARITY_OK && k < chunk && (d < p->n_del || i < p->n_rows); k++) {
+            if (d < p->n_del) rc = del_row(e, s, p->del[d++], &key);
+            else rc = store_put(e->st, s->ns, p->bytes.p + p->rows[i].key, p->bytes.p + p->rows[i].val,
+                                p->rows[i].vlen), i++;
+        }
+        if (rc == CLARITY_OK) rc = store_commit(e->st);
+        else store_rollback(e->st);
+    }
+    if (rc == CLARITY_OK) rc = store_begin(e->st);
+    if (rc == CLARITY_OK) {
+        uint64_t n_rec = p->seq - p->from < p->every ? p->seq - p->from : p->every;
+        for (uint64_t q = p->seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
+            char slot[7];
+            tl_slot_key(slot, (unsigned)(q % p->every));
+            rc = store_del(e->st, s->ns, slot);
+            if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
+        }
+        if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, "meta", p->meta.p, p->meta.len);
+        if (rc == CLARITY_OK) rc = store_commit(e->st);
+        else store_rollback(e->st);
+    }
+    buf_free(&key);
+    return rc;
+}
+
+int persist_fold_worker(engine *e, session *s, int64_t now)
+{
+    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
+    int foreign = !s->log_writer && s->log_seq > s->snap_seq && s->log_every != every;
+    if (s->versioned || !s->exists_in_store || foreign) return flush(e, s, 1, now);
+    /* what the turns changed since the last record goes in one first: the
+     * fold covers records only */
+    int rc = flush(e, s, 0, now);
+    if (rc != CLARITY_OK || s->log_seq == s->snap_seq) return rc; /* (or that flush folded) */
+    fold_plan p;
+    if (plan_take(e, s, &p) != 0) {
+        plan_free(&p);
+        return flush(e, s, 1, now); /* in one transaction, then */
+    }
+    for (item *it = s->t.items; it; it = it->hh.next) it->snap_dirty = 0; /* in the plan */
+    s->folding = 1;
+    pthread_mutex_unlock(&s->mu);
+    rc = plan_write(e, s, &p, (size_t)e->cfg.storage.fold_chunk);
+    pthread_mutex_lock(&s->mu);
+    if (rc == CLARITY_OK) {
+        if (p.n_del) { /* the removals made since stay */
+            for (size_t i = 0; i < p.n_del; i++) free(s->snap_del[i]);
+            memmove(s->snap_del, s->snap_del + p.n_del, (s->n_snap_del - p.n_del) * sizeof *s->snap_del);
+            s->n_snap_del -= p.n_del;
+        }
+        s->snap_seq = p.seq;
+        s->log_every = every;
+        s->log_writer = s->log_seq > p.seq; /* the records turns wrote meanwhile */
+    } else {
+        /* the rows written stay harmless; the next fold writes every row */
+        for (item *it = s->t.items; it; it = it->hh.next) it->snap_dirty = 1;
+    }
+    s->folding = 0;
+    pthread_cond_broadcast(&s->fold_cv);
+    plan_free(&p);
+    return rc == CLARITY_ENOMEM || rc == STORE_ECONFLICT || rc == CLARITY_OK ? rc : CLARITY_ESTORE;
 }
 
 int persist_erase(engine *e, session *s)
@@ -853,6 +996,7 @@ static char *msg(const char *s)
 
 int persist_import_legacy(engine *e, session *s, const char *json, char **err)
 {
+    wait_fold(s); /* it rewrites the whole namespace */
     json_error_t jerr;
     json_t *root = json_loads(json, 0, &jerr);
     if (!json_is_object(root)) {

@@ -133,7 +133,8 @@ class Backend:
         # a short turn log: snapshots fold often, so kills land in folds too
         self.cfg = os.path.join(tmp, "store.json")
         with open(self.cfg, "w") as f:
-            json.dump({"storage": {"snapshotEvery": snapshot_every}, "pruning": PRUNING}, f)
+            # and folds in chunks of two rows, so kills land between them
+            json.dump({"storage": {"snapshotEvery": snapshot_every, "foldChunk": 2}, "pruning": PRUNING}, f)
         self.db = os.path.join(tmp, "state.db")
         self.kv = os.path.join(tmp, "kv.json")
         self.redis = RedisServer(tmp) if name == "redis" else None

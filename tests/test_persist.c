@@ -650,3 +650,126 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeo
     th_close(&a);
     unlink(db);
 }
+
+/* The worker's fold writes its rows in chunks of storage.foldChunk, with
+ * the session free between them: while another connection holds SQLite's
+ * write lock (the fold waits for it in its first chunk), a prompt of the
+ * session is answered at once, where a fold holding the session for the
+ * whole of its transaction made it wait for the lock's end, or fail with
+ * it.  Once the lock goes, the fold lands (rows, no record) and the
+ * session restores as it was. */
+Test(persist, a_turn_goes_on_while_the_worker_folds, .timeout = 60)
+{
+    char db[256], cfg[512];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"foldChunk\":2}}", db);
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    for (int i = 0; i < 6; i++) turn(&h, "w", i);
+    sqlite3 *lock;
+    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(th_session_end(&h, "w"), 0); /* queues the fold */
+    usleep(200 * 1000);                      /* the worker is in it, waiting for the lock */
+    const char *p = "ClaraCore again, and focus-engine";
+    cr_assert_eq(th_before(&h, "w", NULL, p, strlen(p), NULL), 0, "%s", th_event_error());
+    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(lock);
+    cr_assert_eq(th_end(&h, "w", "ClaraCore done", NULL, NULL), 0, "%s", th_event_error());
+    json_t *before = scores(&h, "w");
+    cr_expect_eq(h.error_lines, 0, "a fold failed: %s", h.last_error);
+    th_close(&h); /* waits for the worker, folds what is left */
+    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
+    cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), 4);
+    expect_restored(cfg, "w", before);
+    unlink(db);
+}
+
+/* A turn naming twenty files of its own. */
+static void many_files_turn(th_host *h, const char *session, int i)
+{
+    char prompt[2048];
+    size_t n = 0;
+    for (int k = 0; k < 20; k++)
+        n += (size_t)snprintf(prompt + n, sizeof prompt - n, "see lib/m%d/part%d.c ", i, k);
+    cr_assert_eq(th_before(h, session, NULL, prompt, n, NULL), 0);
+    cr_assert_eq(th_end(h, session, "done", NULL, NULL), 0);
+}
+
+/* The child of the kill test: turns, its state to ref, "ready", then on
+ * "go" the session ends and the worker folds it in chunks of one row. */
+static void fold_child(const char *cfg, const char *ref, int to_parent, int from_parent)
+{
+    th_host c;
+    if (th_open(&c, cfg, 0, NULL) != 0) _exit(3);
+    for (int i = 0; i < 15; i++) many_files_turn(&c, "k", i);
+    json_t *j = scores(&c, "k");
+    if (json_dump_file(j, ref, JSON_SORT_KEYS) != 0) _exit(4);
+    char b = 'r';
+    if (write(to_parent, &b, 1) != 1 || read(from_parent, &b, 1) != 1) _exit(5);
+    th_session_end(&c, "k");
+    pause();
+    _exit(6);
+}
+
+/* A kill between two chunks of the worker's fold leaves rows newer than
+ * the meta, and the records they came from: a restore replays those over
+ * the rows and ends where the session was.  The test takes SQLite's write
+ * lock once the fold's first rows landed and before its meta did (the
+ * fold then waits in its next chunk), kills the process there, and
+ * restores; it tries again until a kill lands between chunks. */
+Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
+{
+    int hit = 0;
+    for (int attempt = 0; attempt < 20 && !hit; attempt++) {
+        char db[256], ref[256], cfg[512];
+        snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+        snprintf(ref, sizeof ref, "%s", th_tmp_path(".json"));
+        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"foldChunk\":1}}", db);
+        int up[2], down[2];
+        cr_assert_eq(pipe(up), 0);
+        cr_assert_eq(pipe(down), 0);
+        pid_t pid = fork();
+        cr_assert_neq(pid, -1);
+        if (pid == 0) {
+            close(up[0]);
+            close(down[1]);
+            fold_child(cfg, ref, up[1], down[0]);
+        }
+        close(up[1]);
+        close(down[0]);
+        char b;
+        cr_assert_eq(read(up[0], &b, 1), 1, "the child did not get ready");
+        sqlite3 *lock;
+        cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+        sqlite3_busy_timeout(lock, 1);
+        int rows0 = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'");
+        cr_assert_eq(write(down[1], "g", 1), 1);
+        /* wait for the fold's first rows, then hold the lock */
+        int locked = 0;
+        for (int tries = 0; tries < 200000 && !locked; tries++) {
+            if (sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'") > rows0)
+                locked = sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+            else
+                usleep(50);
+        }
+        cr_assert(locked, "the fold wrote no row");
+        int rows = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'");
+        int recs = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
+        hit = recs > 0 && rows > rows0 && rows < 300; /* between chunks: rows, and the records still */
+        kill(pid, SIGKILL);
+        int status;
+        waitpid(pid, &status, 0);
+        close(up[0]);
+        close(down[1]);
+        cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(lock);
+        json_error_t jerr;
+        json_t *before = json_load_file(ref, 0, &jerr);
+        cr_assert_not_null(before, "%s", jerr.text);
+        expect_restored(cfg, "k", before);
+        unlink(db);
+        unlink(ref);
+    }
+    cr_assert(hit, "no kill landed between two chunks of a fold in 20 tries");
+}
