@@ -487,7 +487,7 @@ static const cfg_entry settings[] = {
     {"storage.url", CT_PATH, CO(storage.url), 0, 1, 4096, 0, NULL, NULL},
     {"storage.keyPrefix", CT_PATH, CO(storage.key_prefix), 0, 1, 256, 0, NULL, NULL},
     INT("storage.timeoutMs", storage.timeout_ms, 1000, 1, 600000, 0),
-    INT("storage.snapshotEvery", storage.snapshot_every, 256, 1, 4096, 0),
+    INT("storage.snapshotEvery", storage.snapshot_every, 256, 1, CFG_SNAPSHOT_EVERY_MAX, 0),
     INT("storage.foldChunk", storage.fold_chunk, 128, 1, 1 << 20, 0),
     {"storage.synchronous", CT_ENUM, CO(storage.synchronous), CFG_SYNC_NORMAL, 0, 0, 0, sync_names, NULL},
     INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),

@@ -30,6 +30,8 @@ typedef struct cfg_pattern {
     char *pattern; /* owned; PCRE2 source, compiled by extract/ */
 } cfg_pattern;
 
+#define CFG_SNAPSHOT_EVERY_MAX 4096 /* storage.snapshotEvery's bound (also a stored meta's "every") */
+
 typedef struct clarity_config {
     int enabled;
     int strict_mode;
@@ -66,7 +68,7 @@ typedef struct clarity_config {
         char *url;        /* owned; backend redis: redis://[user:password@]host[:port][/db] or unix:///path[?db=N] */
         char *key_prefix; /* owned; NULL = "clarity:" */
         int timeout_ms;   /* bound on one Redis round trip, and on connecting */
-        int snapshot_every; /* turn-log records between snapshots (persist.c) */
+        int snapshot_every; /* turn-log records between snapshots (persist.c), 1..CFG_SNAPSHOT_EVERY_MAX */
         int fold_chunk;     /* rows per transaction of the worker's fold (persist.c) */
         int synchronous;    /* enum cfg_sync: SQLite's synchronous, "normal" or "full" */
     } storage;

@@ -25,9 +25,6 @@
 #include "turnlog.h"
 
 #define PERSIST_VERSION 1
-/* storage.snapshotEvery's upper bound (config.c); a meta's "every" past it
- * is not ours */
-#define PERSIST_EVERY_MAX 4096
 
 /* A number of the state: an integer (or an integral real, as JavaScript
  * writes them) in lo..hi.  Absent: def.  Returns 0, or -1 with *err
@@ -484,7 +481,7 @@ static int load_once(engine *e, session *s)
         get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
         get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err) ||
         get_num(meta, "seq", 0, TRACKER_COUNT_MAX, 0, &seq, where, &err) ||
-        get_num(meta, "every", 0, PERSIST_EVERY_MAX, 0, &every, where, &err)) {
+        get_num(meta, "every", 0, CFG_SNAPSHOT_EVERY_MAX, 0, &every, where, &err)) {
         /* the session's turn cannot be trusted: the session is refused */
         engine_log(e, CLARITY_LOG_ERROR, "clarity: %s", err ? err : "session: unreadable stored meta");
         free(err);
@@ -607,6 +604,42 @@ static int fence(engine *e, session *s)
     return store_fence(e->st, s->ns, s->version, s->version + 1);
 }
 
+/* The storage.snapshotEvery the records above the snapshot took their
+ * slots by (ours when the meta did not say). */
+static unsigned slots_every(const engine *e, const session *s)
+{
+    return s->log_every ? s->log_every : (unsigned)e->cfg.storage.snapshot_every;
+}
+
+/* Records another process wrote under another storage.snapshotEvery than
+ * ours: folded before anything is appended. */
+static int foreign_log(const engine *e, const session *s)
+{
+    return !s->log_writer && s->log_seq > s->snap_seq && s->log_every != (unsigned)e->cfg.storage.snapshot_every;
+}
+
+/* The log holds storage.snapshotEvery records: the next one would take
+ * the slot of one the snapshot does not cover. */
+static int log_full(const engine *e, const session *s)
+{
+    return s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every;
+}
+
+/* Deletes the slots of records from + 1 .. seq, taken by every (inside the
+ * fold's transaction: the snapshot covers them, they would only take room). */
+static int del_slots(engine *e, session *s, uint64_t from, uint64_t seq, unsigned every)
+{
+    int rc = CLARITY_OK;
+    uint64_t n_rec = seq - from < every ? seq - from : every;
+    for (uint64_t q = seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
+        char slot[7];
+        tl_slot_key(slot, (unsigned)(q % every));
+        rc = store_del(e->st, s->ns, slot);
+        if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
+    }
+    return rc;
+}
+
 /* The snapshot: the rows of the items changed since the last one, the
  * removed ids, the meta; one transaction. */
 static int write_snapshot(engine *e, session *s)
@@ -622,16 +655,7 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
     for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
         if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
-    /* the records the snapshot now covers: their slots would only take
-     * room (slots of the snapshotEvery they were written under) */
-    unsigned every = s->log_every ? s->log_every : (unsigned)e->cfg.storage.snapshot_every;
-    uint64_t n_rec = s->log_seq - s->snap_seq < every ? s->log_seq - s->snap_seq : every;
-    for (uint64_t q = s->log_seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
-        char slot[7];
-        tl_slot_key(slot, (unsigned)(q % every));
-        rc = store_del(e->st, s->ns, slot);
-        if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
-    }
+    if (rc == CLARITY_OK) rc = del_slots(e, s, s->snap_seq, s->log_seq, slots_every(e, s));
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
     if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
@@ -767,16 +791,13 @@ static int flush(engine *e, session *s, int fold, int64_t now)
     /* A chunked fold in progress covers the records up to its seq: a fold
      * waits for it, and so does a record that would take the slot of one
      * it has not covered yet (the full count of records) */
-    if (s->folding && (fold || s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every))
-        wait_fold(s);
+    if (s->folding && (fold || log_full(e, s))) wait_fold(s);
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
     /* records another process wrote are appended to when their slots
      * follow our storage.snapshotEvery, and folded first when not */
-    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
-    int foreign = !s->log_writer && s->log_seq > s->snap_seq && s->log_every != every;
-    if (foreign || s->log_seq - s->snap_seq >= every) fold = 1;
+    if (foreign_log(e, s) || log_full(e, s)) fold = 1;
     int64_t prev_persist = t->last_persist_ms;
     t->last_persist_ms = now;
     int rc = fold ? write_snapshot(e, s) : write_record(e, s, !s->exists_in_store);
@@ -860,7 +881,7 @@ static int plan_take(engine *e, session *s, fold_plan *p)
     if (p->n_del) memcpy(p->del, s->snap_del, p->n_del * sizeof *p->del);
     p->seq = s->log_seq;
     p->from = s->snap_seq;
-    p->every = s->log_every ? s->log_every : (unsigned)e->cfg.storage.snapshot_every;
+    p->every = slots_every(e, s);
     meta_json(e, s, p->seq, &p->meta);
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
 }
@@ -890,13 +911,7 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
     }
     if (rc == CLARITY_OK) rc = store_begin(e->st);
     if (rc == CLARITY_OK) {
-        uint64_t n_rec = p->seq - p->from < p->every ? p->seq - p->from : p->every;
-        for (uint64_t q = p->seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
-            char slot[7];
-            tl_slot_key(slot, (unsigned)(q % p->every));
-            rc = store_del(e->st, s->ns, slot);
-            if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
-        }
+        rc = del_slots(e, s, p->from, p->seq, p->every);
         if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, "meta", p->meta.p, p->meta.len);
         if (rc == CLARITY_OK) rc = store_commit(e->st);
         else store_rollback(e->st);
@@ -907,9 +922,7 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
 
 int persist_fold_worker(engine *e, session *s, int64_t now)
 {
-    unsigned every = (unsigned)e->cfg.storage.snapshot_every;
-    int foreign = !s->log_writer && s->log_seq > s->snap_seq && s->log_every != every;
-    if (s->versioned || !s->exists_in_store || foreign) return flush(e, s, 1, now);
+    if (s->versioned || !s->exists_in_store || foreign_log(e, s)) return flush(e, s, 1, now);
     /* what the turns changed since the last record goes in one first: the
      * fold covers records only */
     int rc = flush(e, s, 0, now);
@@ -931,7 +944,7 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
             s->n_snap_del -= p.n_del;
         }
         s->snap_seq = p.seq;
-        s->log_every = every;
+        s->log_every = (unsigned)e->cfg.storage.snapshot_every;
         s->log_writer = s->log_seq > p.seq; /* the records turns wrote meanwhile */
     } else {
         /* the rows written stay harmless; the next fold writes every row */

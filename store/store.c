@@ -99,22 +99,46 @@ static void unlock(store *s) { pthread_mutex_unlock(&s->mu); }
 
 const char *store_backend_name(const store *s) { return s ? s->vt->name : "none"; }
 
+/* Opens a transaction (flag: &s->in_txn) or a read snapshot (&s->in_read)
+ * with begin (NULL: nothing to start in the backend); on success the mutex
+ * stays held until it ends.  Only the owner can see a flag set after
+ * locking: one already set is a nested begin. */
+static int txn_open(store *s, int *flag, int (*begin)(store *), const char *what)
+{
+    lock(s);
+    if (s->in_txn || s->in_read) {
+        int rc = store_fail(s, CLARITY_EINVAL, "%s: a transaction is already open", what);
+        unlock(s);
+        return rc;
+    }
+    int rc = begin ? begin(s) : CLARITY_OK;
+    if (rc != CLARITY_OK) {
+        unlock(s);
+        return rc;
+    }
+    *flag = 1;
+    return CLARITY_OK;
+}
+
+/* Ends what txn_open opened, if it is open, with end (NULL: nothing to
+ * end in the backend), and releases txn_open's lock (the caller holds its
+ * own). */
+static void txn_end(store *s, int *flag, void (*end)(store *))
+{
+    if (!*flag) return;
+    if (end) end(s);
+    *flag = 0;
+    unlock(s);
+}
+
 void store_close(store *s)
 {
     if (!s) return;
     /* The caller guarantees no other thread uses s any more.  A transaction
      * left open by this thread is rolled back (never committed). */
     lock(s);
-    if (s->in_txn) {
-        s->vt->rollback(s);
-        s->in_txn = 0;
-        unlock(s);
-    }
-    if (s->in_read) {
-        if (s->vt->end_read) s->vt->end_read(s);
-        s->in_read = 0;
-        unlock(s);
-    }
+    txn_end(s, &s->in_txn, s->vt->rollback);
+    txn_end(s, &s->in_read, s->vt->end_read);
     s->vt->close(s);
     unlock(s);
     pthread_mutex_destroy(&s->mu);
@@ -176,36 +200,6 @@ int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, v
     return rc;
 }
 
-/* Opens a transaction (flag: &s->in_txn) or a read snapshot (&s->in_read)
- * with begin (NULL: nothing to start in the backend); on success the mutex
- * stays held until it ends.  Only the owner can see a flag set after
- * locking: one already set is a nested begin. */
-static int txn_open(store *s, int *flag, int (*begin)(store *), const char *what)
-{
-    lock(s);
-    if (s->in_txn || s->in_read) {
-        int rc = store_fail(s, CLARITY_EINVAL, "%s: a transaction is already open", what);
-        unlock(s);
-        return rc;
-    }
-    int rc = begin ? begin(s) : CLARITY_OK;
-    if (rc != CLARITY_OK) {
-        unlock(s);
-        return rc;
-    }
-    *flag = 1;
-    return CLARITY_OK;
-}
-
-/* Ends what txn_open opened, if it is open: releases txn_open's lock
- * (the caller holds its own). */
-static void txn_close(store *s, int *flag)
-{
-    if (!*flag) return;
-    *flag = 0;
-    unlock(s);
-}
-
 int store_begin(store *s) { return s ? txn_open(s, &s->in_txn, s->vt->begin, "store_begin") : CLARITY_EINVAL; }
 
 int store_commit(store *s)
@@ -213,7 +207,7 @@ int store_commit(store *s)
     if (!s) return CLARITY_EINVAL;
     lock(s);
     int rc = s->in_txn ? s->vt->commit(s) : store_fail(s, CLARITY_EINVAL, "store_commit: no transaction is open");
-    txn_close(s, &s->in_txn);
+    txn_end(s, &s->in_txn, NULL);
     unlock(s);
     return rc;
 }
@@ -222,8 +216,7 @@ void store_rollback(store *s)
 {
     if (!s) return;
     lock(s);
-    if (s->in_txn) s->vt->rollback(s);
-    txn_close(s, &s->in_txn);
+    txn_end(s, &s->in_txn, s->vt->rollback);
     unlock(s);
 }
 
@@ -236,8 +229,7 @@ void store_end_read(store *s)
 {
     if (!s) return;
     lock(s);
-    if (s->in_read && s->vt->end_read) s->vt->end_read(s);
-    txn_close(s, &s->in_read);
+    txn_end(s, &s->in_read, s->vt->end_read);
     unlock(s);
 }
 

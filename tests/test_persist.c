@@ -314,6 +314,21 @@ static int sql_count(const char *db, const char *query)
     return n;
 }
 
+/* Another connection holding db's write lock, as a second process would. */
+static sqlite3 *hold_write_lock(const char *db)
+{
+    sqlite3 *lock;
+    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    return lock;
+}
+
+static void release_write_lock(sqlite3 *lock)
+{
+    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(lock);
+}
+
 /* A second process (here a second instance on the same file) restores the
  * snapshot plus the records above it while the first has not folded them,
  * and the records never outnumber storage.snapshotEvery. */
@@ -444,9 +459,7 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     for (int i = 0; i < 3; i++) turn(&h, "f", i);
     json_t *before = scores(&h, "f");
     size_t items = json_array_size(json_object_get(before, "items"));
-    sqlite3 *lock;
-    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "f"), 0, "session_end waited for the store: %s", th_event_error());
     sqlite3_stmt *st;
     cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL),
@@ -454,8 +467,7 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
     cr_expect_eq(sqlite3_column_int(st, 0), 3, "the three records are there until the fold");
     sqlite3_finalize(st);
-    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(lock);
+    release_write_lock(lock);
     th_close(&h); /* waits for the worker */
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), (int)items);
@@ -505,14 +517,11 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
     turn(&h, "e1", 0);
     turn(&h, "e1", 1);
     json_t *before = scores(&h, "e1");
-    sqlite3 *lock;
-    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *lock = hold_write_lock(db);
     const char *p = "now FocusEngine";
     cr_assert_eq(th_before(&h, "e2", NULL, p, strlen(p), NULL), 0); /* e1 leaves memory */
     cr_expect_eq(h.error_lines, 0, "the eviction waited for the store: %s", h.last_error);
-    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(lock);
+    release_write_lock(lock);
     th_close(&h);
     cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'i:%'"), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'l:%'"), 0);
@@ -532,14 +541,18 @@ static const char *prune_cfg(const char *db)
     return cfg;
 }
 
-/* A turn that brings a file of its own. */
-static void file_turn(th_host *h, const char *session, int i)
+/* A turn naming `files` files of its own (turn i's). */
+static void files_turn(th_host *h, const char *session, int i, int files)
 {
-    char prompt[128];
-    snprintf(prompt, sizeof prompt, "next look at src/area%d/part%d.ts please", i, i);
-    cr_assert_eq(th_before(h, session, NULL, prompt, strlen(prompt), NULL), 0);
+    char prompt[2048];
+    size_t n = 0;
+    for (int k = 0; k < files && n < sizeof prompt - 64; k++)
+        n += (size_t)snprintf(prompt + n, sizeof prompt - n, "see src/area%d/part%d.ts ", i, k);
+    cr_assert_eq(th_before(h, session, NULL, prompt, n, NULL), 0);
     cr_assert_eq(th_end(h, session, "done", NULL, NULL), 0);
 }
+
+static void file_turn(th_host *h, const char *session, int i) { files_turn(h, session, i, 1); }
 
 static long long stat_of(th_host *h, const char *session, const char *key)
 {
@@ -633,12 +646,9 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeo
     th_host a;
     cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
     for (int i = 0; i < 16; i++) file_turn(&a, "q", i);
-    sqlite3 *lock;
-    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *lock = hold_write_lock(db);
     cr_assert_neq(th_compact(&a, "q", NULL), 0, "the record was written under another's lock");
-    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(lock);
+    release_write_lock(lock);
     file_turn(&a, "q", 3); /* mentions an item the compaction pruned */
     file_turn(&a, "q", 16);
     size_t len = 0;
@@ -666,15 +676,12 @@ Test(persist, a_turn_goes_on_while_the_worker_folds, .timeout = 60)
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     for (int i = 0; i < 6; i++) turn(&h, "w", i);
-    sqlite3 *lock;
-    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "w"), 0); /* queues the fold */
     usleep(200 * 1000);                      /* the worker is in it, waiting for the lock */
     const char *p = "ClaraCore again, and focus-engine";
     cr_assert_eq(th_before(&h, "w", NULL, p, strlen(p), NULL), 0, "%s", th_event_error());
-    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(lock);
+    release_write_lock(lock);
     cr_assert_eq(th_end(&h, "w", "ClaraCore done", NULL, NULL), 0, "%s", th_event_error());
     json_t *before = scores(&h, "w");
     cr_expect_eq(h.error_lines, 0, "a fold failed: %s", h.last_error);
@@ -685,24 +692,13 @@ Test(persist, a_turn_goes_on_while_the_worker_folds, .timeout = 60)
     unlink(db);
 }
 
-/* A turn naming twenty files of its own. */
-static void many_files_turn(th_host *h, const char *session, int i)
-{
-    char prompt[2048];
-    size_t n = 0;
-    for (int k = 0; k < 20; k++)
-        n += (size_t)snprintf(prompt + n, sizeof prompt - n, "see lib/m%d/part%d.c ", i, k);
-    cr_assert_eq(th_before(h, session, NULL, prompt, n, NULL), 0);
-    cr_assert_eq(th_end(h, session, "done", NULL, NULL), 0);
-}
-
 /* The child of the kill test: turns, its state to ref, "ready", then on
  * "go" the session ends and the worker folds it in chunks of one row. */
 static void fold_child(const char *cfg, const char *ref, int to_parent, int from_parent)
 {
     th_host c;
     if (th_open(&c, cfg, 0, NULL) != 0) _exit(3);
-    for (int i = 0; i < 15; i++) many_files_turn(&c, "k", i);
+    for (int i = 0; i < 15; i++) files_turn(&c, "k", i, 20);
     json_t *j = scores(&c, "k");
     if (json_dump_file(j, ref, JSON_SORT_KEYS) != 0) _exit(4);
     char b = 'r';
@@ -762,8 +758,7 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
         waitpid(pid, &status, 0);
         close(up[0]);
         close(down[1]);
-        cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(lock);
+        release_write_lock(lock);
         json_error_t jerr;
         json_t *before = json_load_file(ref, 0, &jerr);
         cr_assert_not_null(before, "%s", jerr.text);

@@ -124,12 +124,15 @@ static unsigned id_hash(const char *id, size_t n)
     return (unsigned)name_mix_bytes(0x452821e638d01377ull ^ n, id, n);
 }
 
-item *tracker_find_n(tracker *t, const char *id, size_t n)
+/* The item of id[0..n), whose id_hash is h, or NULL. */
+static item *find_hashed(tracker *t, const char *id, size_t n, unsigned h)
 {
     item *it = NULL;
-    HASH_FIND_BYHASHVALUE(hh, t->items, id, n, id_hash(id, n), it);
+    HASH_FIND_BYHASHVALUE(hh, t->items, id, n, h, it);
     return it;
 }
+
+item *tracker_find_n(tracker *t, const char *id, size_t n) { return find_hashed(t, id, n, id_hash(id, n)); }
 
 item *tracker_find(tracker *t, const char *id) { return tracker_find_n(t, id, strlen(id)); }
 
@@ -167,8 +170,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
 {
     size_t n = strlen(id);
     unsigned h = id_hash(id, n); /* once, for the find and the add */
-    item *it = NULL;
-    HASH_FIND_BYHASHVALUE(hh, t->items, id, n, h, it);
+    item *it = find_hashed(t, id, n, h);
     if (it) return it;
     /* the id lives after the history ring, in the item's allocation: one
      * allocation per item, and a walk that reads ids misses less */
