@@ -76,6 +76,19 @@ int store_fence(store *s, const char *ns, uint64_t expect, uint64_t next);
  * CLARITY_ECONFIG with *err naming it. */
 int store_open_redis(const char *url, const char *prefix, int timeout_ms, store **out, char **err);
 
+/* The SQLite backend's WAL checkpoints (for tests and benchmarks): how
+ * many the background thread ran, in how many of those the WAL held
+ * frames copied into the database (a run that copies nothing is one that
+ * could not run), how many a commit ran on its own thread because the WAL
+ * outgrew the hard bound (a stall in that hook), and whether the
+ * background thread has one asked for or running.  CLARITY_DECLINED for
+ * the other backends. */
+typedef struct store_ckpt_stats {
+    unsigned long background, background_copied, on_commit;
+    int busy;
+} store_ckpt_stats;
+int store_sqlite_ckpt_stats(store *s, store_ckpt_stats *out);
+
 /* Last error text of the store (static or store-owned), for messages. */
 const char *store_errmsg(const store *s);
 

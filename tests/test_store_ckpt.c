@@ -9,6 +9,17 @@
 #include "../store/store.h"
 #include "testhost.h"
 
+/* Removes a database and its WAL and shared-memory files. */
+static void unlink_db(const char *db)
+{
+    char side[300];
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+}
+
 Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
 {
     char db[256], wal[300];
@@ -47,9 +58,63 @@ Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
     cr_assert_eq(v[0], (char)('a' + 7999 % 26));
     free(v);
     store_close(s);
-    unlink(db);
-    unlink(wal);
-    char shm[300];
-    snprintf(shm, sizeof shm, "%s-shm", db);
-    unlink(shm);
+    unlink_db(db);
+}
+
+/* Waits (up to 10 s) until the background checkpointer has nothing asked
+ * for nor running. */
+static void wait_ckpt_idle(store *s)
+{
+    store_ckpt_stats st;
+    for (int i = 0; i < 10000; i++) {
+        cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+        if (!st.busy) return;
+        usleep(1000);
+    }
+    cr_assert_fail("the checkpointer is still busy after 10 s");
+}
+
+/* Commits with time between them, as turns come: the background thread
+ * checkpoints the WAL, which then starts over, so no commit ever
+ * checkpoints on its own thread (a 20 ms stall in that turn's hook).  The
+ * commits wait for the checkpointer to be idle, as a model's seconds
+ * between turns would, so that a loaded machine does not decide. */
+Test(store_ckpt, paced_commits_never_checkpoint_on_the_committing_thread, .timeout = 120)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    char val[3000], key[32];
+    memset(val, 'v', sizeof val);
+    /* ~3 pages a commit: 1,600 commits write past the hard bound (4,000
+     * pages) unless the background thread rewinds the WAL */
+    for (int t = 0; t < 1600; t++) {
+        cr_assert_eq(store_begin(s), CLARITY_OK);
+        for (int k = 0; k < 3; k++) {
+            snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
+            cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
+        }
+        cr_assert_eq(store_commit(s), CLARITY_OK);
+        wait_ckpt_idle(s);
+    }
+    store_ckpt_stats st;
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_gt(st.background_copied, 0, "the background thread ran %lu checkpoints and copied nothing",
+                 st.background);
+    cr_assert_eq(st.on_commit, 0, "%lu commits checkpointed on their own thread", st.on_commit);
+    store_close(s);
+    unlink_db(db);
+}
+
+Test(store_ckpt, stats_are_sqlite_only)
+{
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_memory(&s, &err), CLARITY_OK);
+    store_ckpt_stats st;
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_DECLINED);
+    cr_assert_eq(store_sqlite_ckpt_stats(NULL, &st), CLARITY_EINVAL);
+    store_close(s);
 }
