@@ -226,11 +226,30 @@ static int expand_token(ex_emitter *e, const char *t, size_t a, size_t i)
     return process_token(e, t + a, i - a, url) < 0 ? -1 : 0;
 }
 
+/* single_word's word that passed the name filter: deduplicated by its
+ * lowercase form, then its word forms.  Out of line: most words stop at
+ * the filter. */
+static __attribute__((noinline)) int single_word_hit(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
+{
+    int r = n <= 8 ? ex_wset_add(&e->words, low->v[0], n)
+                   : ex_sset_add_h(&e->tokens, low->b, n, ex_sset_hash_lanes(e->tokens.seed, low, n));
+    if (r == -1) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return -1;
+    }
+    if (r == 0) return 1;
+    /* a lone word is a token of one word: process_token would only emit
+     * its word forms */
+    return emit_word_lanes(e, low, n, h) < 0 ? -1 : 1;
+}
+
 /* The word t[p, end) is a whole token, but for trailing dots ("done."),
  * the common case in prose: its forms depend only on its lowercase form,
  * which is what it is deduplicated by.  Returns 1 when it was dealt with
- * (*done advanced), 0 when the token is more than a word, -1 to stop. */
-static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_t end, size_t *done)
+ * (*done advanced), 0 when the token is more than a word, -1 to stop.
+ * Inlined in the scan: it runs for each word the memo has not decided. */
+static inline __attribute__((always_inline)) int single_word(ex_emitter *e, const char *t, size_t len, size_t p,
+                                                             size_t end, size_t *done)
 {
     if (p > 0 && is_path_char((unsigned char)t[p - 1])) return 0;
     size_t q = end;
@@ -242,16 +261,7 @@ static int single_word(ex_emitter *e, const char *t, size_t len, size_t p, size_
     ex_lanes low;
     uint64_t h = word_hash(t, len, p, end, &low);
     if (!name_filter_test_hash(e->nf, h)) return 1;
-    int r = n <= 8 ? ex_wset_add(&e->words, low.v[0], n)
-                   : ex_sset_add_h(&e->tokens, low.b, n, ex_sset_hash_lanes(e->tokens.seed, &low, n));
-    if (r == -1) {
-        ex_em_error(e, CLARITY_ENOMEM);
-        return -1;
-    }
-    if (r == 0) return 1;
-    /* a lone word is a token of one word: process_token would only emit
-     * its word forms */
-    return emit_word_lanes(e, &low, n, h) < 0 ? -1 : 1;
+    return single_word_hit(e, &low, n, h);
 }
 
 /* With a filter of the tracked names, most tokens name nothing: the text is
@@ -304,7 +314,7 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
                  * '/' or '.' trigger, or, for a hyphen run, from the run's
                  * last word, which a path byte precedes. */
                 size_t slot = SIZE_MAX;
-                uint64_t key[2];
+                uint64_t key[2] = {0, 0};
                 if ((memo_ok >> bit & 1) && end - p <= EX_MEMO_MAX) {
                     slot = ex_memo_slot(memo, t, p, end - p, key);
                     if (ex_memo_has(memo, slot, key)) {
@@ -402,12 +412,16 @@ int extract_candidates(const extractor *ex, const char *text, size_t len, const 
 
 static int is_path_key_n(const char *k, size_t n)
 {
-    static const char *const keys[] = {"file_path", "path",       "filePath", "notebook_path",
-                                       "filename",  "file",       "target_file", "file_paths",
-                                       "paths",     "files"};
+#define KEY(s) {s, sizeof s - 1}
+    static const struct {
+        const char *s;
+        size_t n;
+    } keys[] = {KEY("file_path"), KEY("path"),        KEY("filePath"),   KEY("notebook_path"), KEY("filename"),
+                KEY("file"),      KEY("target_file"), KEY("file_paths"), KEY("paths"),         KEY("files")};
+#undef KEY
     if (!k) return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (strlen(keys[i]) == n && memcmp(k, keys[i], n) == 0) return 1;
+        if (keys[i].n == n && memcmp(k, keys[i].s, n) == 0) return 1;
     return 0;
 }
 

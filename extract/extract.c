@@ -977,11 +977,29 @@ static int scan_words(const extractor *ex, const char *t, size_t len, ex_spans *
     return scan_words_sse(ex, t, len, tools, camel, counts, paths, memo);
 }
 
+/* Puts the k best of q[0, n) (kw_cmp order) first, in order, keeping q a
+ * permutation; every entry past k is no better than q[k - 1].  O(n) for a
+ * prompt's many words and its few keywords, where a sort is O(n log n). */
+static void kw_top(kw_rank *q, size_t n, size_t k)
+{
+    qsort(q, k, sizeof *q, kw_cmp);
+    for (size_t i = k; i < n; i++) {
+        if (kw_cmp(&q[i], &q[k - 1]) >= 0) continue;
+        kw_rank in = q[i];
+        q[i] = q[k - 1]; /* the k-th leaves the top for the slot in came from */
+        size_t j = k - 1;
+        for (; j > 0 && kw_cmp(&in, &q[j - 1]) < 0; j--) q[j] = q[j - 1];
+        q[j] = in;
+    }
+}
+
 /* Emits the keywords of counts: seen 3 times or 12 bytes long, most
- * frequent first, then first seen; at most max_keywords. */
+ * frequent first, then first seen; at most max_keywords.  Only the best
+ * max_keywords are ordered, unless some of them emit nothing (seen as
+ * another id, excluded): then the rest are sorted and the walk goes on. */
 static void emit_keywords(ex_emitter *e, ex_sset *counts)
 {
-    size_t nq = 0;
+    size_t nq = 0, max = (size_t)e->ex->max_keywords;
     kw_rank *q = malloc((counts->n ? counts->n : 1) * sizeof *q);
     if (!q) {
         ex_em_error(e, CLARITY_ENOMEM);
@@ -991,14 +1009,20 @@ static void emit_keywords(ex_emitter *e, ex_sset *counts)
         const ex_sset_ent *en = &counts->ents[i];
         if (en->count >= 3 || en->len >= 12) q[nq++] = (kw_rank){en->count, en->first, i};
     }
-    qsort(q, nq, sizeof *q, kw_cmp);
-    int kept = 0;
-    for (size_t i = 0; i < nq && kept < e->ex->max_keywords; i++) {
+    size_t ordered = nq > max && max > 0 ? max : nq;
+    if (ordered < nq) kw_top(q, nq, ordered);
+    else qsort(q, nq, sizeof *q, kw_cmp);
+    size_t kept = 0;
+    for (size_t i = 0; i < nq && kept < max; i++) {
+        if (i == ordered) { /* the top ran out: order the rest */
+            qsort(q + i, nq - i, sizeof *q, kw_cmp);
+            ordered = nq;
+        }
         buf_puts(&e->id, "keyword:");
         buf_append(&e->id, ex_sset_key(counts, q[i].idx), counts->ents[q[i].idx].len);
         int r = ex_em_emit_scratch(e, CAT_KEYWORD, 0);
         if (r < 0) break;
-        kept += r;
+        kept += (size_t)r;
     }
     free(q);
 }
@@ -1019,7 +1043,10 @@ static void emit_files(ex_emitter *e, const char *t, size_t len, const ex_spans 
             for (skip = me; skip < len && !is_space((unsigned char)t[skip]);) skip++; /* a URL */
             continue;
         }
-        r = file_token(e, t, ms, me, &np, &pending);
+        /* a token's ids depend only on its bytes: a repeat adds nothing
+         * (prompts name the files they are about again and again); a set
+         * that cannot take it (full, no memory) only stops deduplicating */
+        if (ex_sset_add(&e->tokens, t + ms, me - ms) != 0) r = file_token(e, t, ms, me, &np, &pending);
     }
     if (buf_failed(&np) || buf_failed(&pending)) ex_em_error(e, CLARITY_ENOMEM);
     emit_pending(e, &pending);

@@ -324,6 +324,32 @@ Test(mentions, bad_custom_pattern)
     free(err);
 }
 
+/* Only the best maxKeywords are put in order; when some of them emit
+ * nothing (excluded here), the next best follow, in order. */
+Test(mentions, keywords_past_excluded_ones_come_in_order)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    cfg.extraction.exclude[0] = (char *)"^keyword:(alpha|bravo|charlie)$";
+    cfg.extraction.n_exclude = 1;
+    extractor *ex = new_ex(&cfg);
+    static const char *const w[] = {"limas", "kilos",   "juliet", "india", "hotel", "golfy",
+                                    "foxtrot", "echoo", "delta",  "charlie", "bravo", "alpha"};
+    char t[4096] = "";
+    for (int i = 0; i < 12; i++) /* limas 3 times ... alpha 14 times */
+        for (int r = 0; r < 3 + i; r++) {
+            strcat(t, w[i]);
+            strcat(t, " ");
+        }
+    col *c = mentions(ex, t, NULL);
+    cr_assert_eq(c->n, 8, "got: %s", dump(c));
+    static const char *const want[] = {"keyword:delta", "keyword:echoo", "keyword:foxtrot", "keyword:golfy",
+                                       "keyword:hotel", "keyword:india", "keyword:juliet",  "keyword:kilos"};
+    for (int i = 0; i < 8; i++) cr_assert_str_eq(c->ids[i], want[i], "at %d, got: %s", i, dump(c));
+    col_free(c);
+    extract_free(ex);
+}
+
 Test(mentions, exclusions)
 {
     clarity_config cfg;
