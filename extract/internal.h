@@ -162,7 +162,9 @@ typedef struct ex_memo_store {
 void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st);
 void ex_memo_store_free(ex_memo_store *st);
 
-extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2];
+/* Hidden: a reference from the scans is then a PC-relative address, not a
+ * load from the GOT in every loop that masks a word. */
+extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] __attribute__((visibility("hidden")));
 
 /* Bit i: a word starting at byte base + i of a text of len bytes has the
  * 16 bytes the memo reads (none without a memo). */
@@ -208,19 +210,20 @@ static inline void ex_count_repeat(ex_sset *counts, uint32_t at)
 static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo *m, const char *t, uint64_t cand,
                                                                    uint64_t word, ex_sset *counts)
 {
-    uint64_t hits = 0;
+    /* the memo's fields in locals: a count's store could alias them */
+    const ex_memo at = *m;
+    uint64_t hits = 0, nonword = ~word;
     while (cand) {
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
-        uint64_t rest = ~word >> bit;
-        if (!rest) continue; /* runs into the next block */
-        size_t n = (size_t)__builtin_ctzll(rest);
+        /* the word's length; 63 when it runs into the next block */
+        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
         if (n > EX_MEMO_MAX) continue;
         uint64_t key[2];
-        size_t slot = ex_memo_slot(m, t, bit, n, key);
-        if (!ex_memo_has(m, slot, key)) continue;
+        size_t slot = ex_memo_slot(&at, t, bit, n, key);
+        if (!ex_memo_has(&at, slot, key)) continue;
         hits |= (uint64_t)1 << bit;
-        if (counts) ex_count_repeat(counts, m->val[slot]);
+        if (counts) ex_count_repeat(counts, at.val[slot]);
     }
     return hits;
 }
