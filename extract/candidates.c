@@ -264,6 +264,36 @@ static inline __attribute__((always_inline)) int single_word(ex_emitter *e, cons
     return single_word_hit(e, &low, n, h);
 }
 
+/* The starts among `cand` (bits of the 64-byte block at t, whose word
+ * bits are `word`; each with eight bytes of text from it) of words no
+ * name can equal (name_filter_word_may).  A word running into the next
+ * block has no known length here and is left to the scan. */
+static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_filter *nf, const char *t,
+                                                                     uint64_t cand, uint64_t word)
+{
+    /* the filter's fields in locals, and no branch but the loop's */
+    const uint64_t *wb = nf->wbits;
+    const unsigned shift = nf->wshift;
+    uint64_t out = 0, nonword = ~word;
+    while (cand) {
+        unsigned bit = (unsigned)__builtin_ctzll(cand);
+        cand &= cand - 1;
+        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
+        size_t s = name_word_slot(name_load8(t + bit), n, shift);
+        uint64_t miss = ~(wb[s >> 6] >> (s & 63)) & (n < 63);
+        out |= miss << bit;
+    }
+    return out;
+}
+
+/* Bit i: a word starting at byte base + i of a text of len bytes has eight
+ * bytes of text from its start. */
+static inline uint64_t ex_room8(size_t base, size_t len)
+{
+    size_t avail = len - base;
+    return avail >= 71 ? ~(uint64_t)0 : avail >= 8 ? ((uint64_t)1 << (avail - 7)) - 1 : 0;
+}
+
 /* With a filter of the tracked names, most tokens name nothing: the text is
  * classified 64 bytes at a time and only what could matter is looked at.
  * A token is expanded when one of its words, or one of its hyphen runs,
@@ -293,7 +323,19 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
         /* repeats the memo has decided, which need nothing more (a word
          * with no path byte before it starts after every token expanded
          * so far, so `done` needs no update) */
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok, c.word, NULL);
+        /* Without a memo (a short text), the lone words no name can equal
+         * (name_filter_word_may; no path byte before them) are taken out
+         * here, a few operations each: single_word would find nothing
+         * for them, and when path bytes follow, a '/', '.' or later word
+         * of their token triggers the token.  With a memo, the repeats it
+         * has decided go first, and the test is made on the rest (below):
+         * a text long enough for a memo repeats its words. */
+        uint64_t none = 0;
+        if (!memo->key) {
+            none = ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room8(base, len), c.word);
+            trig &= ~none;
+        }
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~none, c.word, NULL);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -321,6 +363,17 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
                         done = end;
                         continue;
                     }
+                }
+                /* A lone word (no path byte before it) no name can equal
+                 * needs nothing either: the first test is cheaper than
+                 * single_word's hash (texts too short for a memo are
+                 * mostly such words).  If path bytes follow, a '/', '.' or
+                 * later word of its token triggers the token. */
+                if (!(after_path >> bit & 1) && p + 8 <= len &&
+                    !name_filter_word_may(e->nf, name_load8(t + p), end - p)) {
+                    if (slot != SIZE_MAX) ex_memo_put(memo, slot, key);
+                    done = end;
+                    continue;
                 }
                 int r = single_word(e, t, len, p, end, &done);
                 if (slot != SIZE_MAX && r > 0) ex_memo_put(memo, slot, key);

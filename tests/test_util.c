@@ -161,6 +161,38 @@ Test(util, id_hash_of_a_word_form_is_its_name_hash_and_form)
     name_filter_free(&f);
 }
 
+/* The first test of a lone word: a word the name hash folds to a name
+ * (any case, '_' for the name's '-') always passes, whatever follows it in
+ * the text; most other words do not. */
+Test(util, word_test_passes_every_word_a_name_folds_to)
+{
+    static const struct {
+        const char *name, *word;
+    } pairs[] = {{"parser", "parser"},     {"parser", "Parser"},   {"parser", "PARSER"},
+                 {"focus-engine", "focus_engine"}, {"a-b", "A_b"}, {"q1", "Q1"},
+                 {"x", "X"},               {"word0012", "WORD0012"}, {"ab", "aB"},
+                 {"snake_case_name", "Snake_Case_Name"}};
+    name_filter f = {0};
+    cr_assert_eq(name_filter_reset(&f, 64), 0);
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+        name_filter_add(&f, pairs[i].name, strlen(pairs[i].name), pairs[i].name, strlen(pairs[i].name));
+    char text[64];
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        size_t n = strlen(pairs[i].word);
+        /* the eight bytes read from the word's start hold what follows it */
+        snprintf(text, sizeof text, "%s.,;xyzzy?!", pairs[i].word);
+        cr_assert(name_filter_word_may(&f, name_load8(text), n), "%s (name %s)", pairs[i].word, pairs[i].name);
+        cr_assert(name_filter_test(&f, pairs[i].word, n), "%s", pairs[i].word); /* the full hash agrees */
+    }
+    int passed = 0;
+    for (int i = 0; i < 2000; i++) {
+        snprintf(text, sizeof text, "w%dother           ", i);
+        passed += name_filter_word_may(&f, name_load8(text), strlen(text) - 11);
+    }
+    cr_assert_lt(passed, 100, "false passes %d/2000", passed);
+    name_filter_free(&f);
+}
+
 /* The byte masks find the first byte equal to c, or below c, as a byte
  * loop does: over every position of every byte value in words of other
  * bytes, and two such bytes in one word (the lower one wins). */

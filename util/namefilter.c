@@ -3,26 +3,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define K3(n) ((n) >= 3 ? 0xffffffu : (1u << (8 * (n))) - 1)
+#define K3x8(n) K3(n), K3(n + 1), K3(n + 2), K3(n + 3), K3(n + 4), K3(n + 5), K3(n + 6), K3(n + 7)
+const uint32_t name_keep3[64] = {K3x8(0),  K3x8(8),  K3x8(16), K3x8(24),
+                                 K3x8(32), K3x8(40), K3x8(48), K3x8(56)};
+#undef K3x8
+#undef K3
+
 int name_filter_reset(name_filter *f, size_t expected)
 {
     size_t want = 4096;
-    while (want < expected * 16 && want < ((size_t)1 << 34)) want <<= 1;
+    unsigned log2 = 12;
+    while (want < expected * 16 && want < ((size_t)1 << 34)) want <<= 1, log2++;
     if (want != f->nbits) {
-        uint64_t *b = calloc(want / 64, sizeof *b), *ib = calloc(want / 64, sizeof *ib);
-        if (!b || !ib) {
+        uint64_t *b = calloc(want / 64, sizeof *b), *ib = calloc(want / 64, sizeof *ib),
+                 *wb = calloc(want / 64, sizeof *wb);
+        if (!b || !ib || !wb) {
             free(b);
             free(ib);
+            free(wb);
             name_filter_free(f);
             return -1;
         }
         free(f->bits);
         free(f->idbits);
+        free(f->wbits);
         f->bits = b;
         f->idbits = ib;
+        f->wbits = wb;
         f->nbits = want;
+        f->wshift = 64 - log2;
     } else {
         memset(f->bits, 0, want / 8);
         memset(f->idbits, 0, want / 8);
+        memset(f->wbits, 0, want / 8);
     }
     f->n = 0;
     return 0;
@@ -41,6 +55,10 @@ void name_filter_add(name_filter *f, const char *name, size_t n, const char *id,
     if (!f->nbits) return;
     set_bits(f->bits, f->nbits, name_hash(name, n));
     set_bits(f->idbits, f->nbits, name_id_hash(id, id_n));
+    if (n < 64) { /* longer names are no word of a text */
+        size_t w = name_word_slot(name_fold8(util_load_le_tail(name, n < 3 ? n : 3)), n, f->wshift);
+        f->wbits[w >> 6] |= (uint64_t)1 << (w & 63);
+    }
     f->n++;
 }
 
@@ -48,8 +66,10 @@ void name_filter_free(name_filter *f)
 {
     free(f->bits);
     free(f->idbits);
+    free(f->wbits);
     f->bits = NULL;
     f->idbits = NULL;
+    f->wbits = NULL;
     f->nbits = 0;
     f->n = 0;
 }

@@ -27,7 +27,9 @@
 typedef struct name_filter {
     uint64_t *bits;   /* the names */
     uint64_t *idbits; /* the ids, as many bits */
+    uint64_t *wbits;  /* the names' word keys (name_word_slot), as many bits */
     size_t nbits;     /* power of two, or 0 when unallocated */
+    unsigned wshift;  /* 64 - log2(nbits) */
     size_t n;         /* names added since the last reset */
 } name_filter;
 
@@ -106,6 +108,25 @@ static inline int name_filter_test(const name_filter *f, const char *s, size_t n
     return name_filter_test_hash(f, name_hash(s, n));
 }
 
+/* A cheaper first test for a lone word of a text (a run of [A-Za-z0-9_]):
+ * its length and first three bytes (fewer when it is shorter), each with
+ * 0x20 set, which a name's first bytes give too once folded (A-Z to a-z,
+ * '-' to '_'), since 0x20 joins the cases and a word holds no '-'.  A
+ * word that equals a name as the name hash folds has the name's key, so a
+ * clear bit means no name; one bit per name.  lane: the eight bytes from
+ * the word's start, little-endian (name_load8); 1 <= n < 64. */
+extern const uint32_t name_keep3[64] __attribute__((visibility("hidden"))); /* n -> its min(n, 3) bytes */
+static inline size_t name_word_slot(uint64_t lane, size_t n, unsigned shift)
+{
+    uint64_t k = ((lane | 0x202020u) & name_keep3[n]) | (uint64_t)n << 24;
+    return (size_t)((k * 0x9e3779b97f4a7c15ull) >> shift);
+}
+static inline int name_filter_word_may(const name_filter *f, uint64_t lane, size_t n)
+{
+    if (n >= 64) return 1;
+    size_t s = name_word_slot(lane, n, f->wshift);
+    return (int)(f->wbits[s >> 6] >> (s & 63) & 1);
+}
 /* An id hashes as its form and the name hash of its name: "tool:" x is
  * (NAME_FORM_TOOL, x), "keyword:" x (NAME_FORM_KEYWORD, x), any other id
  * (NAME_FORM_OTHER, the id).  So a scanner holding a word's name hash
