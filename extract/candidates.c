@@ -112,10 +112,12 @@ static int emit_word_lanes(ex_emitter *e, const ex_lanes *low, size_t n, uint64_
     return 0;
 }
 
-/* The same for a word inside a token, whose lanes are loaded here. */
-static int emit_word(ex_emitter *e, const char *w, size_t n)
+/* The same for a word inside a token, whose lanes are loaded here; room:
+ * the bytes readable from w (the first test reads eight). */
+static int emit_word(ex_emitter *e, const char *w, size_t n, size_t room)
 {
     if (n > EX_MAX_WORD) return 0;
+    if (room >= 8 && !name_filter_word_may(e->nf, name_load8(w), n)) return 0;
     ex_lanes raw, low;
     ex_word_lanes(w, n, 0, n, &raw, &low);
     uint64_t h = ex_lanes_mix(NAME_HASH_SEED, &low, n);
@@ -133,7 +135,8 @@ static int emit_run(ex_emitter *e, const char *s, size_t n)
     return 0;
 }
 
-static int process_token(ex_emitter *e, const char *t, size_t n, int url)
+/* The token t[0, n); room: the bytes readable from t (n or more). */
+static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, int url)
 {
     while (n > 0 && t[n - 1] == '.') n--;
     if (n == 0) return 0;
@@ -152,7 +155,7 @@ static int process_token(ex_emitter *e, const char *t, size_t n, int url)
         }
         size_t a = i;
         while (i < n && ex_is_word((unsigned char)t[i])) i++;
-        if (emit_word(e, t + a, i - a) < 0) return -1;
+        if (emit_word(e, t + a, i - a, room - a) < 0) return -1;
         if (run_words == 0 || a == 0 || t[a - 1] != '-' || (a >= 2 && !ex_is_word((unsigned char)t[a - 2])))
             run_start = a, run_words = 0;
         run_words++;
@@ -210,7 +213,7 @@ static int dot_continues(const char *t, size_t len, size_t p, size_t *q)
 
 /* The token t[a, i) was found: expand it into candidate ids.  Returns -1
  * when the scan must stop. */
-static int expand_token(ex_emitter *e, const char *t, size_t a, size_t i)
+static int expand_token(ex_emitter *e, const char *t, size_t len, size_t a, size_t i)
 {
     int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
     /* A token's forms depend only on its bytes: expand each distinct token
@@ -223,7 +226,7 @@ static int expand_token(ex_emitter *e, const char *t, size_t a, size_t i)
             return -1;
         }
     }
-    return process_token(e, t + a, i - a, url) < 0 ? -1 : 0;
+    return process_token(e, t + a, i - a, len - a, url) < 0 ? -1 : 0;
 }
 
 /* single_word's word that passed the name filter: deduplicated by its
@@ -272,6 +275,7 @@ static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_
                                                                      uint64_t cand, uint64_t word)
 {
     /* the filter's fields in locals, and no branch but the loop's */
+    if (!nf->nbits) return 0; /* no filter: every word may name an item */
     const uint64_t *wb = nf->wbits;
     const unsigned shift = nf->wshift;
     uint64_t out = 0, nonword = ~word;
@@ -391,7 +395,7 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
             size_t a = p, i = p;
             while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
             while (i < len && is_path_char((unsigned char)t[i])) i++;
-            if (expand_token(e, t, a, i) < 0) return;
+            if (expand_token(e, t, len, a, i) < 0) return;
             done = i;
         }
     }
@@ -430,7 +434,7 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
         }
         size_t a = i;
         while (i < len && is_path_char((unsigned char)t[i])) i++;
-        if (expand_token(e, t, a, i) < 0) return;
+        if (expand_token(e, t, len, a, i) < 0) return;
     }
     if (!e->stop) ex_pass_custom(e, t, len, 0);
 }

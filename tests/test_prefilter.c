@@ -151,6 +151,28 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_tracked_items)
     config_free(&cfg);
 }
 
+/* A tracker whose filter is not built (deferred while an import runs, or
+ * given up for want of memory) passes every name: the filtered scan then
+ * reports what the unfiltered one does. */
+Test(prefilter, a_filter_not_built_passes_everything)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    tracker t;
+    tracker_init(&t, 16);
+    for (size_t k = 0; k < NP; k += 2) extract_candidates(ex, pieces[k], strlen(pieces[k]), "/ws", track, &t);
+    tracker_defer_names(&t);
+    cr_assert_eq(t.names.nbits, 0);
+    char text[2048];
+    size_t off = 0;
+    for (size_t k = 0; k < NP && off < sizeof text - 64; k++)
+        off += (size_t)snprintf(text + off, sizeof text - off, "%s %s/x.py ", pieces[k], pieces[k]);
+    cr_assert_gt(same_hits(ex, &t, text, off, 0, "deferred filter"), 0);
+    tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
 Test(prefilter, filter_rejects_most_untracked_words)
 {
     tracker t;

@@ -123,7 +123,7 @@ static inline size_t name_word_slot(uint64_t lane, size_t n, unsigned shift)
 }
 static inline int name_filter_word_may(const name_filter *f, uint64_t lane, size_t n)
 {
-    if (n >= 64) return 1;
+    if (!f || !f->nbits || n >= 64) return 1; /* no filter: everything may match */
     size_t s = name_word_slot(lane, n, f->wshift);
     return (int)(f->wbits[s >> 6] >> (s & 63) & 1);
 }
