@@ -232,7 +232,8 @@ static int expand_token(ex_emitter *e, const char *t, size_t len, size_t a, size
 /* single_word's word that passed the name filter: deduplicated by its
  * lowercase form, then its word forms.  Out of line: most words stop at
  * the filter. */
-static __attribute__((noinline)) int single_word_hit(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
+static int single_word_hit(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h) __attribute__((noinline));
+static int single_word_hit(ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
 {
     int r = n <= 8 ? ex_wset_add(&e->words, low->v[0], n)
                    : ex_sset_add_h(&e->tokens, low->b, n, ex_sset_hash_lanes(e->tokens.seed, low, n));
