@@ -328,19 +328,15 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
         /* repeats the memo has decided, which need nothing more (a word
          * with no path byte before it starts after every token expanded
          * so far, so `done` needs no update) */
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok, c.word, NULL);
         /* Without a memo (a short text), the lone words no name can equal
          * (name_filter_word_may; no path byte before them) are taken out
          * here, a few operations each: single_word would find nothing
          * for them, and when path bytes follow, a '/', '.' or later word
-         * of their token triggers the token.  With a memo, the repeats it
-         * has decided go first, and the test is made on the rest (below):
-         * a text long enough for a memo repeats its words. */
-        uint64_t none = 0;
-        if (!memo->key) {
-            none = ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room8(base, len), c.word);
-            trig &= ~none;
-        }
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~none, c.word, NULL);
+         * of their token triggers the token.  With a memo the test is
+         * made below, on the words the memo has not decided: a text long
+         * enough for a memo repeats its words. */
+        if (!memo->key) trig &= ~ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room8(base, len), c.word);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
