@@ -116,6 +116,10 @@ static void stats(engine *e, session *s, buf *out)
                c->scoring.half_life, c->scoring.recency_window, c->scoring.recency_bonus,
                c->scoring.reference_weight, c->scoring.frequency_scale, c->scoring.anchor_bonus);
     buf_printf(out, "Store: %s\n", store_backend_name(e->st));
+    store_ckpt_stats ck;
+    if (store_sqlite_ckpt_stats(e->st, &ck) == CLARITY_OK)
+        buf_printf(out, "WAL checkpoints: %lu in the background (%lu of them copying frames), %lu by a commit\n",
+                   ck.background, ck.background_copied, ck.on_commit);
     free(v);
 }
 

@@ -156,8 +156,14 @@ void view_stats_json(engine *e, session *s, buf *out)
     buf_puts(out, ",\"byCategory\":{");
     for (int c = 0; c < CAT__COUNT; c++)
         buf_printf(out, "%s\"%s\":%zu", c ? "," : "", tracker_category_name(c), by_cat[c]);
-    buf_printf(out, "},\"maxTrackedItems\":%d,\"store\":\"%s\",\"topItems\":[",
-               e->cfg.limits.max_tracked_items, store_backend_name(e->st));
+    buf_printf(out, "},\"maxTrackedItems\":%d,\"store\":\"%s\"", e->cfg.limits.max_tracked_items,
+               store_backend_name(e->st));
+    /* SQLite: whether its WAL is checkpointed off the hooks' thread */
+    store_ckpt_stats ck;
+    if (store_sqlite_ckpt_stats(e->st, &ck) == CLARITY_OK)
+        buf_printf(out, ",\"walCheckpoints\":{\"background\":%lu,\"copied\":%lu,\"onCommit\":%lu}",
+                   ck.background, ck.background_copied, ck.on_commit);
+    buf_puts(out, ",\"topItems\":[");
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < 5; i++) {
         if (v[i].it->pruned) continue;

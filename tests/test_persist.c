@@ -105,6 +105,42 @@ Test(persist, sqlite_round_trip_restores_scores)
     unlink(db);
 }
 
+/* clarity.stats and /clarity stats show, on SQLite, who checkpoints the
+ * WAL (a checkpointer that did nothing went unseen for long); the other
+ * stores have no such figures. */
+Test(persist, stats_show_the_wal_checkpoints_on_sqlite)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    for (int i = 0; i < 3; i++) turn(&h, "w", i);
+    json_t *st = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"w\"}", &st), 0);
+    json_t *ck = json_object_get(st, "walCheckpoints");
+    cr_assert(json_is_object(ck), "%s", json_dumps(st, 0));
+    static const char *const keys[] = {"background", "copied", "onCommit"};
+    for (int k = 0; k < 3; k++) cr_assert(json_is_integer(json_object_get(ck, keys[k])), "%s", keys[k]);
+    /* three small turns stay far below the size at which a commit would */
+    cr_assert_eq(json_integer_value(json_object_get(ck, "onCommit")), 0);
+    cr_assert_leq(json_integer_value(json_object_get(ck, "copied")),
+                  json_integer_value(json_object_get(ck, "background")));
+    json_decref(st);
+    char *text = NULL;
+    cr_assert_eq(th_cmd(&h, "w", "/clarity stats", &text, NULL), 0);
+    cr_assert_not_null(strstr(text, "WAL checkpoints: "), "%s", text);
+    free(text);
+    th_close(&h);
+    unlink(db);
+
+    cr_assert_eq(th_open(&h, NULL, 1, NULL), 0); /* the host's kv */
+    turn(&h, "w", 0);
+    cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"w\"}", &st), 0);
+    cr_assert_null(json_object_get(st, "walCheckpoints"));
+    json_decref(st);
+    th_close(&h);
+}
+
 Test(persist, host_kv_backend_is_used_when_offered)
 {
     th_host h;
