@@ -284,19 +284,10 @@ static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
         size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        size_t s = name_word_slot(name_load8(t + bit), n, shift);
-        uint64_t miss = ~(wb[s >> 6] >> (s & 63)) & (n < 63);
+        uint64_t miss = (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) & (n < 63);
         out |= miss << bit;
     }
     return out;
-}
-
-/* Bit i: a word starting at byte base + i of a text of len bytes has eight
- * bytes of text from its start. */
-static inline uint64_t ex_room8(size_t base, size_t len)
-{
-    size_t avail = len - base;
-    return avail >= 71 ? ~(uint64_t)0 : avail >= 8 ? ((uint64_t)1 << (avail - 7)) - 1 : 0;
 }
 
 /* With a filter of the tracked names, most tokens name nothing: the text is
@@ -336,7 +327,7 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
          * of their token triggers the token.  With a memo the test is
          * made below, on the words the memo has not decided: a text long
          * enough for a memo repeats its words. */
-        if (!memo->key) trig &= ~ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room8(base, len), c.word);
+        if (!memo->key) trig &= ~ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room(base, len, 8), c.word);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;

@@ -166,13 +166,18 @@ void ex_memo_store_free(ex_memo_store *st);
  * load from the GOT in every loop that masks a word. */
 extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] __attribute__((visibility("hidden")));
 
-/* Bit i: a word starting at byte base + i of a text of len bytes has the
- * 16 bytes the memo reads (none without a memo). */
+/* Bit i: a word starting at byte base + i of a text of len bytes has need
+ * bytes of text from its start (ex_room), or the 16 bytes the memo reads
+ * (ex_memo_room; none without a memo). */
+static inline uint64_t ex_room(size_t base, size_t len, size_t need)
+{
+    if (base + need > len) return 0;
+    size_t room = len - need - base + 1; /* the positions that have it */
+    return room >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << room) - 1;
+}
 static inline uint64_t ex_memo_room(const ex_memo *m, size_t base, size_t len)
 {
-    if (!m->key || base + 16 > len) return 0;
-    size_t room = len - 16 - base + 1;
-    return room >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << room) - 1;
+    return m->key ? ex_room(base, len, 16) : 0;
 }
 
 /* The key of the word t[a, a + n) (1 <= n <= EX_MEMO_MAX, a + 16 <= its

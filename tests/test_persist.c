@@ -20,6 +20,13 @@ static char *cfg_for(const char *db, const char *extra)
     return cfg;
 }
 
+/* A host on a new SQLite file, whose path goes to db. */
+static void open_new_db(th_host *h, char *db, size_t cap)
+{
+    snprintf(db, cap, "%s", th_tmp_path(".db"));
+    cr_assert_eq(th_open(h, cfg_for(db, NULL), 0, NULL), 0);
+}
+
 /* clarity.getScores of session; of its pruned items too with pruned. */
 static json_t *scores_of(th_host *h, const char *session, int pruned)
 {
@@ -86,9 +93,8 @@ static void twin_turns(th_host *h, th_host *ref, const char *session, int from, 
 Test(persist, sqlite_round_trip_restores_scores)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
     th_host h;
-    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    open_new_db(&h, db, sizeof db);
     for (int i = 0; i < 12; i++) turn(&h, "a", i);
     cr_assert_eq(th_cmd(&h, "a", "/clarity anchor focus-engine", NULL, NULL), 0);
     json_t *before = scores(&h, "a");
@@ -111,9 +117,8 @@ Test(persist, sqlite_round_trip_restores_scores)
 Test(persist, stats_show_the_wal_checkpoints_on_sqlite)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
     th_host h;
-    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    open_new_db(&h, db, sizeof db);
     for (int i = 0; i < 3; i++) turn(&h, "w", i);
     json_t *st = NULL;
     cr_assert_eq(th_rpc(&h, "clarity.stats", "{\"session\":\"w\"}", &st), 0);
@@ -489,9 +494,8 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
 Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
     th_host h;
-    cr_assert_eq(th_open(&h, cfg_for(db, NULL), 0, NULL), 0);
+    open_new_db(&h, db, sizeof db);
     for (int i = 0; i < 3; i++) turn(&h, "f", i);
     json_t *before = scores(&h, "f");
     size_t items = json_array_size(json_object_get(before, "items"));

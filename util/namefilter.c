@@ -13,30 +13,23 @@ const uint32_t name_keep3[64] = {K3x8(0),  K3x8(8),  K3x8(16), K3x8(24),
 int name_filter_reset(name_filter *f, size_t expected)
 {
     size_t want = 4096;
-    unsigned log2 = 12;
-    while (want < expected * 16 && want < ((size_t)1 << 34)) want <<= 1, log2++;
+    while (want < expected * 16 && want < ((size_t)1 << 34)) want <<= 1;
+    size_t words = want / 64;
     if (want != f->nbits) {
-        uint64_t *b = calloc(want / 64, sizeof *b), *ib = calloc(want / 64, sizeof *ib),
-                 *wb = calloc(want / 64, sizeof *wb);
-        if (!b || !ib || !wb) {
-            free(b);
-            free(ib);
-            free(wb);
+        /* the three bitmaps in one allocation */
+        uint64_t *b = calloc(3 * words, sizeof *b);
+        if (!b) {
             name_filter_free(f);
             return -1;
         }
         free(f->bits);
-        free(f->idbits);
-        free(f->wbits);
         f->bits = b;
-        f->idbits = ib;
-        f->wbits = wb;
+        f->idbits = b + words;
+        f->wbits = b + 2 * words;
         f->nbits = want;
-        f->wshift = 64 - log2;
+        f->wshift = 64 - (unsigned)__builtin_ctzll(want);
     } else {
-        memset(f->bits, 0, want / 8);
-        memset(f->idbits, 0, want / 8);
-        memset(f->wbits, 0, want / 8);
+        memset(f->bits, 0, 3 * words * sizeof *f->bits);
     }
     f->n = 0;
     return 0;
@@ -64,9 +57,7 @@ void name_filter_add(name_filter *f, const char *name, size_t n, const char *id,
 
 void name_filter_free(name_filter *f)
 {
-    free(f->bits);
-    free(f->idbits);
-    free(f->wbits);
+    free(f->bits); /* the three bitmaps' one allocation */
     f->bits = NULL;
     f->idbits = NULL;
     f->wbits = NULL;

@@ -121,11 +121,17 @@ static inline size_t name_word_slot(uint64_t lane, size_t n, unsigned shift)
     uint64_t k = ((lane | 0x202020u) & name_keep3[n]) | (uint64_t)n << 24;
     return (size_t)((k * 0x9e3779b97f4a7c15ull) >> shift);
 }
+/* The word's bit in wbits (0 or 1), for a scan that holds the filter's
+ * fields in registers; name_filter_word_may below checks the filter. */
+static inline uint64_t name_word_bit(const uint64_t *wbits, unsigned shift, uint64_t lane, size_t n)
+{
+    size_t s = name_word_slot(lane, n, shift);
+    return wbits[s >> 6] >> (s & 63) & 1;
+}
 static inline int name_filter_word_may(const name_filter *f, uint64_t lane, size_t n)
 {
     if (!f || !f->nbits || n >= 64) return 1; /* no filter: everything may match */
-    size_t s = name_word_slot(lane, n, f->wshift);
-    return (int)(f->wbits[s >> 6] >> (s & 63) & 1);
+    return (int)name_word_bit(f->wbits, f->wshift, lane, n);
 }
 /* An id hashes as its form and the name hash of its name: "tool:" x is
  * (NAME_FORM_TOOL, x), "keyword:" x (NAME_FORM_KEYWORD, x), any other id
