@@ -13,9 +13,10 @@
  * --think-us N: N µs between turns, untimed (a model thinks for seconds; 0,
  * the default, runs turns back to back), so work the plugin does between
  * turns (its snapshot folds) shows as it would in a session.
+ * --store memory|sqlite: that store only (both by default).
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
  *              [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]
- *              [--think-us N]
+ *              [--think-us N] [--store memory|sqlite]
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -220,7 +221,7 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
 
 int main(int argc, char **argv)
 {
-    const char *plugin = "build/libclarity.so", *json_out = NULL, *sync = "normal", *dir = "/tmp";
+    const char *plugin = "build/libclarity.so", *json_out = NULL, *sync = "normal", *dir = "/tmp", *only = NULL;
     char every[64] = "";
     int items = 1000, turns = 2000, density = 32, writer = 0;
     for (int i = 1; i < argc; i++) {
@@ -234,12 +235,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--disk-writer")) writer = 1;
         else if (!strcmp(argv[i], "--think-us") && i + 1 < argc) think_us = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--store") && i + 1 < argc && (!strcmp(argv[i + 1], "memory") || !strcmp(argv[i + 1], "sqlite")))
+            only = argv[++i];
         else if (!strcmp(argv[i], "--snapshot-every") && i + 1 < argc)
             snprintf(every, sizeof every, ",\"snapshotEvery\":%d", atoi(argv[++i]));
         else {
             fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n"
                             "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n"
-                            "                  [--think-us N]\n");
+                            "                  [--think-us N] [--store memory|sqlite]\n");
             return 2;
         }
     }
@@ -263,10 +266,15 @@ int main(int argc, char **argv)
     char cfg_mem[256];
     snprintf(cfg_mem, sizeof cfg_mem, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%d}}",
              items * 4 + 100);
+    /* --store: one store only (e.g. to count one store's instructions) */
     run_result res[2];
-    if (run(init, cfg_mem, "memory", items, turns, density, &res[0]) ||
-        run(init, cfg_sqlite, "sqlite", items, turns, density, &res[1]))
-        return 1;
+    int nres = 0;
+    if (!only || !strcmp(only, "memory")) {
+        if (run(init, cfg_mem, "memory", items, turns, density, &res[nres++])) return 1;
+    }
+    if (!only || !strcmp(only, "sqlite")) {
+        if (run(init, cfg_sqlite, "sqlite", items, turns, density, &res[nres++])) return 1;
+    }
     if (writer) {
         writer_stop = 1;
         pthread_join(wt, NULL);
@@ -281,7 +289,7 @@ int main(int argc, char **argv)
            " SQLite synchronous=%s%s\n", items, density, turns, sync, writer ? ", a disk writer alongside" : "");
     printf("%-8s %14s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
            "end p50 us", "end p99 us", "turn p50 us", "turn p99 us", "turn p99.9 us");
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < nres; i++)
         printf("%-8s %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f %14.1f\n", res[i].backend, res[i].before.p50,
                res[i].before.p99, res[i].end.p50, res[i].end.p99, res[i].turn.p50, res[i].turn.p99,
                res[i].turn.p999);
@@ -291,7 +299,7 @@ int main(int argc, char **argv)
         fprintf(f, "{\"items\":%d,\"turns\":%d,\"density\":%d,\"promptBytes\":4096,\"replyBytes\":16384,"
                 "\"synchronous\":\"%s\",\"diskWriter\":%s,\"results\":[", items, turns, density, sync,
                 writer ? "true" : "false");
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < nres; i++)
             fprintf(f,
                     "%s{\"store\":\"%s\",\"beforeAgentStart\":{\"p50us\":%.2f,\"p99us\":%.2f},"
                     "\"agentEnd\":{\"p50us\":%.2f,\"p99us\":%.2f},\"turn\":{\"p50us\":%.2f,\"p99us\":%.2f,"

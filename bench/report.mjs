@@ -260,13 +260,14 @@ if (persist) {
     const m = persist.points[i], s = persist.points[i + 1];
     rows.push([m.items, `${m.shape} (${fmtBytes(m.promptBytes)} / ${fmtBytes(m.replyBytes)})`, num(m.turn.p50us), num(s.turn.p50us),
       `<b>${num(s.turn.p50us - m.turn.p50us)}</b>`, num(m.turn.p99us), num(s.turn.p99us), num(s.end.p50us - m.end.p50us),
-      s.floorCommit ? `${num(s.floorCommit.p50us)} (${Math.round(s.floorRecordBytes)} B)` : "—"]);
+      s.floorCommit ? `${num(s.floorCommit.p50us)} (${Math.round(s.floorRecordBytes)} B` +
+        (s.floorCellBytes ? ` in a ${Math.round(s.floorCellBytes)} B cell)` : ")") : "—"]);
     if (m.shape === "small" && m.items === 1000) headline.push(`SQLite persistence: +${num(s.turn.p50us - m.turn.p50us)} µs per turn at p50 (1000 items, small turn)`);
   }
   sections.push(`<h2 id="persist">Persistence per turn</h2>
-<p>The same turns on the memory store and on SQLite (WAL, <code>synchronous=NORMAL</code>, file in <code>${esc(persist.tmpDir)}</code>): <code>agent_end</code> writes the items the turn changed and the session meta in one transaction. ${persist.turns} turns each.</p>
+<p>The same turns on the memory store and on SQLite (WAL, <code>synchronous=NORMAL</code>, file in <code>${esc(persist.tmpDir)}</code>): <code>agent_end</code> writes one turn-log record of the items the turn changed, one transaction. ${persist.turns} turns each.</p>
 ${c}
-<p>The last column is SQLite alone: on the same file, one transaction per turn replacing a turn-log slot with a record of the plugin's mean record size, BEGIN to COMMIT. It is the least a durable SQLite turn of that size can cost on this disk.</p>
+<p>The last column is SQLite alone: on the same file, one transaction per turn rewriting a turn-log slot's row with a cell of the plugin's mean cell size (the record padded to its size class, as <code>store/sqlite_ring.c</code> keeps it), BEGIN to COMMIT. It is the least a durable SQLite turn of that size can cost on this disk.</p>
 ${table(["items", "turn", "memory p50 µs", "sqlite p50 µs", "sqlite − memory µs", "memory p99 µs", "sqlite p99 µs", "agent_end Δ p50 µs", "SQLite alone: commit p50 µs (record)"], rows)}`);
 }
 

@@ -71,11 +71,13 @@ typedef struct session {
      * between turns.  log_every is the storage.snapshotEvery the records
      * above the snapshot take their slots by (the meta's "every"; 0 when
      * an earlier version wrote it): a process with the same one appends to
-     * a log another wrote, another one folds it first. */
+     * a log another wrote, another one folds it first.  stale_slots: slots
+     * of records the snapshot covers may still be stored (a fold on a
+     * store that reuses slots left them), so a snapshot deletes all. */
     uint64_t log_seq, snap_seq;
     char **snap_del;
     size_t n_snap_del, cap_snap_del;
-    int log_writer;
+    int log_writer, stale_slots;
     unsigned log_every;
     buf logbuf;
     buf prunebuf; /* persist.c: a record's pruned section, being built */

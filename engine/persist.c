@@ -252,7 +252,7 @@ typedef struct log_ctx {
     rec *v;
     size_t n, cap;
     uint64_t above; /* the snapshot's seq: records at or below are stale */
-    int oom;
+    int oom, stale;
 } log_ctx;
 
 static int collect_rec(void *ud, const char *key, const char *val, size_t len)
@@ -261,7 +261,8 @@ static int collect_rec(void *ud, const char *key, const char *val, size_t len)
     log_ctx *c = ud;
     tl_reader r = {(const unsigned char *)val, (const unsigned char *)val + len, NULL, 0};
     tl_header h;
-    if (tl_get_header(&r, &h) != 0 || h.seq <= c->above) return 0; /* stale, or reported when applied */
+    if (tl_get_header(&r, &h) != 0) return 0; /* reported when applied */
+    if (h.seq <= c->above) return c->stale = 1, 0;
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
         rec *v = realloc(c->v, cap * sizeof *v);
@@ -401,8 +402,9 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
  * bad record (reported; what follows it cannot be applied in order). */
 static int load_log(engine *e, session *s, const char *where)
 {
-    log_ctx c = {NULL, 0, 0, s->snap_seq, 0};
+    log_ctx c = {NULL, 0, 0, s->snap_seq, 0, 0};
     int rc = store_iter(e->st, s->ns, "l:", collect_rec, &c);
+    s->stale_slots |= c.stale;
     if (rc == CLARITY_OK && c.oom) rc = CLARITY_ENOMEM;
     if (rc == CLARITY_OK && c.n) qsort(c.v, c.n, sizeof *c.v, cmp_rec);
     for (size_t i = 0; rc == CLARITY_OK && i < c.n; i++) {
@@ -655,7 +657,9 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
     for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
         if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
-    if (rc == CLARITY_OK) rc = del_slots(e, s, s->snap_seq, s->log_seq, slots_every(e, s));
+    /* the records the snapshot covers, or every slot when stale ones may
+     * be left (the last snapshotEvery seqs take every slot once) */
+    if (rc == CLARITY_OK) rc = del_slots(e, s, s->stale_slots ? 0 : s->snap_seq, s->log_seq, slots_every(e, s));
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
     if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
@@ -668,6 +672,7 @@ static int write_snapshot(engine *e, session *s)
     s->n_snap_del = 0;
     s->snap_seq = s->log_seq;
     s->log_writer = 0;
+    s->stale_slots = 0;
     s->log_every = (unsigned)e->cfg.storage.snapshot_every;
     return CLARITY_OK;
 }
@@ -841,8 +846,9 @@ typedef struct fold_plan {
     char **del; /* the ids removed since the snapshot (s->snap_del's first n_del) */
     size_t n_del;
     buf meta;         /* the meta of the snapshot at seq */
-    uint64_t seq, from; /* it covers records from + 1 .. seq */
+    uint64_t seq, from; /* it covers records from + 1 .. seq (slots deleted from from + 1) */
     unsigned every;   /* the snapshotEvery those records took their slots by */
+    int leave;        /* the covered slots stay (plan_take) */
 } fold_plan;
 
 static void plan_free(fold_plan *p)
@@ -880,8 +886,13 @@ static int plan_take(engine *e, session *s, fold_plan *p)
     if (p->n_del && !(p->del = malloc(p->n_del * sizeof *p->del))) return -1;
     if (p->n_del) memcpy(p->del, s->snap_del, p->n_del * sizeof *p->del);
     p->seq = s->log_seq;
-    p->from = s->snap_seq;
     p->every = slots_every(e, s);
+    /* On a store that reuses slots (store_reuses_slots) the covered slots
+     * stay, stale, for the turns to rewrite in place: not when the session
+     * leaves (nothing would), nor when the turns take slots by another
+     * snapshotEvery.  Slots left stale before go with the rest. */
+    p->leave = !s->unload && store_reuses_slots(e->st) && p->every == (unsigned)e->cfg.storage.snapshot_every;
+    p->from = s->stale_slots && !p->leave ? 0 : s->snap_seq;
     meta_json(e, s, p->seq, &p->meta);
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
 }
@@ -891,7 +902,7 @@ static int plan_take(engine *e, session *s, fold_plan *p)
  * the meta makes it the snapshot.  A crash in between leaves rows newer
  * than the meta: harmless, since a record holds its items' whole state,
  * and replaying the records above the meta's seq in order ends where the
- * session was. */
+ * session was.  The covered slots may stay (p->leave). */
 static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
 {
     buf key;
@@ -911,7 +922,7 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
     }
     if (rc == CLARITY_OK) rc = store_begin(e->st);
     if (rc == CLARITY_OK) {
-        rc = del_slots(e, s, p->from, p->seq, p->every);
+        if (!p->leave) rc = del_slots(e, s, p->from, p->seq, p->every);
         if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, "meta", p->meta.p, p->meta.len);
         if (rc == CLARITY_OK) rc = store_commit(e->st);
         else store_rollback(e->st);
@@ -938,6 +949,7 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
     rc = plan_write(e, s, &p, (size_t)e->cfg.storage.fold_chunk);
     pthread_mutex_lock(&s->mu);
     if (rc == CLARITY_OK) {
+        s->stale_slots = p.leave;
         if (p.n_del) { /* the removals made since stay */
             for (size_t i = 0; i < p.n_del; i++) free(s->snap_del[i]);
             memmove(s->snap_del, s->snap_del + p.n_del, (s->n_snap_del - p.n_del) * sizeof *s->snap_del);

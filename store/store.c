@@ -99,6 +99,8 @@ static void unlock(store *s) { pthread_mutex_unlock(&s->mu); }
 
 const char *store_backend_name(const store *s) { return s ? s->vt->name : "none"; }
 
+int store_reuses_slots(const store *s) { return s && s->vt->reuses_slots; }
+
 /* Opens a transaction (flag: &s->in_txn) or a read snapshot (&s->in_read)
  * with begin (NULL: nothing to start in the backend); on success the mutex
  * stays held until it ends.  Only the owner can see a flag set after

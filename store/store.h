@@ -89,6 +89,14 @@ typedef struct store_ckpt_stats {
 } store_ckpt_stats;
 int store_sqlite_ckpt_stats(store *s, store_ckpt_stats *out);
 
+/* Whether the backend rewrites a key in place more cheaply than it writes
+ * one it deleted (SQLite: a turn-log slot's page is rewritten where it is,
+ * one WAL frame, where a new row allocates a page and rewrites the
+ * freelist, the header and the parent).  The engine then leaves the slots
+ * of folded records, stale, for later turns to overwrite, and deletes
+ * them at the next snapshot it writes itself (persist.c). */
+int store_reuses_slots(const store *s);
+
 /* Last error text of the store (static or store-owned), for messages. */
 const char *store_errmsg(const store *s);
 

@@ -18,6 +18,7 @@
 
 typedef struct store_vt {
     const char *name;
+    int reuses_slots; /* store_reuses_slots */
     /* Same contracts as the public functions; arguments already checked
      * (ns, key, prefix non-NULL; val non-NULL unless len == 0). */
     int (*get)(store *s, const char *ns, const char *key, char **val, size_t *len);

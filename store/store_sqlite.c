@@ -45,9 +45,12 @@
 #include <unistd.h>
 
 #include "../util/buf.h"
+#include "sqlite_ring.h"
 #include "store_impl.h"
 
-#define SCHEMA_VERSION 1
+/* 2: turn-log slots in their own rowid table (sqlite_ring.h); a version 1
+ * file is moved to it at open. */
+#define SCHEMA_VERSION 2
 #define ITER_PAGE_ROWS 256
 #define ITER_PAGE_BYTES (1u << 20)
 #define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
@@ -58,6 +61,7 @@ typedef struct sq {
     char *path;
     sqlite3_stmt *get, *put, *del, *del_ns, *iter_from;
     sqlite3_stmt *begin, *commit, *rollback, *begin_read;
+    sq_ring ring; /* the turn-log slots */
     /* background checkpointer (WAL mode only) */
     pthread_t ckpt;
     int ckpt_started, ckpt_pending, ckpt_running, ckpt_stop;
@@ -91,14 +95,46 @@ static int bind_nk(sqlite3_stmt *st, const char *ns, const char *key)
     return rc;
 }
 
+static int no_key(store *s, const char *ns, const char *key)
+{
+    return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+}
+
+static int bad_slot(store *s, const char *ns, const char *key)
+{
+    return store_fail(s, CLARITY_ESTORE, "store: sqlite slot '%s' of namespace '%s' in '%s' is damaged: "
+                      "its stored length is past its cell", key, ns, SQ(s)->path);
+}
+
+/* A turn-log slot's value (sqlite_ring.h). */
+static int ring_get(store *s, const char *ns, const char *key, int slot, char **val, size_t *len)
+{
+    sq *q = SQ(s);
+    const char *p;
+    size_t n;
+    int rc = sq_ring_get(&q->ring, ns, slot, &p, &n);
+    if (rc == SQLITE_DONE) return no_key(s, ns, key);
+    if (rc == SQ_RING_BAD) return bad_slot(s, ns, key);
+    if (rc == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    if (rc != SQLITE_ROW) return fail_db(s, "get");
+    char *v = store_dup_val(p, n);
+    sq_ring_get_done(&q->ring);
+    if (!v) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    *val = v;
+    *len = n;
+    return CLARITY_OK;
+}
+
 static int sq_get(store *s, const char *ns, const char *key, char **val, size_t *len)
 {
     sq *q = SQ(s);
+    int slot = sq_ring_slot(key);
+    if (slot >= 0) return ring_get(s, ns, key, slot, val, len);
     int rc = bind_nk(q->get, ns, key);
     if (rc == SQLITE_OK) rc = sqlite3_step(q->get);
     if (rc == SQLITE_DONE) {
         done(q->get);
-        return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+        return no_key(s, ns, key);
     }
     if (rc != SQLITE_ROW) {
         rc = fail_db(s, "get");
@@ -128,9 +164,17 @@ static int run(store *s, sqlite3_stmt *st, int brc, const char *what)
     return ret;
 }
 
+/* A ring call's SQLite result as run() reports it. */
+static int ring_done(store *s, int rc, const char *what)
+{
+    return rc == SQLITE_DONE ? CLARITY_OK : fail_db(s, what);
+}
+
 static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
 {
     sq *q = SQ(s);
+    int slot = sq_ring_slot(key);
+    if (slot >= 0) return ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
     int rc = bind_nk(q->put, ns, key);
     /* A non-NULL pointer even for len 0: a NULL one would bind SQL NULL. */
     if (rc == SQLITE_OK)
@@ -141,20 +185,24 @@ static int sq_put(store *s, const char *ns, const char *key, const char *val, si
 static int sq_del(store *s, const char *ns, const char *key)
 {
     sq *q = SQ(s);
+    int slot = sq_ring_slot(key);
+    if (slot >= 0) return ring_done(s, sq_ring_del(&q->ring, ns, slot), "del");
     return run(s, q->del, bind_nk(q->del, ns, key), "del");
 }
 
 static int sq_del_ns(store *s, const char *ns)
 {
     sq *q = SQ(s);
-    return run(s, q->del_ns, bind_nk(q->del_ns, ns, NULL), "del_ns");
+    int rc = ring_done(s, sq_ring_del_ns(&q->ring, ns), "del_ns");
+    return rc == CLARITY_OK ? run(s, q->del_ns, bind_nk(q->del_ns, ns, NULL), "del_ns") : rc;
 }
 
 typedef struct row {
     size_t koff, voff, vlen;
 } row;
 
-static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+/* The kv table's part of sq_iter; *stopped when cb asked to stop. */
+static int kv_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud, int *stopped)
 {
     sq *q = SQ(s);
     buf lower, page;
@@ -208,6 +256,7 @@ static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
         for (size_t i = 0; i < n; i++) {
             if (cb(ud, page.p + rows[i].koff, page.p + rows[i].voff, rows[i].vlen)) {
                 more = 0;
+                *stopped = 1;
                 break;
             }
         }
@@ -226,6 +275,22 @@ static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
     buf_free(&lower);
     buf_free(&page);
     return ret;
+}
+
+/* The kv rows, then the turn-log slots (no order across the two). */
+static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, void *ud)
+{
+    int stopped = 0, bad;
+    int rc = kv_iter(s, ns, prefix, cb, ud, &stopped);
+    if (rc != CLARITY_OK || stopped) return rc;
+    rc = sq_ring_iter(&SQ(s)->ring, ns, prefix, cb, ud, &stopped, &bad);
+    if (rc == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    if (rc == SQ_RING_BAD) {
+        char key[7];
+        sq_ring_key(key, bad);
+        return bad_slot(s, ns, key);
+    }
+    return ring_done(s, rc, "iter");
 }
 
 static int sq_begin(store *s)
@@ -250,6 +315,7 @@ static void sq_rollback(store *s)
         sqlite3_step(q->rollback);
         done(q->rollback);
     }
+    sq_ring_rollback(&q->ring);
 }
 
 static int sq_commit(store *s)
@@ -257,6 +323,7 @@ static int sq_commit(store *s)
     sq *q = SQ(s);
     int rc = run(s, q->commit, SQLITE_OK, "COMMIT");
     if (rc != CLARITY_OK) sq_rollback(s); /* the transaction ends either way */
+    else sq_ring_committed(&q->ring);
     return rc;
 }
 
@@ -282,6 +349,7 @@ static void sq_free(sq *q)
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
     }
+    sq_ring_close(&q->ring);
     sqlite3_close_v2(q->db); /* harmless on NULL */
     free(q->path);
     free(q);
@@ -291,6 +359,7 @@ static void sq_close(store *s) { sq_free(SQ(s)); }
 
 static const store_vt sqlite_vt = {
     .name = "sqlite",
+    .reuses_slots = 1,
     .get = sq_get,
     .put = sq_put,
     .del = sq_del,
@@ -489,13 +558,23 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         "CREATE TABLE IF NOT EXISTS kv(ns TEXT NOT NULL, key TEXT NOT NULL, val BLOB NOT NULL,"
         " PRIMARY KEY(ns, key)) WITHOUT ROWID",
         "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT)",
-        "INSERT OR IGNORE INTO meta(k, v) VALUES('schema_version', '1')",
+        "INSERT OR IGNORE INTO meta(k, v) VALUES('schema_version', '2')", /* a new file */
     };
     for (size_t i = 0; rc == SQLITE_OK && i < sizeof schema / sizeof schema[0]; i++)
         rc = exec1(q->db, schema[i], NULL);
     char *ver = NULL;
     if (rc == SQLITE_OK) rc = exec1(q->db, "SELECT v FROM meta WHERE k='schema_version'", &ver);
+    long v = ver ? strtol(ver, NULL, 10) : 0;
+    /* the ring's tables, in a file this build reads; a version 1 file's
+     * turn-log slots move there, in this transaction */
+    int ours = v >= 1 && v <= SCHEMA_VERSION;
+    for (size_t i = 0; ours && rc == SQLITE_OK && i < sizeof sq_ring_schema / sizeof *sq_ring_schema; i++)
+        rc = exec1(q->db, sq_ring_schema[i], NULL);
+    if (ours && rc == SQLITE_OK) rc = sq_ring_open(&q->ring, q->db);
+    if (v == 1 && rc == SQLITE_OK && (rc = sq_ring_migrate(&q->ring)) == SQLITE_DONE)
+        rc = exec1(q->db, "UPDATE meta SET v='2' WHERE k='schema_version'", NULL);
     if (rc == SQLITE_OK) rc = exec1(q->db, "COMMIT", NULL);
+    if (rc == SQLITE_OK) sq_ring_committed(&q->ring);
     if (rc != SQLITE_OK) {
         free(ver);
         if (!sqlite3_get_autocommit(q->db)) {
@@ -510,9 +589,8 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         }
         return open_fail(q, err, "schema");
     }
-    long v = ver ? strtol(ver, NULL, 10) : 0;
     free(ver);
-    if (v < 1 || v > SCHEMA_VERSION) {
+    if (!ours) {
         store_open_err(err,
                        "store: cannot open sqlite database '%s': schema version %ld is not "
                        "supported (this build reads version %d)",

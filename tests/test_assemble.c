@@ -349,7 +349,7 @@ Test(assemble, decisions_survive_a_restart)
     json_decref(r);
     cr_assert_str_eq(strstr(a, "\"actions\""), strstr(b, "\"actions\""));
     free(a), free(b);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* A decision is about a content: a message whose content changed under its
@@ -373,7 +373,7 @@ Test(assemble, new_content_under_an_id_is_not_stubbed)
     cr_assert(json_is_true(json_object_get(r, "changed")));
     cr_assert_not_null(action(r, 5), "the other decisions went with it");
     json_decref(r);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 Test(assemble, bad_payloads)

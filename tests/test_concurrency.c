@@ -71,7 +71,7 @@ Test(concurrency, threads_and_sessions_on_sqlite, .timeout = 240)
     char *db = th_tmp_path(".db");
     snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":4}}", db);
     hammer(cfg, 0);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 Test(concurrency, threads_and_sessions_on_host_kv, .timeout = 240)

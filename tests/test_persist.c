@@ -78,7 +78,7 @@ static void check_takeover(const char *cfg, const char *session, th_host *ref, t
     th_close(b);
     th_close(ref);
     th_close(a);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* Turns [from, to) on h and on ref, the reference that sees every turn. */
@@ -108,7 +108,7 @@ Test(persist, sqlite_round_trip_restores_scores)
     json_decref(before);
     json_decref(after);
     th_close(&h);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* clarity.stats and /clarity stats show, on SQLite, who checkpoints the
@@ -136,7 +136,7 @@ Test(persist, stats_show_the_wal_checkpoints_on_sqlite)
     cr_assert_not_null(strstr(text, "WAL checkpoints: "), "%s", text);
     free(text);
     th_close(&h);
-    unlink(db);
+    th_unlink_db(db);
 
     cr_assert_eq(th_open(&h, NULL, 1, NULL), 0); /* the host's kv */
     turn(&h, "w", 0);
@@ -257,7 +257,7 @@ Test(persist, restart_after_kill_9_keeps_every_finished_turn, .timeout = 60)
     cr_assert_not_null(fgets(line, sizeof line, f));
     pclose(f);
     cr_assert_str_eq(line, "ok\n");
-    unlink(db);
+    th_unlink_db(db);
 }
 
 Test(persist, idle_sessions_leave_memory_and_come_back)
@@ -285,7 +285,7 @@ Test(persist, idle_sessions_leave_memory_and_come_back)
     cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 6);
     json_decref(j);
     th_close(&h);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 Test(persist, item_cap_evicts_lowest_unanchored)
@@ -355,6 +355,56 @@ static int sql_count(const char *db, const char *query)
     return n;
 }
 
+/* Turn-log slots of the SQLite backend live in its ring table
+ * (store/sqlite_ring.h), keyed nsid << 16 | slot; a cell is the record's
+ * length (u32 LE) then the record, whose seq is at its bytes 4..12. */
+static int sql_slots(const char *db, const char *ns)
+{
+    char q[256];
+    if (ns)
+        snprintf(q, sizeof q, "SELECT count(*) FROM ring WHERE id >> 16 = (SELECT id FROM nsid WHERE ns='%s')", ns);
+    else
+        snprintf(q, sizeof q, "SELECT count(*) FROM ring");
+    return sql_count(db, q);
+}
+
+static uint64_t le64_at(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* The records above their session's snapshot (the meta's "seq"): what a
+ * restore replays.  The slots of records a fold covered may stay (stale);
+ * they are not counted. */
+static int sql_records(const char *db)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d,
+                                    "SELECT r.val, (SELECT CAST(kv.val AS TEXT) FROM kv WHERE kv.ns = n.ns AND "
+                                    "kv.key = 'meta') FROM ring r JOIN nsid n ON n.id = r.id >> 16",
+                                    -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(d));
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *c = sqlite3_column_blob(st, 0);
+        size_t cn = (size_t)sqlite3_column_bytes(st, 0);
+        const char *meta = (const char *)sqlite3_column_text(st, 1);
+        cr_assert_geq(cn, 16);
+        uint32_t len = (uint32_t)le64_at(c) & 0xffffffffu;
+        cr_assert(len >= 12 && len <= cn - 4, "a slot's cell holds %u bytes of %zu", len, cn);
+        const char *at = meta ? strstr(meta, "\"seq\":") : NULL;
+        uint64_t snap = at ? strtoull(at + 6, NULL, 10) : 0;
+        n += le64_at(c + 8) > snap;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return n;
+}
+
 /* Another connection holding db's write lock, as a second process would. */
 static sqlite3 *hold_write_lock(const char *db)
 {
@@ -384,7 +434,7 @@ Test(persist, turn_log_restores_unfolded_turns_and_stays_bounded)
     for (int i = 0; i < 11; i++) {
         turn(&a, "t", i);
         /* at most snapshotEvery slots, whatever the number of turns */
-        cr_assert_leq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 4);
+        cr_assert_leq(sql_slots(db, NULL), 4);
         cr_assert_eq(th_open(&b, cfgbuf, 0, NULL), 0);
         json_t *ja = scores(&a, "t"), *jb = scores(&b, "t");
         cr_assert(json_equal(ja, jb), "turn %d: restored state differs:\n%s\n%s", i, json_dumps(ja, 0),
@@ -394,9 +444,9 @@ Test(persist, turn_log_restores_unfolded_turns_and_stays_bounded)
         th_close(&b); /* it only read: it writes nothing */
     }
     th_close(&a);
-    /* the unload folded: no record is left */
-    cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
-    unlink(db);
+    /* the unload folded: no record is left, nor the slots of folded ones */
+    cr_assert_eq(sql_slots(db, NULL), 0);
+    th_unlink_db(db);
 }
 
 /* Two processes on one store, one after the other (a gateway restarted
@@ -415,7 +465,7 @@ Test(persist, a_process_appends_to_the_log_another_left)
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0); /* a stays open, idle: as if it had died */
     for (int i = 5; i < 8; i++) {
         twin_turns(&b, &one, "h", i, i + 1);
-        cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), i + 1, "turn %d", i);
+        cr_assert_eq(sql_records(db), i + 1, "turn %d", i);
         cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), 0, "turn %d folded", i);
     }
     check_takeover(cfg, "h", &one, &a, &b, db);
@@ -442,7 +492,7 @@ Test(persist, a_log_of_another_snapshot_every_is_folded_first)
              * in slots seq % 3; a stays open and idle, as if it had died */
             cr_assert_eq(th_open(&a, cfg3, 0, NULL), 0);
             twin_turns(&a, &one, "x", turns, turns + left);
-            cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), left);
+            cr_assert_eq(sql_records(db), left);
             cr_assert_eq(th_open(&b, cfg8, 0, NULL), 0);
             twin_turns(&b, &one, "x", turns + left, turns + left + 4); /* slots seq % 8 */
             check_takeover(cfg8, "x", &one, &a, &b, db);
@@ -467,12 +517,13 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
     th_close(&b);
     turn(&a, "r", 2); /* record 3 */
     turn(&a, "r", 3); /* record 4 */
-    cr_assert_eq(
-        sql_count(db, "SELECT count(*) FROM kv WHERE key IN ('l:0001','l:0002','l:0003','l:0004')"), 4);
-    /* cut record 3 short: a torn or edited row */
+    cr_assert_eq(sql_count(db, "SELECT count(*) FROM ring WHERE id & 65535 BETWEEN 1 AND 4"), 4);
+    /* cut record 3 short to 40 bytes (0x28, the cell's length): a torn or
+     * edited row */
     sqlite3 *d;
     cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(d, "UPDATE kv SET val = substr(val, 1, 40) WHERE key = 'l:0003'", NULL, NULL, NULL),
+    cr_assert_eq(sqlite3_exec(d, "UPDATE ring SET val = X'28000000' || substr(val, 5) WHERE id & 65535 = 3", NULL,
+                              NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(d);
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
@@ -484,7 +535,7 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
     json_decref(after1);
     th_close(&b);
     th_close(&a);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* A session's end queues its fold for the worker thread: the hook returns
@@ -502,17 +553,16 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
     sqlite3 *lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "f"), 0, "session_end waited for the store: %s", th_event_error());
     sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL),
-                 SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM ring", -1, &st, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
     cr_expect_eq(sqlite3_column_int(st, 0), 3, "the three records are there until the fold");
     sqlite3_finalize(st);
     release_write_lock(lock);
     th_close(&h); /* waits for the worker */
-    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
+    cr_expect_eq(sql_slots(db, NULL), 0);
     cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), (int)items);
     expect_restored(cfg_for(db, NULL), "f", before);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* Near storage.snapshotEvery records (past 7/8 of them), the worker folds
@@ -532,13 +582,57 @@ Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
      * 15 then stays, one record, below the mark).  Wait for it. */
     int left = -1;
     for (int tries = 0; tries < 2000 && (left < 0 || left >= 14); tries++) {
-        left = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
+        left = sql_records(db);
         if (left >= 14) usleep(5000);
     }
     cr_expect_leq(left, 1, "%d records left unfolded", left);
     expect_restored(cfg, "g", scores(&h, "g"));
     th_close(&h);
-    unlink(db);
+    th_unlink_db(db);
+}
+
+/* Waits (up to 10 s) for the worker's fold: fewer than `below` records. */
+static int wait_records_below(const char *db, int below)
+{
+    int n = sql_records(db);
+    for (int tries = 0; tries < 2000 && n >= below; tries++) {
+        usleep(5000);
+        n = sql_records(db);
+    }
+    return n;
+}
+
+/* On SQLite a fold between turns leaves the slots of the records it
+ * covered, stale, for later turns to rewrite in place (no page freed and
+ * allocated again per turn); a restore skips them, and the snapshot of a
+ * shutdown deletes them, those a process that left (here: idle, as if it
+ * had died) and the ones it had never seen alike. */
+Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .timeout = 60)
+{
+    char db[256], cfg[512];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":8}}", db);
+    th_host one, a, b; /* one: every turn in memory, the reference */
+    cr_assert_eq(th_open(&one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
+    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+    twin_turns(&a, &one, "st", 0, 7); /* record 7 asks the worker for a fold */
+    int left = wait_records_below(db, 7);
+    cr_assert_leq(left, 1, "%d records left unfolded", left);
+    cr_assert_geq(sql_slots(db, NULL), 7, "the fold deleted the slots it covered");
+    expect_restored(cfg, "st", scores(&one, "st"));
+    twin_turns(&a, &one, "st", 7, 12); /* slots 0..3 rewritten: still 8 slots at most */
+    cr_assert_leq(sql_slots(db, NULL), 8);
+    expect_restored(cfg, "st", scores(&one, "st"));
+    /* b takes the session over from an idle a, sees the stale slots a left,
+     * and its shutdown deletes every slot */
+    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
+    twin_turns(&b, &one, "st", 12, 13);
+    th_close(&b);
+    cr_assert_eq(sql_slots(db, NULL), 0, "stale slots outlived the snapshot");
+    expect_restored(cfg, "st", scores(&one, "st"));
+    th_close(&one);
+    th_close(&a);
+    th_unlink_db(db);
 }
 
 /* A session leaving memory (storage.maxResidentSessions) is folded by the
@@ -564,9 +658,9 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
     release_write_lock(lock);
     th_close(&h);
     cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'i:%'"), 0);
-    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE ns='clarity:s:e1' AND key LIKE 'l:%'"), 0);
+    cr_expect_eq(sql_slots(db, "clarity:s:e1"), 0);
     expect_restored(cfg, "e1", before);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* ---- a compaction's record ---------------------------------------------- */
@@ -613,13 +707,16 @@ static unsigned char *newest_record(const char *db, size_t *len)
     sqlite3 *d;
     cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
     sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM kv WHERE key LIKE 'l:%'", -1, &st, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM ring", -1, &st, NULL), SQLITE_OK);
     unsigned char *best = NULL;
     uint64_t best_seq = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *v = sqlite3_column_blob(st, 0);
-        size_t n = (size_t)sqlite3_column_bytes(st, 0);
-        cr_assert_geq(n, 28);
+        const unsigned char *c = sqlite3_column_blob(st, 0); /* the record's length, then it */
+        size_t cn = (size_t)sqlite3_column_bytes(st, 0);
+        cr_assert_geq(cn, 4);
+        const unsigned char *v = c + 4;
+        size_t n = le32_at(c);
+        cr_assert(n >= 28 && n <= cn - 4, "a slot's cell holds %zu bytes of %zu", n, cn);
         uint64_t seq = le32_at(v + 4) | (uint64_t)le32_at(v + 8) << 32;
         if (seq <= best_seq) continue;
         free(best);
@@ -673,7 +770,7 @@ Test(persist, a_compaction_writes_the_ids_it_pruned)
     cr_assert_eq(th_compact(&a, "p", NULL), 0);
     expect_restored_by(prune_cfg(db), "p", all_scores(&a, "p"), all_scores);
     th_close(&a);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* A compaction whose record cannot be written (another connection holds
@@ -698,7 +795,7 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeo
     cr_assert_gt(stat_of(&a, "q", "prunedItems"), 5);
     expect_restored_by(prune_cfg(db), "q", all_scores(&a, "q"), all_scores);
     th_close(&a);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* The worker's fold writes its rows in chunks of storage.foldChunk, with
@@ -726,10 +823,10 @@ Test(persist, a_turn_goes_on_while_the_worker_folds, .timeout = 60)
     json_t *before = scores(&h, "w");
     cr_expect_eq(h.error_lines, 0, "a fold failed: %s", h.last_error);
     th_close(&h); /* waits for the worker, folds what is left */
-    cr_expect_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'"), 0);
+    cr_expect_eq(sql_slots(db, NULL), 0);
     cr_expect_gt(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), 4);
     expect_restored(cfg, "w", before);
-    unlink(db);
+    th_unlink_db(db);
 }
 
 /* The child of the kill test: turns, its state to ref, "ready", then on
@@ -791,7 +888,7 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
         }
         cr_assert(locked, "the fold wrote no row");
         int rows = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'");
-        int recs = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'l:%'");
+        int recs = sql_records(db);
         hit = recs > 0 && rows > rows0 && rows < 300; /* between chunks: rows, and the records still */
         kill(pid, SIGKILL);
         int status;
@@ -803,7 +900,7 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
         json_t *before = json_load_file(ref, 0, &jerr);
         cr_assert_not_null(before, "%s", jerr.text);
         expect_restored(cfg, "k", before);
-        unlink(db);
+        th_unlink_db(db);
         unlink(ref);
     }
     cr_assert(hit, "no kill landed between two chunks of a fold in 20 tries");

@@ -947,7 +947,7 @@ Test(store, sqlite_persists_across_reopen)
 
     /* The file is in WAL mode, with the schema version recorded. */
     cr_assert_str_eq(sql1(p, "PRAGMA journal_mode"), "wal");
-    cr_assert_str_eq(sql1(p, "SELECT v FROM meta WHERE k='schema_version'"), "1");
+    cr_assert_str_eq(sql1(p, "SELECT v FROM meta WHERE k='schema_version'"), "2");
     cr_assert_str_eq(sql1(p, "SELECT count(*) FROM kv WHERE ns='p'"), "3");
 }
 
@@ -1019,6 +1019,198 @@ Test(store, sqlite_newer_schema_refused)
     cr_assert_null(s);
     cr_assert(err && strstr(err, "schema version 99") && strstr(err, p), "%s", err);
     free(err);
+}
+
+/* ---- turn-log slots (store/sqlite_ring.h) ---- */
+
+/* A value of n bytes, byte i = (i * 7 + seed) & 0xff, zeros included. */
+static char *pattern(size_t n, unsigned seed)
+{
+    char *v = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++) v[i] = (char)((i * 7 + seed) & 0xff);
+    return v;
+}
+
+static void expect_bytes(store *s, const char *ns, const char *key, const char *want, size_t n)
+{
+    char *v = NULL;
+    size_t len = 0;
+    int rc = store_get(s, ns, key, &v, &len);
+    cr_assert_eq(rc, CLARITY_OK, "get %s/%s: %d %s", ns, key, rc, store_errmsg(s));
+    cr_assert_eq(len, n, "get %s/%s: %zu bytes, want %zu", ns, key, len, n);
+    cr_assert_eq(memcmp(v, want, n), 0, "get %s/%s: other bytes", ns, key);
+    free(v);
+}
+
+static long sql_long(const char *p, const char *sql) { return strtol(sql1(p, sql), NULL, 10); }
+
+/* Slot keys ("l:" and four lower-case hex digits) are rows of the ring
+ * table; every call sees them as keys like the others, with their exact
+ * bytes (the cell's padding never shows), and other keys stay in kv. */
+Test(store, sqlite_slots_are_keys_like_the_others)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "slots.db");
+    store *s = open_sqlite_at(p);
+    char *big = pattern(6000, 1); /* past a page: an overflow page */
+    put_s(s, "n", "l:0001", "one");
+    cr_assert_eq(store_put(s, "n", "l:00ff", big, 6000), CLARITY_OK, "%s", store_errmsg(s));
+    cr_assert_eq(store_put(s, "n", "l:0002", "", 0), CLARITY_OK, "%s", store_errmsg(s));
+    put_s(s, "n", "item", "row");
+    put_s(s, "n", "l:00FF", "upper case: a kv key");
+    put_s(s, "n", "l:001", "three digits: a kv key");
+    put_s(s, "m", "l:0001", "another namespace");
+    expect_val(s, "n", "l:0001", "one");
+    expect_bytes(s, "n", "l:00ff", big, 6000);
+    expect_val(s, "n", "l:0002", "");
+    expect_val(s, "m", "l:0001", "another namespace");
+    expect_missing(s, "n", "l:0003");
+    expect_missing(s, "nobody", "l:0001");
+    acc a;
+    iter_text(s, "n", "", 0, &a);
+    cr_assert_eq(a.count, 6, "%s", a.text);
+    cr_assert(strstr(a.text, "l:0001=one;") && strstr(a.text, "l:0002=;") && strstr(a.text, "item=row;"), "%s",
+              a.text);
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, 5, "%s", a.text);
+    iter_text(s, "n", "l:00f", 0, &a);
+    cr_assert_eq(a.count, 1, "%s", a.text);
+    cr_assert(strncmp(a.text, "l:00ff=", 7) == 0, "%s", a.text);
+    iter_text(s, "n", "l:01", 0, &a);
+    cr_assert_eq(a.count, 0, "%s", a.text);
+    iter_text(s, "n", "l:", 1, &a); /* a callback that stops */
+    cr_assert_eq(a.count, 1, "%s", a.text);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 4);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM kv WHERE ns='n'"), 3);
+
+    cr_assert_eq(store_del(s, "n", "l:0001"), CLARITY_OK);
+    cr_assert_eq(store_del(s, "n", "l:0001"), CLARITY_OK); /* gone already */
+    expect_missing(s, "n", "l:0001");
+    cr_assert_eq(store_del_ns(s, "n"), CLARITY_OK);
+    expect_missing(s, "n", "l:00ff");
+    iter_text(s, "n", "", 0, &a);
+    cr_assert_eq(a.count, 0, "%s", a.text);
+    expect_val(s, "m", "l:0001", "another namespace");
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 1);
+    store_close(s);
+    s = open_sqlite_at(p); /* the numbers of namespaces are the file's */
+    expect_val(s, "m", "l:0001", "another namespace");
+    put_s(s, "n", "l:0001", "back");
+    expect_val(s, "n", "l:0001", "back");
+    store_close(s);
+    free(big);
+}
+
+/* Rewriting a slot with a value of the same size class keeps its cell:
+ * no page is allocated or freed, so a turn's commit writes the slot's
+ * pages and nothing else.  A value past the class moves to a larger cell
+ * and reads back whole. */
+Test(store, sqlite_a_slot_is_rewritten_in_place)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "inplace.db");
+    store *s = open_sqlite_at(p);
+    char *v = pattern(12000, 3);
+    for (int k = 0; k < 8; k++) { /* eight slots of one page, eight of two */
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        cr_assert_eq(store_put(s, "r", key, v, k < 4 ? 1000 : 5000), CLARITY_OK, "%s", store_errmsg(s));
+    }
+    long pages = sql_long(p, "PRAGMA page_count"), free0 = sql_long(p, "PRAGMA freelist_count");
+    for (int round = 0; round < 40; round++) {
+        int k = round % 8;
+        size_t n = k < 4 ? 100 + (size_t)round * 90 : 4200 + (size_t)round * 90; /* same class each */
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        char *w = pattern(n, (unsigned)round);
+        cr_assert_eq(store_put(s, "r", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
+        expect_bytes(s, "r", key, w, n);
+        free(w);
+    }
+    cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "pages were allocated");
+    cr_assert_eq(sql_long(p, "PRAGMA freelist_count"), free0, "pages were freed");
+    cr_assert_eq(store_put(s, "r", "l:0000", v, 12000), CLARITY_OK, "%s", store_errmsg(s));
+    expect_bytes(s, "r", "l:0000", v, 12000);
+    store_close(s);
+    free(v);
+}
+
+/* A number given to a namespace in a transaction that rolled back is
+ * forgotten with it: another connection may take that number, and the
+ * slots of both namespaces stay apart. */
+Test(store, sqlite_a_rolled_back_namespace_number_is_forgotten)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "nsid.db");
+    store *a = open_sqlite_at(p), *b = open_sqlite_at(p);
+    cr_assert_eq(store_begin(a), CLARITY_OK);
+    put_s(a, "first", "l:0001", "rolled back");
+    store_rollback(a);
+    put_s(b, "second", "l:0001", "b's");
+    put_s(a, "first", "l:0001", "a's");
+    expect_val(a, "second", "l:0001", "b's");
+    expect_val(b, "first", "l:0001", "a's");
+    cr_assert_eq(sql_long(p, "SELECT count(DISTINCT id) FROM nsid"), 2);
+    store_close(a);
+    store_close(b);
+}
+
+/* A file of schema version 1 kept its slots in kv: they move to the ring
+ * at open, in the open's transaction, every byte kept. */
+Test(store, sqlite_version_1_slots_move_at_open)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "v1.db");
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(p, &d), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(d,
+                              "CREATE TABLE kv(ns TEXT NOT NULL, key TEXT NOT NULL, val BLOB NOT NULL,"
+                              " PRIMARY KEY(ns, key)) WITHOUT ROWID;"
+                              "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT);"
+                              "INSERT INTO meta VALUES('schema_version', '1');"
+                              "INSERT INTO kv VALUES('s', 'l:0002', X'616263');"
+                              "INSERT INTO kv VALUES('s', 'i:x', 'row');"
+                              "INSERT INTO kv VALUES('s', 'l:2', 'not a slot key');"
+                              "INSERT INTO kv VALUES('t', 'l:0010', zeroblob(5000));",
+                              NULL, NULL, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(d));
+    sqlite3_close(d);
+    store *s = open_sqlite_at(p);
+    cr_assert_str_eq(sql1(p, "SELECT v FROM meta WHERE k='schema_version'"), "2");
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM kv WHERE key LIKE 'l:%' AND length(key) = 6"), 0);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 2);
+    expect_val(s, "s", "l:0002", "abc");
+    expect_val(s, "s", "i:x", "row");
+    expect_val(s, "s", "l:2", "not a slot key");
+    char zeros[5000] = {0};
+    expect_bytes(s, "t", "l:0010", zeros, sizeof zeros);
+    store_close(s);
+}
+
+/* A slot whose stored length runs past its cell (an edited or damaged
+ * file) is an error naming the slot, for a get and for an iteration;
+ * nothing past the cell is read. */
+Test(store, sqlite_a_damaged_slot_is_an_error)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "damaged.db");
+    store *s = open_sqlite_at(p);
+    put_s(s, "d", "l:0003", "hello");
+    put_s(s, "d", "l:0004", "fine");
+    store_close(s);
+    sql1(p, "UPDATE ring SET val = X'ffff0000' || substr(val, 5) WHERE id & 65535 = 3");
+    s = open_sqlite_at(p);
+    char *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(store_get(s, "d", "l:0003", &v, &n), CLARITY_ESTORE);
+    cr_assert_null(v);
+    cr_assert(strstr(store_errmsg(s), "l:0003") && strstr(store_errmsg(s), "damaged"), "%s", store_errmsg(s));
+    expect_val(s, "d", "l:0004", "fine");
+    acc a;
+    memset(&a, 0, sizeof a);
+    cr_assert_eq(store_iter(s, "d", "l:", acc_cb, &a), CLARITY_ESTORE);
+    cr_assert(strstr(store_errmsg(s), "l:0003"), "%s", store_errmsg(s));
+    store_close(s);
 }
 
 /* A child writes turns (turn n and 10 items, one transaction each) and

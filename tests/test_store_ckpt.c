@@ -10,16 +10,6 @@
 #include "testhost.h"
 
 /* Removes a database and its WAL and shared-memory files. */
-static void unlink_db(const char *db)
-{
-    char side[300];
-    unlink(db);
-    snprintf(side, sizeof side, "%s-wal", db);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", db);
-    unlink(side);
-}
-
 Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
 {
     char db[256], wal[300];
@@ -58,7 +48,7 @@ Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
     cr_assert_eq(v[0], (char)('a' + 7999 % 26));
     free(v);
     store_close(s);
-    unlink_db(db);
+    th_unlink_db(db);
 }
 
 /* Waits (up to 10 s) until the background checkpointer has nothing asked
@@ -105,7 +95,7 @@ Test(store_ckpt, paced_commits_never_checkpoint_on_the_committing_thread, .timeo
                  st.background);
     cr_assert_eq(st.on_commit, 0, "%lu commits checkpointed on their own thread", st.on_commit);
     store_close(s);
-    unlink_db(db);
+    th_unlink_db(db);
 }
 
 Test(store_ckpt, stats_are_sqlite_only)

@@ -36,6 +36,16 @@ char *th_tmp_path(const char *suffix)
     return path;
 }
 
+void th_unlink_db(const char *db)
+{
+    char side[300];
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+}
+
 static th_entry *kv_find(struct th_kv *kv, const char *ns, const char *key)
 {
     for (size_t i = 0; i < kv->n; i++)

@@ -23,6 +23,10 @@ typedef struct th_host {
 const char *th_build_path(const char *file);
 /* A fresh temp file path (not created) under /tmp; static buffer per call. */
 char *th_tmp_path(const char *suffix);
+/* Removes an SQLite file with its -wal and -shm: a new file of the same
+ * name (the pid in th_tmp_path's names comes back) would otherwise take
+ * up the old WAL, frames and all. */
+void th_unlink_db(const char *db);
 
 /* Loads the plugin with config_json.  with_kv: lend an in-memory kv.
  * Returns 0 or the init error code (errmsg in *err when given). */

@@ -1,0 +1,359 @@
+/* sqlite_ring.c: the turn-log slots of the SQLite backend (sqlite_ring.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/buf.h"
+#include "sqlite_ring.h"
+
+#define SLOT_BITS 16
+#define NSID_MAX (INT64_MAX >> SLOT_BITS)
+#define LEN_BYTES 4 /* the value's length, u32 little-endian, ahead of it */
+/* Bytes a cell's payload keeps for its record header (the blob's serial
+ * type) below SQLite's most a leaf holds of one row (page - 35). */
+#define CELL_SLACK 16
+#define SLOT_GLOB "'l:[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'"
+
+const char *const sq_ring_schema[2] = {
+    "CREATE TABLE IF NOT EXISTS nsid(id INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE IF NOT EXISTS ring(id INTEGER PRIMARY KEY, val BLOB NOT NULL)",
+};
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1; /* upper case is another key: tl_slot_key writes lower case */
+}
+
+int sq_ring_slot(const char *key)
+{
+    if (key[0] != 'l' || key[1] != ':') return -1;
+    int slot = 0;
+    for (int i = 2; i < 6; i++) {
+        int v = hexval(key[i]);
+        if (v < 0) return -1;
+        slot = slot << 4 | v;
+    }
+    return key[6] == '\0' ? slot : -1;
+}
+
+int sq_ring_prefix(const char *prefix)
+{
+    static const char head[] = "l:";
+    size_t n = strlen(prefix);
+    if (n > 6) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (i < 2 ? prefix[i] != head[i] : hexval(prefix[i]) < 0) return 0;
+    return 1;
+}
+
+void sq_ring_key(char key[7], int slot)
+{
+    static const char hex[] = "0123456789abcdef";
+    key[0] = 'l';
+    key[1] = ':';
+    for (int i = 0; i < 4; i++) key[2 + i] = hex[(slot >> (12 - 4 * i)) & 15];
+    key[6] = '\0';
+}
+
+static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+    return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+}
+
+/* The stored size of a value of len bytes: its length and bytes padded to
+ * the first of B_k = (page - 35 - CELL_SLACK) + k (page - 4) that holds
+ * them, k = 0, 1, ...: the whole of a leaf's room for a row, then whole
+ * overflow pages.  Values of one class have cells of one size, which
+ * SQLite rewrites where they are (one WAL frame a page). */
+static size_t cell_size(const sq_ring *r, size_t len)
+{
+    size_t first = r->page - 35 - CELL_SLACK, more = r->page - 4, need = len + LEN_BYTES;
+    return need <= first ? first : first + (need - first + more - 1) / more * more;
+}
+
+int sq_ring_open(sq_ring *r, sqlite3 *db)
+{
+    memset(r, 0, sizeof *r);
+    r->db = db;
+    r->page = 4096;
+    sqlite3_stmt *ps = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &ps, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(ps) == SQLITE_ROW) {
+        sqlite3_int64 v = sqlite3_column_int64(ps, 0);
+        if (v >= 512 && v <= 65536) r->page = (size_t)v;
+    }
+    sqlite3_finalize(ps);
+    if (rc != SQLITE_OK) return rc;
+    if ((rc = prep(db, "SELECT id FROM nsid WHERE ns=?1", &r->ns_get)) ||
+        (rc = prep(db, "INSERT INTO nsid(ns) VALUES(?1)", &r->ns_add)) ||
+        (rc = prep(db, "SELECT val FROM ring WHERE id=?1", &r->get)) ||
+        (rc = prep(db, "SELECT length(val) FROM ring WHERE id=?1", &r->size)) ||
+        (rc = prep(db, "INSERT OR REPLACE INTO ring(id, val) VALUES(?1, ?2)", &r->put)) ||
+        (rc = prep(db, "UPDATE ring SET val=?2 WHERE id=?1", &r->upd)) ||
+        (rc = prep(db, "DELETE FROM ring WHERE id=?1", &r->del)) ||
+        (rc = prep(db, "DELETE FROM ring WHERE id BETWEEN ?1 AND ?2", &r->del_ns)) ||
+        (rc = prep(db, "SELECT id, val FROM ring WHERE id BETWEEN ?1 AND ?2 ORDER BY id", &r->iter)))
+        return rc;
+    return SQLITE_OK;
+}
+
+static void forget(sq_ring *r)
+{
+    for (size_t i = 0; i < SQ_RING_CACHE; i++) {
+        free(r->cache[i].ns);
+        r->cache[i].ns = NULL;
+    }
+    r->tentative = 0;
+}
+
+void sq_ring_close(sq_ring *r)
+{
+    sqlite3_stmt **all[] = {&r->ns_get, &r->ns_add, &r->get,    &r->size,
+                            &r->put,    &r->upd,    &r->del,    &r->del_ns, &r->iter};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        sqlite3_finalize(*all[i]);
+        *all[i] = NULL;
+    }
+    forget(r);
+    free(r->cell);
+    r->cell = NULL;
+    r->cell_cap = 0;
+}
+
+void sq_ring_rollback(sq_ring *r)
+{
+    if (r->tentative) forget(r);
+}
+
+void sq_ring_committed(sq_ring *r) { r->tentative = 0; }
+
+static void reset(sqlite3_stmt *st)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+static size_t cache_at(const char *ns)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)ns; *p; p++) h = (h ^ *p) * 16777619u;
+    return h % SQ_RING_CACHE;
+}
+
+/* ns's number: SQLITE_ROW with *id, SQLITE_DONE when it has none (and add
+ * is 0), or an error.  With add, a namespace without one gets one. */
+static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id)
+{
+    size_t at = cache_at(ns);
+    if (r->cache[at].ns && strcmp(r->cache[at].ns, ns) == 0) {
+        *id = r->cache[at].id;
+        return SQLITE_ROW;
+    }
+    int rc = sqlite3_bind_text(r->ns_get, 1, ns, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_step(r->ns_get);
+    if (rc == SQLITE_ROW) *id = sqlite3_column_int64(r->ns_get, 0);
+    reset(r->ns_get);
+    if (rc == SQLITE_DONE && add) {
+        rc = sqlite3_bind_text(r->ns_add, 1, ns, -1, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(r->ns_add);
+        reset(r->ns_add);
+        if (rc == SQLITE_DONE) {
+            *id = sqlite3_last_insert_rowid(r->db);
+            if (!sqlite3_get_autocommit(r->db)) r->tentative = 1;
+            rc = SQLITE_ROW;
+        }
+    }
+    if (rc != SQLITE_ROW) return rc;
+    /* a number the file did not write (numbers are small) is refused */
+    if (*id < 1 || *id > NSID_MAX) return SQLITE_CORRUPT;
+    char *copy = strdup(ns);
+    if (copy) { /* else only not cached */
+        free(r->cache[at].ns);
+        r->cache[at].ns = copy;
+        r->cache[at].id = *id;
+    }
+    return SQLITE_ROW;
+}
+
+/* The value inside a stored cell: 0, or -1 when its length does not fit. */
+static int unpad(const void *cell, size_t n, const char **p, size_t *len)
+{
+    if (n < LEN_BYTES) return -1;
+    const unsigned char *c = cell;
+    uint32_t l = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    if (l > n - LEN_BYTES) return -1;
+    *p = (const char *)c + LEN_BYTES;
+    *len = l;
+    return 0;
+}
+
+int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *len)
+{
+    int64_t id;
+    int rc = ns_id(r, ns, 0, &id);
+    if (rc != SQLITE_ROW) return rc;
+    rc = sqlite3_bind_int64(r->get, 1, id << SLOT_BITS | slot);
+    if (rc == SQLITE_OK) rc = sqlite3_step(r->get);
+    if (rc == SQLITE_ROW) {
+        const void *c = sqlite3_column_blob(r->get, 0);
+        size_t n = (size_t)sqlite3_column_bytes(r->get, 0);
+        if (!c && n) rc = SQLITE_NOMEM;
+        else if (unpad(c, n, val, len) != 0) rc = SQ_RING_BAD;
+    }
+    if (rc != SQLITE_ROW) reset(r->get);
+    return rc;
+}
+
+void sq_ring_get_done(sq_ring *r) { reset(r->get); }
+
+int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len)
+{
+    int64_t id;
+    int rc = ns_id(r, ns, 1, &id);
+    if (rc != SQLITE_ROW) return rc;
+    if (len > UINT32_MAX - r->page * 2) return SQLITE_TOOBIG;
+    sqlite3_int64 key = id << SLOT_BITS | slot;
+    size_t size = cell_size(r, len), old = 0;
+    /* the slot's cell as it is, when it holds the value and is not more
+     * than twice what it needs (sizes near a class's edge would move the
+     * cell between classes, a reallocation each time) */
+    rc = sqlite3_bind_int64(r->size, 1, key);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(r->size)) == SQLITE_ROW) old = (size_t)sqlite3_column_int64(r->size, 0);
+    reset(r->size);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
+    if (old >= size && old <= 2 * size + r->page) size = old;
+    if (size > r->cell_cap) {
+        unsigned char *c = realloc(r->cell, size);
+        if (!c) return SQLITE_NOMEM;
+        r->cell = c;
+        r->cell_cap = size;
+    }
+    unsigned char *c = r->cell;
+    for (int i = 0; i < LEN_BYTES; i++) c[i] = (unsigned char)(len >> (8 * i));
+    if (len) memcpy(c + LEN_BYTES, val, len);
+    memset(c + LEN_BYTES + len, 0, size - LEN_BYTES - len);
+    /* an existing row is updated: SQLite rewrites a cell of the same size
+     * in place, overflow pages included, where INSERT OR REPLACE frees them
+     * and allocates new ones */
+    for (int k = old ? 0 : 1; k < 2; k++) {
+        sqlite3_stmt *st = k ? r->put : r->upd;
+        rc = sqlite3_bind_int64(st, 1, key);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, c, (sqlite3_uint64)size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        reset(st);
+        if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
+    }
+    return rc;
+}
+
+int sq_ring_del(sq_ring *r, const char *ns, int slot)
+{
+    int64_t id;
+    int rc = ns_id(r, ns, 0, &id);
+    if (rc != SQLITE_ROW) return rc;
+    rc = sqlite3_bind_int64(r->del, 1, id << SLOT_BITS | slot);
+    if (rc == SQLITE_OK) rc = sqlite3_step(r->del);
+    reset(r->del);
+    return rc;
+}
+
+/* Binds ns's id range to st's ?1 and ?2. */
+static int bind_range(sqlite3_stmt *st, int64_t id)
+{
+    int rc = sqlite3_bind_int64(st, 1, id << SLOT_BITS);
+    return rc == SQLITE_OK ? sqlite3_bind_int64(st, 2, id << SLOT_BITS | ((1 << SLOT_BITS) - 1)) : rc;
+}
+
+int sq_ring_del_ns(sq_ring *r, const char *ns)
+{
+    int64_t id;
+    int rc = ns_id(r, ns, 0, &id);
+    if (rc != SQLITE_ROW) return rc;
+    rc = bind_range(r->del_ns, id);
+    if (rc == SQLITE_OK) rc = sqlite3_step(r->del_ns);
+    reset(r->del_ns);
+    return rc;
+}
+
+typedef struct slot_row {
+    int slot;
+    size_t off, len;
+} slot_row;
+
+/* ns's slot rows starting with prefix, read into rows and vals. */
+static int read_slots(sq_ring *r, int64_t id, const char *prefix, slot_row **rows, size_t *n, buf *vals,
+                      int *bad)
+{
+    size_t cap = 0, plen = strlen(prefix);
+    int rc = bind_range(r->iter, id);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(r->iter)) != SQLITE_ROW) break;
+        int slot = (int)(sqlite3_column_int64(r->iter, 0) & ((1 << SLOT_BITS) - 1));
+        char key[7];
+        sq_ring_key(key, slot);
+        if (memcmp(key, prefix, plen) != 0) continue;
+        const void *c = sqlite3_column_blob(r->iter, 1);
+        size_t cn = (size_t)sqlite3_column_bytes(r->iter, 1), vn = 0;
+        const char *v = NULL;
+        if (!c && cn) rc = SQLITE_NOMEM;
+        else if (unpad(c, cn, &v, &vn) != 0) rc = SQ_RING_BAD, *bad = slot;
+        if (rc == SQLITE_ROW && *n == cap) {
+            cap = cap ? 2 * cap : 16;
+            slot_row *p = realloc(*rows, cap * sizeof *p);
+            if (p) *rows = p;
+            else rc = SQLITE_NOMEM;
+        }
+        if (rc != SQLITE_ROW) break;
+        (*rows)[(*n)++] = (slot_row){slot, vals->len, vn};
+        buf_append(vals, v ? v : "", vn);
+        if (buf_failed(vals)) rc = SQLITE_NOMEM;
+    }
+    reset(r->iter);
+    return rc;
+}
+
+int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, void *ud, int *stopped, int *bad)
+{
+    *stopped = 0;
+    *bad = -1;
+    if (!sq_ring_prefix(prefix)) return SQLITE_DONE;
+    int64_t id;
+    int rc = ns_id(r, ns, 0, &id);
+    if (rc != SQLITE_ROW) return rc;
+    slot_row *rows = NULL;
+    size_t n = 0;
+    buf vals;
+    buf_init(&vals);
+    rc = read_slots(r, id, prefix, &rows, &n, &vals, bad);
+    for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
+        char key[7];
+        sq_ring_key(key, rows[i].slot);
+        if (cb(ud, key, vals.p ? vals.p + rows[i].off : "", rows[i].len)) {
+            *stopped = 1;
+            break;
+        }
+    }
+    free(rows);
+    buf_free(&vals);
+    return rc;
+}
+
+int sq_ring_migrate(sq_ring *r)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(r->db, "SELECT ns, key, val FROM kv WHERE key GLOB " SLOT_GLOB, -1, &st, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW) break;
+        const char *ns = (const char *)sqlite3_column_text(st, 0);
+        const char *key = (const char *)sqlite3_column_text(st, 1);
+        const void *v = sqlite3_column_blob(st, 2);
+        size_t vn = (size_t)sqlite3_column_bytes(st, 2); /* stored unpadded in kv */
+        if (!ns || !key || (!v && vn)) rc = SQLITE_NOMEM;
+        else if ((rc = sq_ring_put(r, ns, sq_ring_slot(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return rc;
+    rc = sqlite3_exec(r->db, "DELETE FROM kv WHERE key GLOB " SLOT_GLOB, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? SQLITE_DONE : rc;
+}

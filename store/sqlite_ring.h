@@ -1,0 +1,94 @@
+/* sqlite_ring.h: where the SQLite backend keeps turn-log slots.
+ *
+ * A session writes one turn-log record per turn under a slot key, "l:" and
+ * four lowercase hex digits (engine/turnlog.h), replacing the record a
+ * snapshotEvery turns older.  In the kv table (WITHOUT ROWID) a row keeps
+ * about 1 KB of its value in the leaf and the rest in an overflow chain, so
+ * replacing a 4 KB record rewrote a leaf, an overflow page, the freelist
+ * and the header: 3.5 WAL frames a commit.  Here slots are rows of a rowid
+ * table, ring(id INTEGER PRIMARY KEY, val BLOB), where a value up to 4 KB
+ * stays in its leaf and a replacement rewrites that leaf alone (1.2 frames
+ * a commit, half the time; bench/ "SQLite alone").
+ *
+ * A value is stored after its length (u32) and padded with zeros to a
+ * size class: a whole leaf's room for one row, then whole overflow pages.
+ * A record replaced by one of the same class has a cell of the same size,
+ * which SQLite rewrites where it is: one WAL frame a page, no page freed
+ * or allocated (which rewrites the freelist, the header and the parent).
+ * A turn-log slot's page is thus reused rather than freed, which is why
+ * the backend asks the engine to leave stale slots in place (store.h,
+ * store_reuses_slots): a deleted slot would be a new row again.
+ *
+ * id = nsid << 16 | slot, the namespace numbered once in nsid(id, ns):
+ * rows are never deleted from nsid, so a number, once committed, names the
+ * same namespace for every process and can be cached.  A number inserted
+ * in a write transaction that rolls back is forgotten with it.
+ *
+ * The other keys stay in kv; store_sqlite.c routes each call by its key.
+ * Called with the store's mutex held, like the backend. */
+#ifndef STORE_SQLITE_RING_H
+#define STORE_SQLITE_RING_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SQ_RING_CACHE 64 /* namespaces whose numbers are kept (direct-mapped) */
+
+typedef struct sq_ring {
+    sqlite3 *db;
+    sqlite3_stmt *ns_get, *ns_add, *get, *size, *put, *upd, *del, *del_ns, *iter;
+    size_t page;             /* the file's page size */
+    unsigned char *cell;     /* a padded value being written */
+    size_t cell_cap;
+    struct {
+        char *ns;
+        int64_t id;
+    } cache[SQ_RING_CACHE];
+    int tentative; /* a number was inserted in the open write transaction */
+} sq_ring;
+
+/* The schema the ring needs (run in the open's schema transaction). */
+extern const char *const sq_ring_schema[2];
+
+/* The slot of a slot key (0..65535), or -1 when key is none. */
+int sq_ring_slot(const char *key);
+/* The key of slot. */
+void sq_ring_key(char key[7], int slot);
+/* Whether some slot key starts with prefix. */
+int sq_ring_prefix(const char *prefix);
+
+/* Prepares the statements: SQLITE_OK or SQLite's error. */
+int sq_ring_open(sq_ring *r, sqlite3 *db);
+void sq_ring_close(sq_ring *r);
+/* A write transaction ended without committing: numbers it inserted go. */
+void sq_ring_rollback(sq_ring *r);
+/* ... or committed: they stay. */
+void sq_ring_committed(sq_ring *r);
+
+/* A stored value whose length does not fit its cell (a damaged file). */
+#define SQ_RING_BAD (-1)
+
+/* The value of slot in ns: SQLITE_ROW with *val, *len pointing into the
+ * row (valid until sq_ring_get_done), SQLITE_DONE when there is none,
+ * SQ_RING_BAD, or an error. */
+int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *len);
+void sq_ring_get_done(sq_ring *r);
+/* SQLITE_DONE on success, else an error. */
+int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len);
+int sq_ring_del(sq_ring *r, const char *ns, int slot);
+int sq_ring_del_ns(sq_ring *r, const char *ns);
+
+/* Visits ns's slots whose keys start with prefix, in slot order.  The rows
+ * are read first and the statement reset before cb runs, so cb may use the
+ * store.  Returns SQLITE_DONE, SQLITE_NOMEM, SQ_RING_BAD (*bad: the slot),
+ * or SQLite's error; *stopped is set when cb asked to stop. */
+typedef int (*sq_ring_cb)(void *ud, const char *key, const char *val, size_t len);
+int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, void *ud, int *stopped,
+                 int *bad);
+
+/* Moves the slot rows of kv (written by a schema version 1 file) into the
+ * ring: SQLITE_DONE or an error.  Inside the open's schema transaction. */
+int sq_ring_migrate(sq_ring *r);
+
+#endif
