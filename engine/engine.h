@@ -73,11 +73,14 @@ typedef struct session {
      * an earlier version wrote it): a process with the same one appends to
      * a log another wrote, another one folds it first.  stale_slots: slots
      * of records the snapshot covers may still be stored (a fold on a
-     * store that reuses slots left them), so a snapshot deletes all. */
+     * store that reuses slots left them, or a load found some), so a
+     * snapshot deletes all; slots_left: this process's fold left them, so
+     * a fold at the session's end or the shutdown writes a snapshot even
+     * when nothing changed since. */
     uint64_t log_seq, snap_seq;
     char **snap_del;
     size_t n_snap_del, cap_snap_del;
-    int log_writer, stale_slots;
+    int log_writer, stale_slots, slots_left;
     unsigned log_every;
     buf logbuf;
     buf prunebuf; /* persist.c: a record's pruned section, being built */

@@ -672,7 +672,7 @@ static int write_snapshot(engine *e, session *s)
     s->n_snap_del = 0;
     s->snap_seq = s->log_seq;
     s->log_writer = 0;
-    s->stale_slots = 0;
+    s->stale_slots = s->slots_left = 0;
     s->log_every = (unsigned)e->cfg.storage.snapshot_every;
     return CLARITY_OK;
 }
@@ -799,7 +799,8 @@ static int flush(engine *e, session *s, int fold, int64_t now)
     if (s->folding && (fold || log_full(e, s))) wait_fold(s);
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
-    if (!changed && s->exists_in_store && (!fold || !s->log_writer)) return CLARITY_OK;
+    /* (but a fold that left its slots has them to delete) */
+    if (!changed && s->exists_in_store && (!fold || (!s->log_writer && !s->slots_left))) return CLARITY_OK;
     /* records another process wrote are appended to when their slots
      * follow our storage.snapshotEvery, and folded first when not */
     if (foreign_log(e, s) || log_full(e, s)) fold = 1;
@@ -937,7 +938,9 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
     /* what the turns changed since the last record goes in one first: the
      * fold covers records only */
     int rc = flush(e, s, 0, now);
-    if (rc != CLARITY_OK || s->log_seq == s->snap_seq) return rc; /* (or that flush folded) */
+    if (rc != CLARITY_OK) return rc;
+    if (s->log_seq == s->snap_seq) /* (or that flush folded) */
+        return s->slots_left && s->unload ? flush(e, s, 1, now) : rc; /* a leaving session's slots go */
     fold_plan p;
     if (plan_take(e, s, &p) != 0) {
         plan_free(&p);
@@ -949,7 +952,7 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
     rc = plan_write(e, s, &p, (size_t)e->cfg.storage.fold_chunk);
     pthread_mutex_lock(&s->mu);
     if (rc == CLARITY_OK) {
-        s->stale_slots = p.leave;
+        s->stale_slots = s->slots_left = p.leave;
         if (p.n_del) { /* the removals made since stay */
             for (size_t i = 0; i < p.n_del; i++) free(s->snap_del[i]);
             memmove(s->snap_del, s->snap_del + p.n_del, (s->n_snap_del - p.n_del) * sizeof *s->snap_del);

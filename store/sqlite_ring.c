@@ -62,14 +62,37 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 }
 
 /* The stored size of a value of len bytes: its length and bytes padded to
- * the first of B_k = (page - 35 - CELL_SLACK) + k (page - 4) that holds
- * them, k = 0, 1, ...: the whole of a leaf's room for a row, then whole
- * overflow pages.  Values of one class have cells of one size, which
- * SQLite rewrites where they are (one WAL frame a page). */
+ * the first size class that holds them: eighths of a leaf's room for one
+ * row (F = page - 35 - CELL_SLACK; small records share leaves), the whole
+ * of it, then F + k (page - 4), whole overflow pages.  Values of one class
+ * have cells of one size, which SQLite rewrites where they are (one WAL
+ * frame a page). */
 static size_t cell_size(const sq_ring *r, size_t len)
 {
-    size_t first = r->page - 35 - CELL_SLACK, more = r->page - 4, need = len + LEN_BYTES;
-    return need <= first ? first : first + (need - first + more - 1) / more * more;
+    size_t first = r->page - 35 - CELL_SLACK, more = r->page - 4, need = len + LEN_BYTES, q = first / 8;
+    if (need <= first) return need <= 7 * q ? (need + q - 1) / q * q : first;
+    return first + (need - first + more - 1) / more * more;
+}
+
+/* The cell of a value in r->cell: its length, its bytes, zeros to size.
+ * The buffer is kept zero past the last value's end (r->cell_end), so only
+ * what that one left past this one's end is cleared. */
+static int fill_cell(sq_ring *r, const void *val, size_t len, size_t size)
+{
+    if (size > r->cell_cap) {
+        unsigned char *c = realloc(r->cell, size);
+        if (!c) return SQLITE_NOMEM;
+        memset(c + r->cell_cap, 0, size - r->cell_cap);
+        r->cell = c;
+        r->cell_cap = size;
+    }
+    unsigned char *c = r->cell;
+    for (int i = 0; i < LEN_BYTES; i++) c[i] = (unsigned char)(len >> (8 * i));
+    if (len) memcpy(c + LEN_BYTES, val, len);
+    size_t end = LEN_BYTES + len;
+    if (r->cell_end > end) memset(c + end, 0, r->cell_end - end);
+    r->cell_end = end;
+    return SQLITE_OK;
 }
 
 int sq_ring_open(sq_ring *r, sqlite3 *db)
@@ -118,7 +141,7 @@ void sq_ring_close(sq_ring *r)
     forget(r);
     free(r->cell);
     r->cell = NULL;
-    r->cell_cap = 0;
+    r->cell_cap = r->cell_end = 0;
 }
 
 void sq_ring_rollback(sq_ring *r)
@@ -142,14 +165,18 @@ static size_t cache_at(const char *ns)
 }
 
 /* ns's number: SQLITE_ROW with *id, SQLITE_DONE when it has none (and add
- * is 0), or an error.  With add, a namespace without one gets one. */
-static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id)
+ * is 0), or an error.  With add, a namespace without one gets one.
+ * *fresh (when fresh): its cache entry's known-absent slots, or NULL. */
+static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, int **fresh)
 {
     size_t at = cache_at(ns);
+    if (fresh) *fresh = NULL;
     if (r->cache[at].ns && strcmp(r->cache[at].ns, ns) == 0) {
         *id = r->cache[at].id;
+        if (fresh) *fresh = &r->cache[at].fresh;
         return SQLITE_ROW;
     }
+    int made = 0; /* a new number: none of its slots exists */
     int rc = sqlite3_bind_text(r->ns_get, 1, ns, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->ns_get);
     if (rc == SQLITE_ROW) *id = sqlite3_column_int64(r->ns_get, 0);
@@ -162,6 +189,7 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id)
             *id = sqlite3_last_insert_rowid(r->db);
             if (!sqlite3_get_autocommit(r->db)) r->tentative = 1;
             rc = SQLITE_ROW;
+            made = 1;
         }
     }
     if (rc != SQLITE_ROW) return rc;
@@ -172,6 +200,8 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id)
         free(r->cache[at].ns);
         r->cache[at].ns = copy;
         r->cache[at].id = *id;
+        r->cache[at].fresh = made ? 0 : -1;
+        if (fresh) *fresh = &r->cache[at].fresh;
     }
     return SQLITE_ROW;
 }
@@ -191,7 +221,7 @@ static int unpad(const void *cell, size_t n, const char **p, size_t *len)
 int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *len)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id);
+    int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
     rc = sqlite3_bind_int64(r->get, 1, id << SLOT_BITS | slot);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->get);
@@ -210,47 +240,46 @@ void sq_ring_get_done(sq_ring *r) { reset(r->get); }
 int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 1, &id);
+    int *fresh;
+    int rc = ns_id(r, ns, 1, &id, &fresh);
     if (rc != SQLITE_ROW) return rc;
     if (len > UINT32_MAX - r->page * 2) return SQLITE_TOOBIG;
     sqlite3_int64 key = id << SLOT_BITS | slot;
     size_t size = cell_size(r, len), old = 0;
     /* the slot's cell as it is, when it holds the value and is not more
      * than twice what it needs (sizes near a class's edge would move the
-     * cell between classes, a reallocation each time) */
-    rc = sqlite3_bind_int64(r->size, 1, key);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(r->size)) == SQLITE_ROW) old = (size_t)sqlite3_column_int64(r->size, 0);
-    reset(r->size);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
-    if (old >= size && old <= 2 * size + r->page) size = old;
-    if (size > r->cell_cap) {
-        unsigned char *c = realloc(r->cell, size);
-        if (!c) return SQLITE_NOMEM;
-        r->cell = c;
-        r->cell_cap = size;
+     * cell between classes, a reallocation each time); not looked for in
+     * a namespace this connection numbered and has not filled so far (a
+     * new session's first records) */
+    int absent = fresh && *fresh >= 0 && slot >= *fresh;
+    if (!absent) {
+        rc = sqlite3_bind_int64(r->size, 1, key);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(r->size)) == SQLITE_ROW)
+            old = (size_t)sqlite3_column_int64(r->size, 0);
+        reset(r->size);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
     }
-    unsigned char *c = r->cell;
-    for (int i = 0; i < LEN_BYTES; i++) c[i] = (unsigned char)(len >> (8 * i));
-    if (len) memcpy(c + LEN_BYTES, val, len);
-    memset(c + LEN_BYTES + len, 0, size - LEN_BYTES - len);
+    if (old >= size && old <= 2 * size + r->page) size = old;
+    if (fill_cell(r, val, len, size) != SQLITE_OK) return SQLITE_NOMEM;
     /* an existing row is updated: SQLite rewrites a cell of the same size
      * in place, overflow pages included, where INSERT OR REPLACE frees them
      * and allocates new ones */
     for (int k = old ? 0 : 1; k < 2; k++) {
         sqlite3_stmt *st = k ? r->put : r->upd;
         rc = sqlite3_bind_int64(st, 1, key);
-        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, c, (sqlite3_uint64)size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
         if (rc == SQLITE_OK) rc = sqlite3_step(st);
         reset(st);
         if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
     }
+    if (rc == SQLITE_DONE && absent) *fresh = slot + 1;
     return rc;
 }
 
 int sq_ring_del(sq_ring *r, const char *ns, int slot)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id);
+    int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
     rc = sqlite3_bind_int64(r->del, 1, id << SLOT_BITS | slot);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del);
@@ -268,7 +297,7 @@ static int bind_range(sqlite3_stmt *st, int64_t id)
 int sq_ring_del_ns(sq_ring *r, const char *ns)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id);
+    int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
     rc = bind_range(r->del_ns, id);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del_ns);
@@ -319,7 +348,7 @@ int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, 
     *bad = -1;
     if (!sq_ring_prefix(prefix)) return SQLITE_DONE;
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id);
+    int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
     slot_row *rows = NULL;
     size_t n = 0;

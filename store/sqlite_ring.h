@@ -11,7 +11,8 @@
  * a commit, half the time; bench/ "SQLite alone").
  *
  * A value is stored after its length (u32) and padded with zeros to a
- * size class: a whole leaf's room for one row, then whole overflow pages.
+ * size class: a quarter to the whole of a leaf's room for one row, then
+ * whole overflow pages.
  * A record replaced by one of the same class has a cell of the same size,
  * which SQLite rewrites where it is: one WAL frame a page, no page freed
  * or allocated (which rewrites the freelist, the header and the parent).
@@ -39,11 +40,12 @@ typedef struct sq_ring {
     sqlite3 *db;
     sqlite3_stmt *ns_get, *ns_add, *get, *size, *put, *upd, *del, *del_ns, *iter;
     size_t page;             /* the file's page size */
-    unsigned char *cell;     /* a padded value being written */
-    size_t cell_cap;
+    unsigned char *cell;     /* a padded value being written, zero past cell_end */
+    size_t cell_cap, cell_end;
     struct {
         char *ns;
         int64_t id;
+        int fresh; /* slots from this one on are known absent (-1: none known) */
     } cache[SQ_RING_CACHE];
     int tentative; /* a number was inserted in the open write transaction */
 } sq_ring;

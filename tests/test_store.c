@@ -1101,25 +1101,25 @@ Test(store, sqlite_slots_are_keys_like_the_others)
     free(big);
 }
 
-/* Rewriting a slot with a value of the same size class keeps its cell:
- * no page is allocated or freed, so a turn's commit writes the slot's
- * pages and nothing else.  A value past the class moves to a larger cell
- * and reads back whole. */
+/* Rewriting a slot with a value its cell holds (down to about half of it)
+ * keeps the cell: no page is allocated or freed, so a turn's commit writes
+ * the slot's pages and nothing else.  A value past the cell moves to a
+ * larger one and reads back whole. */
 Test(store, sqlite_a_slot_is_rewritten_in_place)
 {
     char p[128];
     path_in_dir(p, sizeof p, "inplace.db");
     store *s = open_sqlite_at(p);
     char *v = pattern(12000, 3);
-    for (int k = 0; k < 8; k++) { /* eight slots of one page, eight of two */
+    for (int k = 0; k < 8; k++) { /* four slots in a part of a page, four of two pages */
         char key[8];
         snprintf(key, sizeof key, "l:%04x", k);
-        cr_assert_eq(store_put(s, "r", key, v, k < 4 ? 1000 : 5000), CLARITY_OK, "%s", store_errmsg(s));
+        cr_assert_eq(store_put(s, "r", key, v, k < 4 ? 3000 : 8000), CLARITY_OK, "%s", store_errmsg(s));
     }
     long pages = sql_long(p, "PRAGMA page_count"), free0 = sql_long(p, "PRAGMA freelist_count");
     for (int round = 0; round < 40; round++) {
         int k = round % 8;
-        size_t n = k < 4 ? 100 + (size_t)round * 90 : 4200 + (size_t)round * 90; /* same class each */
+        size_t n = k < 4 ? 1600 + (size_t)round * 30 : 4200 + (size_t)round * 90; /* the cell holds it */
         char key[8];
         snprintf(key, sizeof key, "l:%04x", k);
         char *w = pattern(n, (unsigned)round);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A deliberately plain kv: an array of entries under a mutex. */
@@ -27,11 +28,23 @@ const char *th_build_path(const char *file)
     return path;
 }
 
+/* Unique in this process by a counter, and across runs by the time the
+ * process first asked: a pid comes back, and a file an earlier run left
+ * under it (a killed child's WAL, a test that keeps its database) would be
+ * taken up as this one's. */
 char *th_tmp_path(const char *suffix)
 {
     static __thread char path[256];
     static int counter;
-    snprintf(path, sizeof path, "/tmp/clarity-test-%d-%d%s", (int)getpid(),
+    static unsigned long long nonce;
+    if (!__atomic_load_n(&nonce, __ATOMIC_ACQUIRE)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long v = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+        unsigned long long zero = 0;
+        __atomic_compare_exchange_n(&nonce, &zero, v | 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    snprintf(path, sizeof path, "/tmp/clarity-test-%d-%llx-%d%s", (int)getpid(), nonce,
              __atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST), suffix);
     return path;
 }
