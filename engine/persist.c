@@ -635,7 +635,7 @@ static int del_slots(engine *e, session *s, uint64_t from, uint64_t seq, unsigne
     uint64_t n_rec = seq - from < every ? seq - from : every;
     for (uint64_t q = seq; rc == CLARITY_OK && n_rec > 0; q--, n_rec--) {
         char slot[7];
-        tl_slot_key(slot, (unsigned)(q % every));
+        store_slot_key(slot, (unsigned)(q % every));
         rc = store_del(e->st, s->ns, slot);
         if (rc == CLARITY_ENOTFOUND) rc = CLARITY_OK;
     }
@@ -685,7 +685,7 @@ static int put_record(engine *e, session *s, const buf *b, uint64_t seq, int fir
 {
     char key[7];
     unsigned every = (unsigned)e->cfg.storage.snapshot_every;
-    tl_slot_key(key, (unsigned)(seq % every));
+    store_slot_key(key, (unsigned)(seq % every));
     int rc;
     if (s->versioned || first) {
         rc = store_begin(e->st);

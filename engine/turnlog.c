@@ -319,12 +319,3 @@ int tl_get_header(tl_reader *r, tl_header *h)
                ? -1
                : 0;
 }
-
-void tl_slot_key(char key[7], unsigned slot)
-{
-    static const char hex[] = "0123456789abcdef";
-    key[0] = 'l';
-    key[1] = ':';
-    for (int i = 0; i < 4; i++) key[2 + i] = hex[(slot >> (12 - 4 * i)) & 15];
-    key[6] = '\0';
-}

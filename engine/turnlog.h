@@ -22,7 +22,7 @@
  * form of that version.  A row that starts with '{' is the JSON form of
  * earlier versions (still read).
  *
- * Record "l:<slot>" (slot = seq mod storage.snapshotEvery):
+ * Record "l:<slot>" (store_slot_key; slot = seq mod storage.snapshotEvery):
  *   u8 'L', u8 version (2; 1 read: its items in form 1), u8 flags (1: meta
  *   JSON follows), u8 0
  *   u64 seq, i64 current turn, i64 last persist time (ms)
@@ -99,7 +99,5 @@ void tl_put_u32(buf *out, uint32_t v);
 void tl_patch_u32(buf *out, size_t at, uint32_t v);
 void tl_put_bytes(buf *out, const char *s, size_t n);
 
-/* "l:" + 4 hex digits of slot, NUL-terminated (key must hold 7 bytes). */
-void tl_slot_key(char key[7], unsigned slot);
 
 #endif

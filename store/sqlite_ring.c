@@ -4,6 +4,7 @@
 
 #include "../util/buf.h"
 #include "sqlite_ring.h"
+#include "store.h"
 
 #define SLOT_BITS 16
 #define NSID_MAX (INT64_MAX >> SLOT_BITS)
@@ -17,44 +18,6 @@ const char *const sq_ring_schema[2] = {
     "CREATE TABLE IF NOT EXISTS nsid(id INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE)",
     "CREATE TABLE IF NOT EXISTS ring(id INTEGER PRIMARY KEY, val BLOB NOT NULL)",
 };
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1; /* upper case is another key: tl_slot_key writes lower case */
-}
-
-int sq_ring_slot(const char *key)
-{
-    if (key[0] != 'l' || key[1] != ':') return -1;
-    int slot = 0;
-    for (int i = 2; i < 6; i++) {
-        int v = hexval(key[i]);
-        if (v < 0) return -1;
-        slot = slot << 4 | v;
-    }
-    return key[6] == '\0' ? slot : -1;
-}
-
-int sq_ring_prefix(const char *prefix)
-{
-    static const char head[] = "l:";
-    size_t n = strlen(prefix);
-    if (n > 6) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (i < 2 ? prefix[i] != head[i] : hexval(prefix[i]) < 0) return 0;
-    return 1;
-}
-
-void sq_ring_key(char key[7], int slot)
-{
-    static const char hex[] = "0123456789abcdef";
-    key[0] = 'l';
-    key[1] = ':';
-    for (int i = 0; i < 4; i++) key[2 + i] = hex[(slot >> (12 - 4 * i)) & 15];
-    key[6] = '\0';
-}
 
 static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
@@ -320,7 +283,7 @@ static int read_slots(sq_ring *r, int64_t id, const char *prefix, slot_row **row
         if ((rc = sqlite3_step(r->iter)) != SQLITE_ROW) break;
         int slot = (int)(sqlite3_column_int64(r->iter, 0) & ((1 << SLOT_BITS) - 1));
         char key[7];
-        sq_ring_key(key, slot);
+        store_slot_key(key, slot);
         if (memcmp(key, prefix, plen) != 0) continue;
         const void *c = sqlite3_column_blob(r->iter, 1);
         size_t cn = (size_t)sqlite3_column_bytes(r->iter, 1), vn = 0;
@@ -346,7 +309,7 @@ int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, 
 {
     *stopped = 0;
     *bad = -1;
-    if (!sq_ring_prefix(prefix)) return SQLITE_DONE;
+    if (!store_slot_prefix(prefix)) return SQLITE_DONE;
     int64_t id;
     int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
@@ -357,7 +320,7 @@ int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, 
     rc = read_slots(r, id, prefix, &rows, &n, &vals, bad);
     for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
         char key[7];
-        sq_ring_key(key, rows[i].slot);
+        store_slot_key(key, rows[i].slot);
         if (cb(ud, key, vals.p ? vals.p + rows[i].off : "", rows[i].len)) {
             *stopped = 1;
             break;
@@ -379,7 +342,7 @@ int sq_ring_migrate(sq_ring *r)
         const void *v = sqlite3_column_blob(st, 2);
         size_t vn = (size_t)sqlite3_column_bytes(st, 2); /* stored unpadded in kv */
         if (!ns || !key || (!v && vn)) rc = SQLITE_NOMEM;
-        else if ((rc = sq_ring_put(r, ns, sq_ring_slot(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
+        else if ((rc = sq_ring_put(r, ns, store_slot_of(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return rc;

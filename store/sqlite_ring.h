@@ -53,13 +53,6 @@ typedef struct sq_ring {
 /* The schema the ring needs (run in the open's schema transaction). */
 extern const char *const sq_ring_schema[2];
 
-/* The slot of a slot key (0..65535), or -1 when key is none. */
-int sq_ring_slot(const char *key);
-/* The key of slot. */
-void sq_ring_key(char key[7], int slot);
-/* Whether some slot key starts with prefix. */
-int sq_ring_prefix(const char *prefix);
-
 /* Prepares the statements: SQLITE_OK or SQLite's error. */
 int sq_ring_open(sq_ring *r, sqlite3 *db);
 void sq_ring_close(sq_ring *r);

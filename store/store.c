@@ -101,6 +101,46 @@ const char *store_backend_name(const store *s) { return s ? s->vt->name : "none"
 
 int store_reuses_slots(const store *s) { return s && s->vt->reuses_slots; }
 
+/* ---- turn-log slot keys --------------------------------------------------- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1; /* upper case is another key: slot keys are lower case */
+}
+
+void store_slot_key(char key[7], unsigned slot)
+{
+    static const char hex[] = "0123456789abcdef";
+    key[0] = 'l';
+    key[1] = ':';
+    for (int i = 0; i < 4; i++) key[2 + i] = hex[(slot >> (12 - 4 * i)) & 15];
+    key[6] = '\0';
+}
+
+int store_slot_of(const char *key)
+{
+    if (key[0] != 'l' || key[1] != ':') return -1;
+    int slot = 0;
+    for (int i = 2; i < 6; i++) {
+        int v = hexval(key[i]);
+        if (v < 0) return -1;
+        slot = slot << 4 | v;
+    }
+    return key[6] == '\0' ? slot : -1;
+}
+
+int store_slot_prefix(const char *prefix)
+{
+    static const char head[] = "l:";
+    size_t n = strlen(prefix);
+    if (n > 6) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (i < 2 ? prefix[i] != head[i] : hexval(prefix[i]) < 0) return 0;
+    return 1;
+}
+
 /* Opens a transaction (flag: &s->in_txn) or a read snapshot (&s->in_read)
  * with begin (NULL: nothing to start in the backend); on success the mutex
  * stays held until it ends.  Only the owner can see a flag set after

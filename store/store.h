@@ -89,6 +89,15 @@ typedef struct store_ckpt_stats {
 } store_ckpt_stats;
 int store_sqlite_ckpt_stats(store *s, store_ckpt_stats *out);
 
+/* Turn-log slot keys (engine/turnlog.h): "l:" and four lower-case hex
+ * digits of the slot, NUL-terminated in 7 bytes.  A backend may keep them
+ * apart from the other keys (SQLite: store/sqlite_ring.h). */
+void store_slot_key(char key[7], unsigned slot);
+/* The slot of a slot key (0..65535), or -1 when key is none. */
+int store_slot_of(const char *key);
+/* Whether some slot key starts with prefix. */
+int store_slot_prefix(const char *prefix);
+
 /* Whether the backend rewrites a key in place more cheaply than it writes
  * one it deleted (SQLite: a turn-log slot's page is rewritten where it is,
  * one WAL frame, where a new row allocates a page and rewrites the

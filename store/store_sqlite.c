@@ -128,7 +128,7 @@ static int ring_get(store *s, const char *ns, const char *key, int slot, char **
 static int sq_get(store *s, const char *ns, const char *key, char **val, size_t *len)
 {
     sq *q = SQ(s);
-    int slot = sq_ring_slot(key);
+    int slot = store_slot_of(key);
     if (slot >= 0) return ring_get(s, ns, key, slot, val, len);
     int rc = bind_nk(q->get, ns, key);
     if (rc == SQLITE_OK) rc = sqlite3_step(q->get);
@@ -173,7 +173,7 @@ static int ring_done(store *s, int rc, const char *what)
 static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
 {
     sq *q = SQ(s);
-    int slot = sq_ring_slot(key);
+    int slot = store_slot_of(key);
     if (slot >= 0) return ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
     int rc = bind_nk(q->put, ns, key);
     /* A non-NULL pointer even for len 0: a NULL one would bind SQL NULL. */
@@ -185,7 +185,7 @@ static int sq_put(store *s, const char *ns, const char *key, const char *val, si
 static int sq_del(store *s, const char *ns, const char *key)
 {
     sq *q = SQ(s);
-    int slot = sq_ring_slot(key);
+    int slot = store_slot_of(key);
     if (slot >= 0) return ring_done(s, sq_ring_del(&q->ring, ns, slot), "del");
     return run(s, q->del, bind_nk(q->del, ns, key), "del");
 }
@@ -287,7 +287,7 @@ static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
     if (rc == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
     if (rc == SQ_RING_BAD) {
         char key[7];
-        sq_ring_key(key, bad);
+        store_slot_key(key, (unsigned)bad);
         return bad_slot(s, ns, key);
     }
     return ring_done(s, rc, "iter");

@@ -81,6 +81,16 @@ static void check_takeover(const char *cfg, const char *session, th_host *ref, t
     th_unlink_db(db);
 }
 
+/* A new SQLite file db with storage.snapshotEvery `every` (its config in
+ * cfg), the host a on it, and one, the reference, on the memory store. */
+static void open_twins(char db[256], char cfg[512], int every, th_host *one, th_host *a)
+{
+    snprintf(db, 256, "%s", th_tmp_path(".db"));
+    snprintf(cfg, 512, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":%d}}", db, every);
+    cr_assert_eq(th_open(one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
+    cr_assert_eq(th_open(a, cfg, 0, NULL), 0);
+}
+
 /* Turns [from, to) on h and on ref, the reference that sees every turn. */
 static void twin_turns(th_host *h, th_host *ref, const char *session, int from, int to)
 {
@@ -456,11 +466,8 @@ Test(persist, turn_log_restores_unfolded_turns_and_stays_bounded)
 Test(persist, a_process_appends_to_the_log_another_left)
 {
     char db[256], cfg[512];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":16}}", db);
     th_host one, a, b; /* one: every turn in memory, the reference */
-    cr_assert_eq(th_open(&one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
-    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+    open_twins(db, cfg, 16, &one, &a);
     twin_turns(&a, &one, "h", 0, 5); /* records 1..5, the first with an empty snapshot */
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0); /* a stays open, idle: as if it had died */
     for (int i = 5; i < 8; i++) {
@@ -610,11 +617,8 @@ static int wait_records_below(const char *db, int below)
 Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .timeout = 60)
 {
     char db[256], cfg[512];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"snapshotEvery\":8}}", db);
     th_host one, a, b; /* one: every turn in memory, the reference */
-    cr_assert_eq(th_open(&one, "{\"storage\":{\"backend\":\"memory\"}}", 0, NULL), 0);
-    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+    open_twins(db, cfg, 8, &one, &a);
     twin_turns(&a, &one, "st", 0, 7); /* record 7 asks the worker for a fold */
     int left = wait_records_below(db, 7);
     cr_assert_leq(left, 1, "%d records left unfolded", left);
