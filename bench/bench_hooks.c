@@ -264,7 +264,7 @@ static bstats sqlite_floor(const char *db, int turns, double bytes)
     const int slots = 64;
     bstats none = {0};
     sqlite3 *h = NULL;
-    sqlite3_stmt *make = NULL, *put = NULL;
+    sqlite3_stmt *make = NULL, *put = NULL, *drop = NULL;
     size_t n = (size_t)bytes;
     if (!n || sqlite3_open(db, &h) != SQLITE_OK ||
         sqlite3_exec(h, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", NULL, NULL, NULL) != SQLITE_OK) {
@@ -279,7 +279,8 @@ static bstats sqlite_floor(const char *db, int turns, double bytes)
     for (size_t i = 0; i < n; i++) val[i] = (char)rng_next(&r);
     int ok = sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO ring(id, val) VALUES(?1, ?2)", -1, &make, NULL) ==
                  SQLITE_OK &&
-             sqlite3_prepare_v2(h, "UPDATE ring SET val = ?2 WHERE id = ?1", -1, &put, NULL) == SQLITE_OK;
+             sqlite3_prepare_v2(h, "UPDATE ring SET val = ?2 WHERE id = ?1", -1, &put, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(h, "DELETE FROM ring WHERE id >= ?1", -1, &drop, NULL) == SQLITE_OK;
     for (int i = 0; ok && i < slots; i++)
         ok = sqlite3_bind_int64(make, 1, base + i) == SQLITE_OK &&
              sqlite3_bind_blob(make, 2, val, (int)n, SQLITE_STATIC) == SQLITE_OK &&
@@ -295,9 +296,10 @@ static bstats sqlite_floor(const char *db, int turns, double bytes)
     }
     bstats st = ok ? stats_of(t, (size_t)turns) : none;
     if (!ok) fprintf(stderr, "persist: sqlite floor: %s\n", sqlite3_errmsg(h));
-    sqlite3_exec(h, "DELETE FROM ring WHERE id >= 70368744177664", NULL, NULL, NULL); /* 2^46: its rows */
+    if (drop && sqlite3_bind_int64(drop, 1, base) == SQLITE_OK) sqlite3_step(drop); /* its rows go */
     sqlite3_finalize(make);
     sqlite3_finalize(put);
+    sqlite3_finalize(drop);
     sqlite3_close(h);
     free(val);
     free(t);

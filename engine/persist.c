@@ -629,6 +629,11 @@ static int log_full(const engine *e, const session *s)
 
 /* Deletes the slots of records from + 1 .. seq, taken by every (inside the
  * fold's transaction: the snapshot covers them, they would only take room). */
+/* Where a snapshot's deletion of slots starts: after the records it
+ * covers, or at 0 when stale ones may be left (del_slots then takes the
+ * last snapshotEvery seqs, which hold every slot once). */
+static uint64_t del_from(const session *s) { return s->stale_slots ? 0 : s->snap_seq; }
+
 static int del_slots(engine *e, session *s, uint64_t from, uint64_t seq, unsigned every)
 {
     int rc = CLARITY_OK;
@@ -657,9 +662,7 @@ static int write_snapshot(engine *e, session *s)
     for (size_t i = 0; rc == CLARITY_OK && i < t->n_deleted; i++) rc = del_row(e, s, t->deleted[i], &key);
     for (item *it = t->items; rc == CLARITY_OK && it; it = it->hh.next)
         if (it->snap_dirty || it->dirty || !s->exists_in_store) rc = put_row(e, s, it, &b, &key);
-    /* the records the snapshot covers, or every slot when stale ones may
-     * be left (the last snapshotEvery seqs take every slot once) */
-    if (rc == CLARITY_OK) rc = del_slots(e, s, s->stale_slots ? 0 : s->snap_seq, s->log_seq, slots_every(e, s));
+    if (rc == CLARITY_OK) rc = del_slots(e, s, del_from(s), s->log_seq, slots_every(e, s));
     if (rc == CLARITY_OK) rc = put_meta(e, s, &b);
     if (rc == CLARITY_OK) rc = fence(e, s);
     if (rc == CLARITY_OK) rc = store_commit(e->st);
@@ -893,7 +896,7 @@ static int plan_take(engine *e, session *s, fold_plan *p)
      * leaves (nothing would), nor when the turns take slots by another
      * snapshotEvery.  Slots left stale before go with the rest. */
     p->leave = !s->unload && store_reuses_slots(e->st) && p->every == (unsigned)e->cfg.storage.snapshot_every;
-    p->from = s->stale_slots && !p->leave ? 0 : s->snap_seq;
+    p->from = p->leave ? s->snap_seq : del_from(s);
     meta_json(e, s, p->seq, &p->meta);
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
 }

@@ -106,7 +106,21 @@ static int bad_slot(store *s, const char *ns, const char *key)
                       "its stored length is past its cell", key, ns, SQ(s)->path);
 }
 
-/* A turn-log slot's value (sqlite_ring.h). */
+/* A ring call's result (sqlite_ring.h): SQLITE_DONE is success; a code of
+ * the ring's own (out of memory, a value too large, a namespace number out
+ * of range) is reported by its name, the connection's error otherwise. */
+static int ring_done(store *s, int rc, const char *what)
+{
+    sq *q = SQ(s);
+    if (rc == SQLITE_DONE) return CLARITY_OK;
+    if ((rc & 0xff) == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
+    if ((sqlite3_extended_errcode(q->db) & 0xff) != (rc & 0xff))
+        return store_fail(s, CLARITY_ESTORE, "store: sqlite %s failed on '%s': %s (%d)", what, q->path,
+                          sqlite3_errstr(rc), rc);
+    return fail_db(s, what);
+}
+
+/* A turn-log slot's value. */
 static int ring_get(store *s, const char *ns, const char *key, int slot, char **val, size_t *len)
 {
     sq *q = SQ(s);
@@ -115,8 +129,7 @@ static int ring_get(store *s, const char *ns, const char *key, int slot, char **
     int rc = sq_ring_get(&q->ring, ns, slot, &p, &n);
     if (rc == SQLITE_DONE) return no_key(s, ns, key);
     if (rc == SQ_RING_BAD) return bad_slot(s, ns, key);
-    if (rc == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
-    if (rc != SQLITE_ROW) return fail_db(s, "get");
+    if (rc != SQLITE_ROW) return ring_done(s, rc, "get");
     char *v = store_dup_val(p, n);
     sq_ring_get_done(&q->ring);
     if (!v) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
@@ -162,12 +175,6 @@ static int run(store *s, sqlite3_stmt *st, int brc, const char *what)
     int ret = rc == SQLITE_DONE ? CLARITY_OK : fail_db(s, what);
     done(st);
     return ret;
-}
-
-/* A ring call's SQLite result as run() reports it. */
-static int ring_done(store *s, int rc, const char *what)
-{
-    return rc == SQLITE_DONE ? CLARITY_OK : fail_db(s, what);
 }
 
 static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
@@ -284,7 +291,6 @@ static int sq_iter(store *s, const char *ns, const char *prefix, store_iter_cb c
     int rc = kv_iter(s, ns, prefix, cb, ud, &stopped);
     if (rc != CLARITY_OK || stopped) return rc;
     rc = sq_ring_iter(&SQ(s)->ring, ns, prefix, cb, ud, &stopped, &bad);
-    if (rc == SQLITE_NOMEM) return store_fail(s, CLARITY_ENOMEM, "store: out of memory");
     if (rc == SQ_RING_BAD) {
         char key[7];
         store_slot_key(key, (unsigned)bad);

@@ -378,12 +378,8 @@ static int sql_slots(const char *db, const char *ns)
     return sql_count(db, q);
 }
 
-static uint64_t le64_at(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
+static uint32_t le32_at(const unsigned char *p) { return p[0] | p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t le64_at(const unsigned char *p) { return le32_at(p) | (uint64_t)le32_at(p + 4) << 32; }
 
 /* The records above their session's snapshot (the meta's "seq"): what a
  * restore replays.  The slots of records a fold covered may stay (stale);
@@ -404,7 +400,7 @@ static int sql_records(const char *db)
         size_t cn = (size_t)sqlite3_column_bytes(st, 0);
         const char *meta = (const char *)sqlite3_column_text(st, 1);
         cr_assert_geq(cn, 16);
-        uint32_t len = (uint32_t)le64_at(c) & 0xffffffffu;
+        uint32_t len = le32_at(c);
         cr_assert(len >= 12 && len <= cn - 4, "a slot's cell holds %u bytes of %zu", len, cn);
         const char *at = meta ? strstr(meta, "\"seq\":") : NULL;
         uint64_t snap = at ? strtoull(at + 6, NULL, 10) : 0;
@@ -703,8 +699,6 @@ static long long stat_of(th_host *h, const char *session, const char *key)
     return v;
 }
 
-static uint32_t le32_at(const unsigned char *p) { return p[0] | p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-
 /* The newest turn-log record of the database (the one of highest seq). */
 static unsigned char *newest_record(const char *db, size_t *len)
 {
@@ -721,7 +715,7 @@ static unsigned char *newest_record(const char *db, size_t *len)
         const unsigned char *v = c + 4;
         size_t n = le32_at(c);
         cr_assert(n >= 28 && n <= cn - 4, "a slot's cell holds %zu bytes of %zu", n, cn);
-        uint64_t seq = le32_at(v + 4) | (uint64_t)le32_at(v + 8) << 32;
+        uint64_t seq = le64_at(v + 4);
         if (seq <= best_seq) continue;
         free(best);
         best = malloc(n);
