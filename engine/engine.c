@@ -303,6 +303,7 @@ static void release(engine *e, session *s, int folded)
     if (folded) s->fold_queued = 0;
     if (s->fold_wanted) { /* persist.c: the log is long; the worker folds it */
         s->fold_wanted = 0;
+        s->fold_leave = 1;
         fold_later_locked(e, s, engine_now_ms(e));
     }
     s->refs--;

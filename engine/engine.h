@@ -86,8 +86,11 @@ typedef struct session {
     buf prunebuf; /* persist.c: a record's pruned section, being built */
     /* Folds off the hook's thread (engine.c): fold_queued and fold_at are
      * set under engine.reg_mu (fold_at is read by the queued fold, which it
-     * stays the same for), fold_wanted (persist.c: the log is long) under mu. */
-    int fold_queued, fold_wanted;
+     * stays the same for), fold_wanted (persist.c: the log is long) under mu.
+     * fold_leave (under mu): the queued fold is the long log's, which may
+     * leave its slots for the turns to rewrite (persist_fold_worker takes
+     * and clears it); a session's end or eviction queues one that does not. */
+    int fold_queued, fold_wanted, fold_leave;
     int64_t fold_at;          /* the time the fold stamps as lastPersistAt */
     UT_hash_handle hh;
 } session;

@@ -865,7 +865,7 @@ static void plan_free(fold_plan *p)
 
 /* The rows of the items changed since the snapshot, the removed ids and
  * the meta at the last record.  0, or -1 out of memory (nothing changed). */
-static int plan_take(engine *e, session *s, fold_plan *p)
+static int plan_take(engine *e, session *s, fold_plan *p, int may_leave)
 {
     memset(p, 0, sizeof *p);
     size_t cap = 0;
@@ -892,10 +892,11 @@ static int plan_take(engine *e, session *s, fold_plan *p)
     p->seq = s->log_seq;
     p->every = slots_every(e, s);
     /* On a store that reuses slots (store_reuses_slots) the covered slots
-     * stay, stale, for the turns to rewrite in place: not when the session
-     * leaves (nothing would), nor when the turns take slots by another
-     * snapshotEvery.  Slots left stale before go with the rest. */
-    p->leave = !s->unload && store_reuses_slots(e->st) && p->every == (unsigned)e->cfg.storage.snapshot_every;
+     * stay, stale, for the turns to rewrite in place: only in a long log's
+     * fold (may_leave; a session's end or eviction leaves no turns to do
+     * it), and not when the turns take slots by another snapshotEvery.
+     * Slots left stale before go with the rest. */
+    p->leave = may_leave && store_reuses_slots(e->st) && p->every == (unsigned)e->cfg.storage.snapshot_every;
     p->from = p->leave ? s->snap_seq : del_from(s);
     meta_json(e, s, p->seq, &p->meta);
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
@@ -937,15 +938,17 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
 
 int persist_fold_worker(engine *e, session *s, int64_t now)
 {
+    int may_leave = s->fold_leave; /* a long log's fold (engine.h) */
+    s->fold_leave = 0;
     if (s->versioned || !s->exists_in_store || foreign_log(e, s)) return flush(e, s, 1, now);
     /* what the turns changed since the last record goes in one first: the
      * fold covers records only */
     int rc = flush(e, s, 0, now);
     if (rc != CLARITY_OK) return rc;
     if (s->log_seq == s->snap_seq) /* (or that flush folded) */
-        return s->slots_left && s->unload ? flush(e, s, 1, now) : rc; /* a leaving session's slots go */
+        return s->slots_left && !may_leave ? flush(e, s, 1, now) : rc; /* an ending session's slots go */
     fold_plan p;
-    if (plan_take(e, s, &p) != 0) {
+    if (plan_take(e, s, &p, may_leave) != 0) {
         plan_free(&p);
         return flush(e, s, 1, now); /* in one transaction, then */
     }
