@@ -45,15 +45,27 @@ int progress_note_edit(session *s)
     return CLARITY_OK;
 }
 
+/* Whether name is one of the n names of list, whatever its case.  The
+ * lengths first: this runs on every tool call of every turn, and a name
+ * usually has the length of none or one of them. */
+static int name_in(const char *name, size_t len, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(list[i]) == len && !strncasecmp(name, list[i], len)) return 1;
+    return 0;
+}
+#define NAME_IN(name, len, list) name_in(name, len, list, sizeof list / sizeof *list)
+
 int progress_is_edit(const char *tool_name, const char *args_json)
 {
     static const char *const editors[] = {"edit",        "multiedit",  "write",      "notebookedit",
                                           "apply_patch", "create_file", "edit_file", "write_file",
                                           "replace_in_file", "patch"};
+    static const char *const views_too[] = {"str_replace_editor", "str_replace_based_edit_tool"};
     if (!tool_name) return 0;
-    for (size_t i = 0; i < sizeof editors / sizeof *editors; i++)
-        if (!strcasecmp(tool_name, editors[i])) return 1;
-    if (!strcasecmp(tool_name, "str_replace_editor") || !strcasecmp(tool_name, "str_replace_based_edit_tool")) {
+    size_t len = strlen(tool_name);
+    if (NAME_IN(tool_name, len, editors)) return 1;
+    if (NAME_IN(tool_name, len, views_too)) {
         /* one tool for viewing and editing: its "command" says which */
         static const char *const key[] = {"command"};
         buf cmd;
@@ -72,9 +84,7 @@ char *progress_command(const char *tool_name, const char *args_json)
     static const char *const shells[] = {"bash", "shell", "exec", "terminal", "run_command",
                                          "execute_command", "run_terminal_cmd", "local_shell"};
     if (!tool_name) return NULL;
-    int shell = 0;
-    for (size_t i = 0; i < sizeof shells / sizeof *shells; i++) shell |= !strcasecmp(tool_name, shells[i]);
-    if (shell && args_json) { /* the command line, not the tool's name */
+    if (NAME_IN(tool_name, strlen(tool_name), shells) && args_json) { /* the command line, not the tool's name */
         static const char *const keys[] = {"command", "cmd"};
         buf cmd;
         buf_init(&cmd);

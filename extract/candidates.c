@@ -145,7 +145,10 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
         dot |= t[k] == '.';
         slash |= t[k] == '/';
     }
-    if (!url && n <= EX_MAX_PATH && (slash || (dot && (ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))))
+    /* a tool argument under a path key had its forms emitted whole */
+    int path_emitted = t == e->path_done && n == e->path_done_n;
+    if (!url && !path_emitted && n <= EX_MAX_PATH &&
+        (slash || (dot && (ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))))
         if (emit_path_forms(e, t, n) < 0) return -1;
     size_t i = 0, run_start = 0, run_words = 0;
     while (i < n) {
@@ -268,6 +271,12 @@ static inline __attribute__((always_inline)) int single_word(ex_emitter *e, cons
     return single_word_hit(e, &low, n, h);
 }
 
+/* Which of the memo and the first word test a filtered scan runs first
+ * on a block: the test while it samples the text's first bytes, then the
+ * test again when it failed at least 3 words in 4 there, else the memo. */
+enum { EX_SAMPLING, EX_MISSES_FIRST, EX_MEMO_FIRST };
+#define EX_ORDER_SAMPLE 512
+
 /* The starts among `cand` (bits of the 64-byte block at t, whose word
  * bits are `word`; each with eight bytes of text from it) of words no
  * name can equal (name_filter_word_may).  A word running into the next
@@ -303,6 +312,9 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
                                                                      ex_memo *memo, ex_classify_fn *classify)
 {
     size_t done = 0; /* bytes before this are decided */
+    /* without a memo (a short text) the first test is all there is */
+    int order = memo->key ? EX_SAMPLING : EX_MISSES_FIRST;
+    unsigned seen = 0, missed = 0; /* words the first test looked at, and failed, while sampling */
     uint64_t carry = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
     for (size_t base = 0; base < len && !e->stop; base += 64) {
         ex_cls c;
@@ -316,18 +328,29 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
         carry_p = c.path >> 63;
         uint64_t trig = starts | c.slash | c.dot;
         if (done > base) trig &= done - base >= 64 ? 0 : ~(uint64_t)0 << (done - base);
-        /* repeats the memo has decided, which need nothing more (a word
-         * with no path byte before it starts after every token expanded
-         * so far, so `done` needs no update) */
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok, c.word, NULL);
-        /* Without a memo (a short text), the lone words no name can equal
-         * (name_filter_word_may; no path byte before them) are taken out
-         * here, a few operations each: single_word would find nothing
-         * for them, and when path bytes follow, a '/', '.' or later word
-         * of their token triggers the token.  With a memo the test is
-         * made below, on the words the memo has not decided: a text long
-         * enough for a memo repeats its words. */
-        if (!memo->key) trig &= ~ex_word_misses(e->nf, t + base, starts & ~after_path & ex_room(base, len, 8), c.word);
+        /* Two cheap tests take most words out before the loop below: the
+         * memo's (a repeat decided before) and the first word test
+         * (name_filter_word_may: no name can equal it).  A word either
+         * takes out needs nothing more: a word with no path byte before
+         * it starts after every token expanded so far, so `done` needs no
+         * update, and when path bytes follow, a '/', '.' or later word of
+         * its token triggers the token.  Both cost about 25 instructions
+         * a word.  The memo goes first where the test passes many words
+         * (it holds their decisions: a text long enough for a memo
+         * repeats its words), the test where it fails nearly all of them
+         * (prose naming little), judged on the text's first blocks. */
+        uint64_t misses = 0;
+        if (order != EX_MEMO_FIRST) {
+            uint64_t wm = starts & ~after_path & ex_room(base, len, 8);
+            misses = ex_word_misses(e->nf, t + base, wm, c.word);
+            trig &= ~misses;
+            if (order == EX_SAMPLING) {
+                seen += (unsigned)__builtin_popcountll(wm);
+                missed += (unsigned)__builtin_popcountll(misses);
+                if (base + 64 >= EX_ORDER_SAMPLE) order = missed * 4 >= seen * 3 ? EX_MISSES_FIRST : EX_MEMO_FIRST;
+            }
+        }
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, NULL);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -395,8 +418,8 @@ static void scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *mem
 }
 
 #if EX_AVX2
-__attribute__((target("avx2,bmi,bmi2"))) static void scan_filtered_avx2(ex_emitter *e, const char *t, size_t len,
-                                                                        ex_memo *memo)
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) static void scan_filtered_avx2(ex_emitter *e, const char *t,
+                                                                               size_t len, ex_memo *memo)
 {
     scan_filtered_with(e, t, len, memo, ex_classify_avx2);
 }
@@ -494,7 +517,12 @@ static void visit_string(ex_emitter *e, const char *s, size_t n, int path_key, i
         return;
     }
     if (pathy && emit_path_forms(e, s, n) < 0) return;
+    /* the scan would find the path again when it is the string's one
+     * token, and emit the same ids (a call reports each id once) */
+    e->path_done = pathy ? s : NULL;
+    e->path_done_n = n;
     scan_text(e, s, n);
+    e->path_done = NULL;
 }
 
 /* files_only: extract_tool_files (canonical ids, category flags and

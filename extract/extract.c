@@ -417,6 +417,7 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
     e->filter = filter;
     e->nf = NULL;
     e->word = NULL;
+    e->path_done = NULL;
     e->stop = 0;
     e->rc = 0;
     int oom;

@@ -359,6 +359,8 @@ typedef struct ex_emitter {
     int filter;            /* mentions: drop short pattern ids and excluded ids */
     const name_filter *nf; /* candidates: skip names no tracked item has */
     extract_word_cb word;  /* candidates: whole words' forms go here (extract.h) */
+    const char *path_done; /* candidates: a string whose path forms were just emitted */
+    size_t path_done_n;
     int stop;              /* the callback asked to stop, or out of memory */
     int rc;                /* sticky CLARITY_ENOMEM / CLARITY_ERR */
 } ex_emitter;
