@@ -137,7 +137,7 @@ Test(compact, the_losses_survive_a_restart)
     cr_assert_eq(th_before(&h, "s", NULL, "go on", 5, &block), CLARITY_OK);
     cr_assert_not_null(strstr(block, "- focusengine ("), "%s", block);
     free(block);
-    remove(path);
+    th_unlink_db(path);
     free(path);
 }
 

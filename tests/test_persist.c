@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "runproc.h"
 #include "testhost.h"
 
 static char *cfg_for(const char *db, const char *extra)
@@ -347,6 +348,7 @@ Test(persist, default_state_file_lives_under_the_xdg_state_dir)
     cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), 1);
     json_decref(j);
     th_close(&h);
+    runproc_rmtree(home);
 }
 
 /* ---- the turn log ------------------------------------------------------ */

@@ -33,12 +33,7 @@ static void setup(void)
 static void teardown(void)
 {
     th_close(&host);
-    remove(db);
-    char side[4200];
-    snprintf(side, sizeof side, "%s-wal", db);
-    remove(side);
-    snprintf(side, sizeof side, "%s-shm", db);
-    remove(side);
+    th_unlink_db(db);
     free(db);
 }
 
@@ -181,7 +176,7 @@ Test(progress, a_history_bound_and_the_off_switch)
     cr_expect_eq(json_integer_value(json_object_get(j, "totalRuns")), 5);
     json_decref(j);
     th_close(&host);
-    remove(db);
+    th_unlink_db(db);
     open_with(",\"progress\":{\"enabled\":false}");
     turn(0, FAIL3);
     turn(0, FAIL3);
