@@ -259,7 +259,7 @@ static int collect_rec(void *ud, const char *key, const char *val, size_t len)
 {
     (void)key;
     log_ctx *c = ud;
-    tl_reader r = {(const unsigned char *)val, (const unsigned char *)val + len, NULL, 0};
+    tl_reader r = tl_reader_over(val, len, 0);
     tl_header h;
     if (tl_get_header(&r, &h) != 0) return 0; /* reported when applied */
     if (h.seq <= c->above) return c->stale = 1, 0;
@@ -354,7 +354,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         const char *id;
         uint32_t idn;
-        if (tl_get_bytes(r, &id, &idn, "id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
+        if (tl_get_id(r, &id, &idn, "id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
             r->what = "id";
             rc = -1;
             break;
@@ -376,7 +376,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         const char *id;
         uint32_t idn;
-        if (tl_get_bytes(r, &id, &idn, "deleted id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
+        if (tl_get_id(r, &id, &idn, "deleted id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
             r->what = "deleted id";
             rc = -1;
         } else if (apply) {
@@ -414,10 +414,10 @@ static int load_log(engine *e, session *s, const char *where)
                        (unsigned long long)s->log_seq + 1, c.n - i);
             break;
         }
-        tl_reader r = {(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL, 0};
+        tl_reader r = tl_reader_over(c.v[i].p, c.v[i].n, 0);
         int w = rec_walk(e, s, &r, 0, where);
         if (w == 0) {
-            r = (tl_reader){(const unsigned char *)c.v[i].p, (const unsigned char *)c.v[i].p + c.v[i].n, NULL, 0};
+            r = tl_reader_over(c.v[i].p, c.v[i].n, 0);
             w = rec_walk(e, s, &r, 1, where);
         }
         if (w == -2) rc = CLARITY_ENOMEM;
@@ -740,8 +740,7 @@ static int write_record(engine *e, session *s, int first)
      * and a row written again at the fold is harmless. */
     if (first) {
         for (item *it = t->items; it; it = it->hh.next, n++) {
-            tl_put_bytes(b, it->id, strlen(it->id));
-            tl_put_item(b, it);
+            tl_put_rec_item(b, it, &h);
             it->snap_dirty = 1;
         }
     } else {
@@ -751,8 +750,7 @@ static int write_record(engine *e, session *s, int first)
                 tl_put_pruned(pb, it, h.turn);
                 n_pruned++;
             } else {
-                tl_put_bytes(b, it->id, strlen(it->id));
-                tl_put_item(b, it);
+                tl_put_rec_item(b, it, &h);
                 n++;
             }
             it->snap_dirty = 1;
@@ -761,7 +759,7 @@ static int write_record(engine *e, session *s, int first)
     }
     tl_patch_u32(b, count_at, n);
     tl_put_u32(b, (uint32_t)t->n_deleted);
-    for (size_t i = 0; i < t->n_deleted; i++) tl_put_bytes(b, t->deleted[i], strlen(t->deleted[i]));
+    for (size_t i = 0; i < t->n_deleted; i++) tl_put_id(b, t->deleted[i], strlen(t->deleted[i]));
     if (n_pruned && !buf_failed(b)) {
         b->p[2] |= TL_REC_PRUNED; /* the header's flags */
         tl_put_u32(b, n_pruned);

@@ -64,7 +64,16 @@ static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 
 /* The lowest value of each of the eight numbers: stored as value - lo. */
 static const int64_t field_lo[8] = {0, 0, 0, 0, -1, -1, 0, 0};
 
-void tl_put_item(buf *out, const item *it)
+/* Form 3's recent turns and times: the zigzag of ref - v, where ref is
+ * the record's turn or time, so the usual values (this turn, a few turns
+ * ago, a creation this session) take a byte or three; an optional one
+ * (v == none) is 0 and any other 1 + that. */
+static uint64_t rel(int64_t ref, int64_t v) { return zigzag(ref - v); }
+static uint64_t rel_opt(int64_t ref, int64_t v, int64_t none) { return v == none ? 0 : 1 + zigzag(ref - v); }
+
+/* The item form of it: version 2, or version 3 against the record's turn
+ * T and time P (rec). */
+static void put_item_form(buf *out, const item *it, const tl_header *rec)
 {
     int64_t h[ITEM_HISTORY_MAX];
     size_t nh = tracker_history(it, h, ITEM_HISTORY_MAX);
@@ -77,20 +86,56 @@ void tl_put_item(buf *out, const item *it)
     p[2] = (unsigned char)((it->anchored ? 1 : 0) | (it->pruned ? 2 : 0));
     p[3] = (unsigned char)nh;
     p += 4;
-    const int64_t f[8] = {it->mention_count,       it->reference_count, it->first_seen_turn,
-                          it->last_mention_turn,   it->last_reference_turn, it->pruned_turn,
-                          it->anchor_at_ms,        it->created_at_ms};
-    for (int i = 0; i < 8; i++) p = put_var(p, (uint64_t)(f[i] - field_lo[i]));
+    p = put_var(p, (uint64_t)it->mention_count);
+    p = put_var(p, (uint64_t)it->reference_count);
+    if (rec) {
+        int64_t T = rec->turn, P = rec->persisted;
+        p = put_var(p, (uint64_t)it->first_seen_turn); /* often long ago: as form 2 */
+        p = put_var(p, rel(T, it->last_mention_turn));
+        p = put_var(p, rel_opt(T, it->last_reference_turn, -1));
+        p = put_var(p, rel_opt(T, it->pruned_turn, -1));
+        p = put_var(p, rel_opt(P, it->anchor_at_ms, 0));
+        p = put_var(p, rel_opt(P, it->created_at_ms, 0)); /* 0: imported without one */
+    } else {
+        const int64_t f[6] = {it->first_seen_turn,     it->last_mention_turn, it->last_reference_turn,
+                              it->pruned_turn,         it->anchor_at_ms,      it->created_at_ms};
+        for (int i = 0; i < 6; i++) p = put_var(p, (uint64_t)(f[i] - field_lo[i + 2]));
+    }
     p = put_var(p, rn);
     if (rn) memcpy(p, it->anchor_reason, rn);
     p += rn;
-    int64_t prev = 0;
-    for (size_t i = 0; i < nh; i++) { /* oldest first */
-        p = put_var(p, zigzag(h[nh - 1 - i] - prev));
-        prev = h[nh - 1 - i];
+    if (rec) { /* newest first, each against the one after it, the first against T */
+        int64_t prev = rec->turn;
+        for (size_t i = 0; i < nh; i++) {
+            p = put_var(p, zigzag(prev - h[i]));
+            prev = h[i];
+        }
+    } else { /* oldest first, each against the one before it, the first against 0 */
+        int64_t prev = 0;
+        for (size_t i = 0; i < nh; i++) {
+            p = put_var(p, zigzag(h[nh - 1 - i] - prev));
+            prev = h[nh - 1 - i];
+        }
     }
     out->len += (size_t)(p - start);
     out->p[out->len] = '\0';
+}
+
+void tl_put_item(buf *out, const item *it) { put_item_form(out, it, NULL); }
+
+void tl_put_id(buf *out, const char *s, size_t n)
+{
+    if (buf_reserve(out, TL_VAR_MAX + n) != 0) return;
+    unsigned char *p = put_var((unsigned char *)out->p + out->len, n);
+    memcpy(p, s, n);
+    out->len = (size_t)(p + n - (unsigned char *)out->p);
+    out->p[out->len] = '\0';
+}
+
+void tl_put_rec_item(buf *out, const item *it, const tl_header *rec)
+{
+    tl_put_id(out, it->id, strlen(it->id));
+    put_item_form(out, it, rec);
 }
 
 void tl_put_row(buf *out, const item *it)
@@ -102,7 +147,7 @@ void tl_put_row(buf *out, const item *it)
 int tl_row_reader(tl_reader *r, const char *val, size_t len)
 {
     const unsigned char *v = (const unsigned char *)val;
-    *r = (tl_reader){v + 1, v + len, NULL, len ? (v[0] == TL_ROW_V2 ? 2 : v[0] == TL_ROW_V1 ? 1 : 0) : 0};
+    *r = tl_reader_over(v + 1, len ? len - 1 : 0, len ? (v[0] == TL_ROW_V2 ? 2 : v[0] == TL_ROW_V1 ? 1 : 0) : 0);
     return r->form ? 0 : -1;
 }
 
@@ -167,17 +212,79 @@ static int get_var_long(tl_reader *r, uint64_t *v, const char *what)
     return -1;
 }
 
+int tl_get_id(tl_reader *r, const char **s, uint32_t *n, const char *what)
+{
+    if (r->form <= 2) return tl_get_bytes(r, s, n, what);
+    uint64_t v;
+    if (get_var(r, &v, what)) return -1;
+    if (v > UINT32_MAX || need(r, (size_t)v, what)) return r->what = what, -1;
+    *s = (const char *)r->p;
+    *n = (uint32_t)v;
+    r->p += v;
+    return 0;
+}
+
 static const char *const field_names[8] = {"mentionCount",    "referenceCount",    "firstSeenTurn",
                                            "lastMentionTurn", "lastReferenceTurn", "prunedTurn",
                                            "anchorSetAt",     "createdAt"};
 
-/* The eight numbers, the reason and the history of either form. */
-static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t *rn, unsigned nh,
-                      int32_t hist[])
+/* The signed difference a zigzag varint holds, or -1 when it is larger
+ * than any two stored numbers can differ by. */
+static int unzigzag(tl_reader *r, uint64_t z, int64_t *d, const char *what)
+{
+    uint64_t mag = z >> 1;
+    if (mag > (uint64_t)1 << 54) return r->what = what, -1;
+    *d = (z & 1) ? -(int64_t)mag - 1 : (int64_t)mag;
+    return 0;
+}
+
+/* A form 3 turn or time: ref minus the stored difference, in lo..hi;
+ * none when opt and the varint is 0 (rel_opt). */
+static int get_rel(tl_reader *r, int64_t ref, int opt, int64_t none, int64_t lo, int64_t hi, int64_t *v,
+                   const char *what)
+{
+    uint64_t z;
+    int64_t d;
+    if (get_var(r, &z, what)) return -1;
+    if (opt && z == 0) {
+        *v = none;
+        return 0;
+    }
+    if (unzigzag(r, z - (opt ? 1 : 0), &d, what)) return -1;
+    *v = ref - d;
+    return in_range(r, *v, lo, hi, what);
+}
+
+/* The eight numbers of form 2 or 3. */
+static int get_numbers(tl_reader *r, int64_t f[8])
 {
     const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
     const int64_t hi[8] = {C, C, T, T, T, T, C, C};
+    int n = r->form == 3 ? 3 : 8; /* form 3: the counts and first seen as they are, the rest relative */
+    for (int i = 0; i < n; i++) {
+        uint64_t v;
+        if (get_var(r, &v, field_names[i])) return -1;
+        if (v > (uint64_t)(hi[i] - field_lo[i])) return r->what = field_names[i], -1;
+        f[i] = (int64_t)v + field_lo[i];
+    }
+    if (n == 8) return 0;
+    const int64_t rt = r->turn, rp = r->persisted; /* the record's turn and time */
+    if (get_rel(r, rt, 0, 0, 0, T, &f[3], field_names[3])) return -1;
+    if (get_rel(r, rt, 1, -1, -1, T, &f[4], field_names[4])) return -1;
+    if (get_rel(r, rt, 1, -1, -1, T, &f[5], field_names[5])) return -1;
+    if (get_rel(r, rp, 1, 0, 0, C, &f[6], field_names[6])) return -1;
+    return get_rel(r, rp, 1, 0, 0, C, &f[7], field_names[7]);
+}
+
+/* The eight numbers, the reason and the history (oldest first in hist) of
+ * any form. */
+static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t *rn, unsigned nh,
+                      int32_t hist[])
+{
+    const int64_t T = TRACKER_TURN_MAX;
     if (r->form == 1) {
+        const int64_t C = TRACKER_COUNT_MAX;
+        const int64_t hi[8] = {C, C, T, T, T, T, C, C};
         if (need(r, 8 * 8, "item")) return -1;
         for (int i = 0; i < 8; i++) f[i] = (int64_t)get_u64(r->p + 8 * i);
         r->p += 8 * 8;
@@ -191,29 +298,26 @@ static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t 
         }
         return 0;
     }
-    for (int i = 0; i < 8; i++) {
-        uint64_t v;
-        if (get_var(r, &v, field_names[i])) return -1;
-        if (v > (uint64_t)(hi[i] - field_lo[i])) return r->what = field_names[i], -1;
-        f[i] = (int64_t)v + field_lo[i];
-    }
+    if (get_numbers(r, f)) return -1;
     uint64_t n;
     if (get_var(r, &n, "anchorReason")) return -1;
     if (n > TL_REASON_MAX || need(r, (size_t)n, "anchorReason")) return r->what = "anchorReason", -1;
     *reason = (const char *)r->p;
     *rn = (uint32_t)n;
     r->p += n;
-    int64_t prev = 0;
+    /* form 2: oldest first from 0, each against the one before; form 3:
+     * newest first from the record's turn, each against the one after.
+     * A difference that takes the turn out of 0..T is refused. */
+    int newest_first = r->form == 3;
+    int64_t prev = newest_first ? r->turn : 0;
     for (unsigned i = 0; i < nh; i++) {
         uint64_t z;
-        if (get_var(r, &z, "history")) return -1;
-        /* un-zigzag; a difference that takes the turn out of 0..T is refused */
-        uint64_t mag = z >> 1;
-        if (mag > (uint64_t)T) return r->what = "history", -1;
-        int64_t d = (z & 1) ? -(int64_t)mag - 1 : (int64_t)mag;
-        if (in_range(r, prev + d, 0, T, "history")) return -1;
-        prev += d;
-        hist[i] = (int32_t)prev;
+        int64_t d;
+        if (get_var(r, &z, "history") || unzigzag(r, z, &d, "history")) return -1;
+        int64_t v = newest_first ? prev - d : prev + d;
+        if (in_range(r, v, 0, T, "history")) return -1;
+        prev = v;
+        hist[newest_first ? nh - 1 - i : i] = (int32_t)v;
     }
     return 0;
 }
@@ -267,11 +371,9 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
 
 void tl_put_pruned(buf *out, const item *it, int64_t turn)
 {
-    size_t n = strlen(it->id);
-    if (buf_reserve(out, 4 + n + TL_VAR_MAX) != 0) return;
-    unsigned char *p = put_u32p((unsigned char *)out->p + out->len, (uint32_t)n);
-    memcpy(p, it->id, n);
-    p = put_var(p + n, (uint64_t)(turn - it->pruned_turn));
+    tl_put_id(out, it->id, strlen(it->id));
+    if (buf_reserve(out, TL_VAR_MAX) != 0) return;
+    unsigned char *p = put_var((unsigned char *)out->p + out->len, (uint64_t)(turn - it->pruned_turn));
     out->len = (size_t)(p - (unsigned char *)out->p);
     out->p[out->len] = '\0';
 }
@@ -279,7 +381,7 @@ void tl_put_pruned(buf *out, const item *it, int64_t turn)
 int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn)
 {
     uint64_t d;
-    if (tl_get_bytes(r, id, idn, "pruned id") != 0) return -1;
+    if (tl_get_id(r, id, idn, "pruned id") != 0) return -1;
     if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "pruned id", -1;
     if (get_var(r, &d, "prunedTurn") != 0) return -1;
     if (d > (uint64_t)turn) return r->what = "prunedTurn", -1;
@@ -310,6 +412,8 @@ int tl_get_header(tl_reader *r, tl_header *h)
     h->turn = (int64_t)get_u64(b + 12);
     h->persisted = (int64_t)get_u64(b + 20);
     r->p += TL_HEADER;
+    r->turn = h->turn; /* what form 3 stores its turns and times against */
+    r->persisted = h->persisted;
     if (h->seq == 0 || h->seq > (uint64_t)TRACKER_COUNT_MAX) {
         r->what = "seq";
         return -1;

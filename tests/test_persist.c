@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "../engine/turnlog.h"
 #include "runproc.h"
 #include "testhost.h"
 
@@ -474,6 +475,105 @@ Test(persist, a_process_appends_to_the_log_another_left)
         cr_assert_eq(sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'"), 0, "turn %d folded", i);
     }
     check_takeover(cfg, "h", &one, &a, &b, db);
+}
+
+/* One record (a cell's value, its version 3 bytes) as version 2 wrote it:
+ * u32 id lengths, items in form 2.  No pruned section (the test below
+ * makes none). */
+static void as_version_2(const unsigned char *v, size_t n, buf *out)
+{
+    tracker t;
+    tracker_init(&t, ITEM_HISTORY_MAX);
+    item *it = calloc(1, sizeof *it + ITEM_HISTORY_MAX * sizeof it->history[0]);
+    tl_reader r = tl_reader_over(v, n, 0);
+    tl_header h;
+    cr_assert_eq(tl_get_header(&r, &h), 0, "%s", r.what ? r.what : "?");
+    cr_assert_eq(r.form, 3, "a new record is not version 3");
+    cr_assert_eq(h.flags & TL_REC_PRUNED, 0);
+    buf_reset(out);
+    tl_put_header(out, &h);
+    out->p[1] = 2; /* the version */
+    if (h.flags & TL_REC_META) {
+        const char *m;
+        uint32_t mn;
+        cr_assert_eq(tl_get_bytes(&r, &m, &mn, "meta"), 0);
+        tl_put_bytes(out, m, mn);
+    }
+    uint32_t count;
+    for (int section = 0; section < 2; section++) { /* items, then deleted ids */
+        cr_assert_eq(tl_get_u32(&r, &count, "count"), 0);
+        tl_put_u32(out, count);
+        for (uint32_t i = 0; i < count; i++) {
+            const char *id;
+            uint32_t idn;
+            cr_assert_eq(tl_get_id(&r, &id, &idn, "id"), 0);
+            tl_put_bytes(out, id, idn);
+            if (section == 0) {
+                cr_assert_eq(tl_get_item(&r, &t, it), 0, "%s", r.what ? r.what : "?");
+                tl_put_item(out, it);
+            }
+        }
+    }
+    cr_assert(r.p == r.end, "bytes left in a record");
+    cr_assert(!buf_failed(out));
+    free(it->anchor_reason);
+    free(it);
+    tracker_free(&t);
+}
+
+/* Rewrites every turn-log record of db as version 2 wrote it; their count. */
+static int records_to_version_2(const char *db)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *get, *put;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT id, val FROM ring", -1, &get, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(d, "UPDATE ring SET val=?2 WHERE id=?1", -1, &put, NULL), SQLITE_OK);
+    buf rec, cell;
+    buf_init(&rec);
+    buf_init(&cell);
+    int n = 0;
+    while (sqlite3_step(get) == SQLITE_ROW) {
+        const unsigned char *c = sqlite3_column_blob(get, 1); /* the record's length, then it */
+        size_t len = le32_at(c);
+        cr_assert_leq(len + 4, (size_t)sqlite3_column_bytes(get, 1));
+        as_version_2(c + 4, len, &rec);
+        buf_reset(&cell);
+        tl_put_bytes(&cell, rec.p, rec.len); /* a cell: u32 length, the record */
+        sqlite3_bind_int64(put, 1, sqlite3_column_int64(get, 0));
+        sqlite3_bind_blob(put, 2, cell.p, (int)cell.len, SQLITE_TRANSIENT);
+        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
+        sqlite3_reset(put);
+        n++;
+    }
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    sqlite3_close(d);
+    buf_free(&rec);
+    buf_free(&cell);
+    return n;
+}
+
+/* Records the previous release wrote (version 2) restore as they did,
+ * and a process appends version 3 records after them. */
+Test(persist, version_2_records_restore_and_version_3_ones_follow)
+{
+    char db[256], cfg[512];
+    th_host one, a, b; /* one: every turn in memory, the reference */
+    open_twins(db, cfg, 64, &one, &a);
+    twin_turns(&a, &one, "v", 0, 10);
+    cr_assert_eq(th_cmd(&a, "v", "/clarity anchor focus-engine", NULL, NULL), 0);
+    cr_assert_eq(th_cmd(&one, "v", "/clarity anchor focus-engine", NULL, NULL), 0);
+    twin_turns(&a, &one, "v", 10, 11);
+    /* a stays open, idle: as if it had died with its records unfolded */
+    int n = records_to_version_2(db);
+    cr_assert_eq(n, sql_records(db));
+    cr_assert_geq(n, 11, "%d records", n);
+    expect_restored(cfg, "v", scores(&one, "v"));
+    cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
+    twin_turns(&b, &one, "v", 11, 14);
+    cr_assert_eq(sql_records(db), n + 3);
+    check_takeover(cfg, "v", &one, &a, &b, db);
 }
 
 /* Records another process wrote under another snapshotEvery take other

@@ -1,6 +1,7 @@
 /* test_turnlog.c: the binary item form of turn-log records and snapshot
  * rows (engine/turnlog.c): what is written reads back the same at every
  * edge of every range, the version 1 form of earlier releases still reads,
+ * records' version 3 form reads back against any record turn and time,
  * and bytes out of range or cut short are refused with the field named. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -209,20 +210,174 @@ Test(turnlog, out_of_range_or_cut_short_is_refused_by_name)
     cr_assert_str_eq(refused(cat, sizeof cat), "category");
 }
 
-Test(turnlog, record_versions_1_and_2_read_and_others_are_refused)
+Test(turnlog, record_versions_1_to_3_read_and_others_are_refused)
 {
-    for (int v = 0; v <= 3; v++) {
+    for (int v = 0; v <= 4; v++) {
         unsigned char h[28] = {TL_REC_MAGIC, (unsigned char)v, 0, 0, 1};
-        tl_reader r = {h, h + sizeof h, NULL, 0};
+        tl_reader r = tl_reader_over(h, sizeof h, 0);
         tl_header hd;
         int rc = tl_get_header(&r, &hd);
-        if (v == 1 || v == 2) {
+        if (v >= 1 && v <= 3) {
             cr_assert_eq(rc, 0, "version %d", v);
             cr_assert_eq(r.form, v);
         } else {
             cr_assert_neq(rc, 0, "version %d read", v);
         }
     }
+}
+
+/* A record of one item (version 3): header, id, form against the
+ * header's turn and time; read back through the header. */
+static void rec_round_trip(tracker *t, const item *a, const tl_header *h, const char *what)
+{
+    buf out;
+    buf_init(&out);
+    tl_put_header(&out, h);
+    tl_put_rec_item(&out, a, h);
+    cr_assert(!buf_failed(&out));
+    tl_reader r = tl_reader_over(out.p, out.len, 0);
+    tl_header hd;
+    cr_assert_eq(tl_get_header(&r, &hd), 0, "%s: %s", what, r.what ? r.what : "?");
+    cr_assert_eq(r.form, 3);
+    const char *id;
+    uint32_t idn;
+    cr_assert_eq(tl_get_id(&r, &id, &idn, "id"), 0, "%s: id", what);
+    cr_assert_eq(idn, strlen(a->id));
+    cr_assert_eq(memcmp(id, a->id, idn), 0);
+    item *b = new_item(ITEM_HISTORY_MAX);
+    cr_assert_eq(tl_get_item(&r, t, b), 0, "%s: %s", what, r.what ? r.what : "?");
+    cr_assert(r.p == r.end, "%s: bytes left over", what);
+    same_item(a, b, what);
+    free(b->anchor_reason);
+    free(b);
+    buf_free(&out);
+}
+
+/* Version 3 stores turns and times against the record's: every value a
+ * field may hold reads back, whatever the record's turn and time, the
+ * ones far from them too. */
+Test(turnlog, version_3_items_read_back_against_any_record_turn)
+{
+    tracker t;
+    tracker_init(&t, ITEM_HISTORY_MAX);
+    const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
+    char id[] = "file:src/auth/session.ts";
+    srand(5);
+    for (int round = 0; round < 3000; round++) {
+        item *a = new_item(ITEM_HISTORY_MAX);
+        a->id = id;
+        a->category = (int8_t)(rand() % CAT__COUNT);
+        a->tier = (int8_t)(rand() % TIER__COUNT);
+        a->anchored = rand() % 2;
+        a->pruned = rand() % 2;
+        a->mention_count = pick(0, C);
+        a->reference_count = pick(0, C);
+        a->first_seen_turn = pick(0, T);
+        a->last_mention_turn = pick(0, T);
+        a->last_reference_turn = pick(-1, T);
+        a->pruned_turn = pick(-1, T);
+        a->anchor_at_ms = pick(0, C);
+        a->created_at_ms = pick(0, C);
+        if (rand() % 3 == 0) a->anchor_reason = strdup("kept for the release");
+        int nh = rand() % (ITEM_HISTORY_MAX + 1);
+        for (int i = 0; i < nh; i++) tracker_history_push(&t, a, pick(0, T));
+        tl_header h = {0, 1 + (uint64_t)(rand() % 1000), pick(0, T), pick(0, C)};
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        rec_round_trip(&t, a, &h, what);
+        free(a->anchor_reason);
+        free(a);
+    }
+    tracker_free(&t);
+}
+
+/* The point of version 3: an item of this turn takes a byte per turn
+ * field, and its creation time a few, where version 2 took more. */
+Test(turnlog, version_3_items_of_the_current_turn_are_smaller)
+{
+    tracker t;
+    tracker_init(&t, 8);
+    item *a = new_item(8);
+    char id[] = "keyword:word0012";
+    a->id = id;
+    a->mention_count = 3;
+    a->reference_count = 40;
+    a->first_seen_turn = 1200;
+    a->last_mention_turn = 1990;
+    a->last_reference_turn = 2000;
+    a->pruned_turn = -1;
+    a->created_at_ms = 1764000000000LL;
+    for (int i = 0; i < 8; i++) tracker_history_push(&t, a, 1990 + i);
+    tl_header h = {0, 9, 2000, 1764000900000LL};
+    buf v2, v3;
+    buf_init(&v2);
+    buf_init(&v3);
+    tl_put_bytes(&v2, id, strlen(id));
+    tl_put_item(&v2, a);
+    tl_put_rec_item(&v3, a, &h);
+    /* saved: 3 in the id's length, 3 in the creation time, 1 each in the
+     * last mention, the last reference and the newest history entry */
+    cr_assert_leq(v3.len + 9, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
+    /* an item imported without a creation time: one byte for it, where
+     * its difference from the record's time would take six */
+    a->created_at_ms = 0;
+    buf_reset(&v3);
+    tl_put_rec_item(&v3, a, &h);
+    buf_reset(&v2);
+    tl_put_bytes(&v2, id, strlen(id));
+    tl_put_item(&v2, a);
+    cr_assert_leq(v3.len + 6, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
+    rec_round_trip(&t, a, &h, "no creation time");
+    rec_round_trip(&t, a, &h, "current turn");
+    buf_free(&v2);
+    buf_free(&v3);
+    free(a);
+    tracker_free(&t);
+}
+
+/* Decodes bytes as a version 3 item against turn 10 and time 1000;
+ * returns the field the reader refused. */
+static const char *refused_v3(const unsigned char *bytes, size_t n)
+{
+    static tracker t;
+    static int ready;
+    if (!ready) tracker_init(&t, ITEM_HISTORY_MAX), ready = 1;
+    item *it = new_item(ITEM_HISTORY_MAX);
+    tl_reader r = tl_reader_over(bytes, n, 3);
+    r.turn = 10;
+    r.persisted = 1000;
+    int rc = tl_get_item(&r, &t, it);
+    free(it->anchor_reason);
+    free(it);
+    if (rc == 0) return r.p == r.end ? NULL : "trailing";
+    return r.what ? r.what : "?";
+}
+
+Test(turnlog, version_3_out_of_range_is_refused_by_name)
+{
+    /* counts 1, 0; first seen at turn 0, last mention this turn; no
+     * reference, not pruned, not anchored; no creation time; no reason;
+     * one history entry: this turn */
+    const unsigned char ok[] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_null(refused_v3(ok, sizeof ok));
+    /* last mention 11 turns before turn 10 (zigzag 22) */
+    const unsigned char before0[] = {0, 0, 0, 0, 1, 0, 0, 22, 0, 0, 0, 0, 0};
+    cr_assert_str_eq(refused_v3(before0, sizeof before0), "lastMentionTurn");
+    /* last reference: 1 + zigzag of 12 before turn 10 */
+    const unsigned char ref[] = {0, 0, 0, 0, 1, 0, 0, 0, 25, 0, 0, 0, 0};
+    cr_assert_str_eq(refused_v3(ref, sizeof ref), "lastReferenceTurn");
+    /* created 1001 ms before time 1000 (1 + zigzag 2002 = 0xd3 0x0f) */
+    const unsigned char created[] = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xd3, 0x0f, 0};
+    cr_assert_str_eq(refused_v3(created, sizeof created), "createdAt");
+    /* a history entry 11 turns before turn 10 */
+    const unsigned char hist[] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 22};
+    cr_assert_str_eq(refused_v3(hist, sizeof hist), "history");
+    /* a difference no two stored numbers can have */
+    unsigned char huge[24] = {0, 0, 0, 0, 1, 0, 0};
+    size_t n = 7;
+    for (int i = 0; i < 9; i++) huge[n++] = 0xff;
+    huge[n++] = 0x01;
+    cr_assert_str_eq(refused_v3(huge, n), "lastMentionTurn");
 }
 
 /* A record's pruned section: an id and its pruned turn as a difference
@@ -239,7 +394,7 @@ Test(turnlog, pruned_entries_round_trip_and_bad_ones_are_refused)
     it->pruned_turn = 0;
     tl_put_pruned(&b, it, 300); /* a difference of two varint bytes */
     cr_assert(!buf_failed(&b));
-    tl_reader r = {(const unsigned char *)b.p, (const unsigned char *)b.p + b.len, NULL, 2};
+    tl_reader r = tl_reader_over(b.p, b.len, 3);
     const char *s;
     uint32_t n;
     int64_t turn = -1;
@@ -251,27 +406,33 @@ Test(turnlog, pruned_entries_round_trip_and_bad_ones_are_refused)
     cr_assert_eq(turn, 0);
     cr_assert(r.p == r.end);
     /* the same bytes read against an earlier record turn: before turn 0 */
-    r = (tl_reader){(const unsigned char *)b.p, (const unsigned char *)b.p + b.len, NULL, 2};
+    r = tl_reader_over(b.p, b.len, 3);
     cr_assert_eq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
     cr_assert_neq(tl_get_pruned(&r, &s, &n, 299, &turn), 0);
     cr_assert_str_eq(r.what, "prunedTurn");
-    /* cut short: in the id, then before the turn */
-    const unsigned char *p = (const unsigned char *)b.p;
-    r = (tl_reader){p, p + 6, NULL, 2};
+    /* cut short: in the id (its length is one varint byte), then before the turn */
+    r = tl_reader_over(b.p, 3, 3);
     cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
     cr_assert_str_eq(r.what, "pruned id");
-    r = (tl_reader){p, p + 4 + strlen(id), NULL, 2};
+    r = tl_reader_over(b.p, 1 + strlen(id), 3);
     cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
     cr_assert_str_eq(r.what, "prunedTurn");
     /* an empty id, and one holding a NUL */
-    const unsigned char empty[] = {0, 0, 0, 0, 0};
-    r = (tl_reader){empty, empty + sizeof empty, NULL, 2};
+    const unsigned char empty[] = {0, 0};
+    r = tl_reader_over(empty, sizeof empty, 3);
     cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
     cr_assert_str_eq(r.what, "pruned id");
-    const unsigned char nul[] = {2, 0, 0, 0, 'a', 0, 0};
-    r = (tl_reader){nul, nul + sizeof nul, NULL, 2};
+    const unsigned char nul[] = {2, 'a', 0, 0};
+    r = tl_reader_over(nul, sizeof nul, 3);
     cr_assert_neq(tl_get_pruned(&r, &s, &n, 7, &turn), 0);
     cr_assert_str_eq(r.what, "pruned id");
+    /* version 2 wrote the id's length as a u32: still read */
+    const unsigned char v2[] = {13, 0, 0, 0, 'f', 'i', 'l', 'e', ':', 's', 'r', 'c', '/', 'a', '.', 't', 's', 0};
+    r = tl_reader_over(v2, sizeof v2, 2);
+    cr_assert_eq(tl_get_pruned(&r, &s, &n, 7, &turn), 0, "%s", r.what ? r.what : "?");
+    cr_assert_eq(n, strlen(id));
+    cr_assert_eq(turn, 7);
+    cr_assert(r.p == r.end);
     buf_free(&b);
     free(it);
 }
@@ -280,7 +441,7 @@ Test(turnlog, a_header_with_the_pruned_flag_reads_and_unknown_flags_do_not)
 {
     for (unsigned f = 0; f <= 4; f++) {
         unsigned char h[28] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)f, 0, 1};
-        tl_reader r = {h, h + sizeof h, NULL, 0};
+        tl_reader r = tl_reader_over(h, sizeof h, 0);
         tl_header hd;
         int rc = tl_get_header(&r, &hd);
         if (f <= (TL_REC_META | TL_REC_PRUNED)) {
