@@ -41,8 +41,9 @@
  *   [flag 2: u32 pruned ids, each: id length, id, varint of the record's
  *    turn minus the item's pruned turn]
  * An id length is a varint in version 3, a u32 before (tl_get_id).  The
- * version 3 form and lengths take a dense turn's record of 88 items from
- * 4.3 KB to under a 4 KiB page: one WAL frame per commit, not two.
+ * version 3 form and lengths take the dense benchmark's record of 88
+ * items from 4.3 KB to 3.7 KB, under a 4 KiB page: most of its commits
+ * write one WAL frame instead of two.
  * An item whose only change since the last record is that a compaction
  * pruned it is written in the last section: a large session's compaction
  * prunes most of its items, and their full forms were most of its cost.
