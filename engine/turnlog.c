@@ -81,11 +81,15 @@ static void put_item_form(buf *out, const item *it, const tl_header *rec)
     size_t most = 4 + 9 * TL_VAR_MAX + rn + TL_VAR_MAX * nh;
     if (buf_reserve(out, most) != 0) return;
     unsigned char *p = (unsigned char *)out->p + out->len, *start = p;
-    p[0] = (unsigned char)it->category;
-    p[1] = (unsigned char)it->tier;
-    p[2] = (unsigned char)((it->anchored ? 1 : 0) | (it->pruned ? 2 : 0));
-    p[3] = (unsigned char)nh;
-    p += 4;
+    unsigned flags = (it->anchored ? 1u : 0u) | (it->pruned ? 2u : 0u);
+    if (rec) { /* category, tier and flags in one byte, then the history length */
+        *p++ = (unsigned char)((unsigned)it->category | (unsigned)it->tier << 3 | flags << 5);
+    } else {
+        *p++ = (unsigned char)it->category;
+        *p++ = (unsigned char)it->tier;
+        *p++ = (unsigned char)flags;
+    }
+    *p++ = (unsigned char)nh;
     p = put_var(p, (uint64_t)it->mention_count);
     p = put_var(p, (uint64_t)it->reference_count);
     if (rec) {
@@ -324,13 +328,17 @@ static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t 
 
 int tl_get_item(tl_reader *r, tracker *t, item *it)
 {
-    if (need(r, 4, "item")) return -1;
+    /* form 3 packs category (bits 0-2), tier (3-4) and flags (5-6) in
+     * one byte; the earlier forms give each a byte */
+    int packed = r->form == 3;
+    if (need(r, packed ? 2 : 4, "item")) return -1;
     const unsigned char *b = r->p;
-    if (in_range(r, b[0], 0, CAT__COUNT - 1, "category") || in_range(r, b[1], 0, TIER__COUNT - 1, "tier") ||
-        in_range(r, b[2], 0, 3, "flags") || in_range(r, b[3], 0, ITEM_HISTORY_MAX, "history"))
+    unsigned cat = packed ? b[0] & 7u : b[0], tier = packed ? b[0] >> 3 & 3u : b[1],
+             flags = packed ? b[0] >> 5 : b[2], nh = packed ? b[1] : b[3];
+    if (in_range(r, cat, 0, CAT__COUNT - 1, "category") || in_range(r, tier, 0, TIER__COUNT - 1, "tier") ||
+        in_range(r, flags, 0, 3, "flags") || in_range(r, nh, 0, ITEM_HISTORY_MAX, "history"))
         return -1;
-    unsigned char cat = b[0], tier = b[1], flags = b[2], nh = b[3];
-    r->p += 4;
+    r->p += packed ? 2 : 4;
     int64_t f[8];
     const char *reason;
     uint32_t rn;

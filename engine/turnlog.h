@@ -19,8 +19,10 @@
  * Item form, version 1 (read): the same bytes, with the eight numbers as
  * i64 little-endian, the reason length as u32 and the history as i32.
  * Item form, version 3 (records only; snapshot rows stay in form 2): as
- *   form 2, but for the turns and times that are usually recent, each
- *   stored as the zigzag varint of the record's turn (or time) minus it:
+ *   form 2, but category, tier and flags packed in one byte (bits 0-2,
+ *   3-4, 5-6; bit 7 clear) before the history length, and the turns and
+ *   times that are usually recent each stored as the zigzag varint of the
+ *   record's turn (or time) minus it:
  *   last mention; last reference and pruned turn 0 for -1, else 1 + that;
  *   anchor and creation times 0 for 0, else 1 + that (against the
  *   record's time); and the history newest first, each the zigzag of the
@@ -42,8 +44,8 @@
  *    turn minus the item's pruned turn]
  * An id length is a varint in version 3, a u32 before (tl_get_id).  The
  * version 3 form and lengths take the dense benchmark's record of 88
- * items from 4.3 KB to 3.7 KB, under a 4 KiB page: most of its commits
- * write one WAL frame instead of two.
+ * items from 4.3 KB to 3.5 KB, under a 4 KiB page: nine of its commits
+ * in ten write one WAL frame instead of two.
  * An item whose only change since the last record is that a compaction
  * pruned it is written in the last section: a large session's compaction
  * prunes most of its items, and their full forms were most of its cost.

@@ -315,19 +315,21 @@ Test(turnlog, version_3_items_of_the_current_turn_are_smaller)
     tl_put_bytes(&v2, id, strlen(id));
     tl_put_item(&v2, a);
     tl_put_rec_item(&v3, a, &h);
-    /* saved: 3 in the id's length, 3 in the creation time, 1 each in the
-     * last mention, the last reference and the newest history entry */
-    cr_assert_leq(v3.len + 9, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
+    /* saved: 3 in the id's length, 2 in the byte that packs category, tier
+     * and flags, 3 in the creation time, 1 each in the last mention, the
+     * last reference and the newest history entry */
+    cr_assert_leq(v3.len + 11, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
     rec_round_trip(&t, a, &h, "current turn");
     /* an item imported without a creation time: one byte for it, where
-     * its difference from the record's time would take six */
+     * its difference from the record's time would take six (8 saved: all
+     * the above but the creation time's 3) */
     a->created_at_ms = 0;
     buf_reset(&v3);
     tl_put_rec_item(&v3, a, &h);
     buf_reset(&v2);
     tl_put_bytes(&v2, id, strlen(id));
     tl_put_item(&v2, a);
-    cr_assert_leq(v3.len + 6, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
+    cr_assert_leq(v3.len + 8, v2.len, "version 3 %zu bytes, version 2 %zu", v3.len, v2.len);
     rec_round_trip(&t, a, &h, "no creation time");
     buf_free(&v2);
     buf_free(&v3);
@@ -346,29 +348,40 @@ static const char *refused_v3(const unsigned char *bytes, size_t n)
 
 Test(turnlog, version_3_out_of_range_is_refused_by_name)
 {
-    /* counts 1, 0; first seen at turn 0, last mention this turn; no
-     * reference, not pruned, not anchored; no creation time; no reason;
-     * one history entry: this turn */
-    const unsigned char ok[] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    /* category, tier and flags 0 in one byte, one history entry; counts
+     * 1, 0; first seen at turn 0, last mention this turn; no reference,
+     * not pruned, not anchored; no creation time; no reason; the history
+     * entry: this turn */
+    const unsigned char ok[] = {0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     cr_assert_null(refused_v3(ok, sizeof ok));
+    /* the packed byte: category 6 (past the last), tier 3 and flags 3 (the
+     * last of each), a bit past the flags */
+    const unsigned char cat[] = {6, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_str_eq(refused_v3(cat, sizeof cat), "category");
+    const unsigned char last[] = {5 | 3 << 3 | 3 << 5, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_null(refused_v3(last, sizeof last));
+    const unsigned char bit7[] = {0x80, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    cr_assert_str_eq(refused_v3(bit7, sizeof bit7), "flags");
     /* last mention 11 turns before turn 10 (zigzag 22) */
-    const unsigned char before0[] = {0, 0, 0, 0, 1, 0, 0, 22, 0, 0, 0, 0, 0};
+    const unsigned char before0[] = {0, 0, 1, 0, 0, 22, 0, 0, 0, 0, 0};
     cr_assert_str_eq(refused_v3(before0, sizeof before0), "lastMentionTurn");
     /* last reference: 1 + zigzag of 12 before turn 10 */
-    const unsigned char ref[] = {0, 0, 0, 0, 1, 0, 0, 0, 25, 0, 0, 0, 0};
+    const unsigned char ref[] = {0, 0, 1, 0, 0, 0, 25, 0, 0, 0, 0};
     cr_assert_str_eq(refused_v3(ref, sizeof ref), "lastReferenceTurn");
     /* created 1001 ms before time 1000 (1 + zigzag 2002 = 0xd3 0x0f) */
-    const unsigned char created[] = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xd3, 0x0f, 0};
+    const unsigned char created[] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0xd3, 0x0f, 0};
     cr_assert_str_eq(refused_v3(created, sizeof created), "createdAt");
     /* a history entry 11 turns before turn 10 */
-    const unsigned char hist[] = {0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 22};
+    const unsigned char hist[] = {0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 22};
     cr_assert_str_eq(refused_v3(hist, sizeof hist), "history");
     /* a difference no two stored numbers can have */
-    unsigned char huge[24] = {0, 0, 0, 0, 1, 0, 0};
-    size_t n = 7;
+    unsigned char huge[24] = {0, 0, 1, 0, 0};
+    size_t n = 5;
     for (int i = 0; i < 9; i++) huge[n++] = 0xff;
     huge[n++] = 0x01;
     cr_assert_str_eq(refused_v3(huge, n), "lastMentionTurn");
+    /* cut short in its first two bytes */
+    cr_assert_str_eq(refused_v3(ok, 1), "item");
 }
 
 /* A record's pruned section: an id and its pruned turn as a difference
