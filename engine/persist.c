@@ -627,13 +627,13 @@ static int log_full(const engine *e, const session *s)
     return s->log_seq - s->snap_seq >= (uint64_t)e->cfg.storage.snapshot_every;
 }
 
-/* Deletes the slots of records from + 1 .. seq, taken by every (inside the
- * fold's transaction: the snapshot covers them, they would only take room). */
 /* Where a snapshot's deletion of slots starts: after the records it
  * covers, or at 0 when stale ones may be left (del_slots then takes the
  * last snapshotEvery seqs, which hold every slot once). */
 static uint64_t del_from(const session *s) { return s->stale_slots ? 0 : s->snap_seq; }
 
+/* Deletes the slots of records from + 1 .. seq, taken by every (inside the
+ * fold's transaction: the snapshot covers them, they would only take room). */
 static int del_slots(engine *e, session *s, uint64_t from, uint64_t seq, unsigned every)
 {
     int rc = CLARITY_OK;

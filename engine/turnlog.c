@@ -61,14 +61,15 @@ static unsigned char *put_var(unsigned char *p, uint64_t v)
 
 static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
-/* The lowest value of each of the eight numbers: stored as value - lo. */
+/* The range of each of the eight numbers; stored (forms 1, 2) as value - lo. */
 static const int64_t field_lo[8] = {0, 0, 0, 0, -1, -1, 0, 0};
+static const int64_t field_hi[8] = {TRACKER_COUNT_MAX, TRACKER_COUNT_MAX, TRACKER_TURN_MAX, TRACKER_TURN_MAX,
+                                    TRACKER_TURN_MAX,  TRACKER_TURN_MAX,  TRACKER_COUNT_MAX, TRACKER_COUNT_MAX};
 
 /* Form 3's recent turns and times: the zigzag of ref - v, where ref is
  * the record's turn or time, so the usual values (this turn, a few turns
  * ago, a creation this session) take a byte or three; an optional one
  * (v == none) is 0 and any other 1 + that. */
-static uint64_t rel(int64_t ref, int64_t v) { return zigzag(ref - v); }
 static uint64_t rel_opt(int64_t ref, int64_t v, int64_t none) { return v == none ? 0 : 1 + zigzag(ref - v); }
 
 /* The item form of it: version 2, or version 3 against the record's turn
@@ -95,7 +96,7 @@ static void put_item_form(buf *out, const item *it, const tl_header *rec)
     if (rec) {
         int64_t T = rec->turn, P = rec->persisted;
         p = put_var(p, (uint64_t)it->first_seen_turn); /* often long ago: as form 2 */
-        p = put_var(p, rel(T, it->last_mention_turn));
+        p = put_var(p, zigzag(T - it->last_mention_turn));
         p = put_var(p, rel_opt(T, it->last_reference_turn, -1));
         p = put_var(p, rel_opt(T, it->pruned_turn, -1));
         p = put_var(p, rel_opt(P, it->anchor_at_ms, 0));
@@ -108,18 +109,14 @@ static void put_item_form(buf *out, const item *it, const tl_header *rec)
     p = put_var(p, rn);
     if (rn) memcpy(p, it->anchor_reason, rn);
     p += rn;
-    if (rec) { /* newest first, each against the one after it, the first against T */
-        int64_t prev = rec->turn;
-        for (size_t i = 0; i < nh; i++) {
-            p = put_var(p, zigzag(prev - h[i]));
-            prev = h[i];
-        }
-    } else { /* oldest first, each against the one before it, the first against 0 */
-        int64_t prev = 0;
-        for (size_t i = 0; i < nh; i++) {
-            p = put_var(p, zigzag(h[nh - 1 - i] - prev));
-            prev = h[nh - 1 - i];
-        }
+    /* the history (h: newest first): form 3 newest first, each against the
+     * one after it (the first against the record's turn); form 2 oldest
+     * first, each against the one before it (the first against 0) */
+    int64_t prev = rec ? rec->turn : 0;
+    for (size_t i = 0; i < nh; i++) {
+        int64_t v = rec ? h[i] : h[nh - 1 - i];
+        p = put_var(p, zigzag(rec ? prev - v : v - prev));
+        prev = v;
     }
     out->len += (size_t)(p - start);
     out->p[out->len] = '\0';
@@ -263,12 +260,11 @@ static int get_rel(tl_reader *r, int64_t ref, int opt, int64_t none, int64_t lo,
 static int get_numbers(tl_reader *r, int64_t f[8])
 {
     const int64_t T = TRACKER_TURN_MAX, C = TRACKER_COUNT_MAX;
-    const int64_t hi[8] = {C, C, T, T, T, T, C, C};
     int n = r->form == 3 ? 3 : 8; /* form 3: the counts and first seen as they are, the rest relative */
     for (int i = 0; i < n; i++) {
         uint64_t v;
         if (get_var(r, &v, field_names[i])) return -1;
-        if (v > (uint64_t)(hi[i] - field_lo[i])) return r->what = field_names[i], -1;
+        if (v > (uint64_t)(field_hi[i] - field_lo[i])) return r->what = field_names[i], -1;
         f[i] = (int64_t)v + field_lo[i];
     }
     if (n == 8) return 0;
@@ -287,13 +283,11 @@ static int get_fields(tl_reader *r, int64_t f[8], const char **reason, uint32_t 
 {
     const int64_t T = TRACKER_TURN_MAX;
     if (r->form == 1) {
-        const int64_t C = TRACKER_COUNT_MAX;
-        const int64_t hi[8] = {C, C, T, T, T, T, C, C};
         if (need(r, 8 * 8, "item")) return -1;
         for (int i = 0; i < 8; i++) f[i] = (int64_t)get_u64(r->p + 8 * i);
         r->p += 8 * 8;
         for (int i = 0; i < 8; i++)
-            if (in_range(r, f[i], field_lo[i], hi[i], field_names[i])) return -1;
+            if (in_range(r, f[i], field_lo[i], field_hi[i], field_names[i])) return -1;
         if (tl_get_bytes(r, reason, rn, "anchorReason")) return -1;
         for (unsigned i = 0; i < nh; i++) {
             uint32_t v;
