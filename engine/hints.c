@@ -80,11 +80,12 @@ void hints_update(engine *e, session *s)
 {
     free_list(&s->hints, &s->n_hints);
     size_t max = (size_t)e->cfg.codeintel.max_hints;
-    if (!e->cfg.codeintel.cochange_hints || !s->workspace || !max) goto done;
+    if (!e->cfg.codeintel.cochange_hints || !s->workspace || !max || !graph_engine_has_graph(e->graphs, s->workspace))
+        goto done;
     for (size_t i = 0; i < s->n_edited && s->n_hints < max; i++) {
         graph_partner p[8];
         size_t n = 0;
-        if (graph_cochange_hints(s->workspace, s->edited[i], 8, p, &n) != 0) continue;
+        if (graph_engine_cochange(e->graphs, s->workspace, s->edited[i], 8, p, &n) != 0) continue;
         for (size_t k = 0; k < n && s->n_hints < max; k++) {
             /* one shared commit says little: at least two, and a tenth of the file's */
             if (p[k].commits < 2 || p[k].score < 0.1 || touched(s, p[k].path)) continue;

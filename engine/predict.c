@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../graph/graph.h"
 #include "engine.h"
@@ -123,20 +122,12 @@ static void on_pred(void *ud, const graph_pred *gp)
 
 /* The workspace has a graph: one stat, so sessions without one pay next
  * to nothing. */
-static int has_graph(const char *ws)
-{
-    char p[4200];
-    int n = snprintf(p, sizeof p, "%s/.clarity/graph.db", ws);
-    struct stat sb;
-    return n > 0 && (size_t)n < sizeof p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
 void predict_update(engine *e, session *s, const char *text, size_t len)
 {
     predict_clear(s);
     const clarity_config *c = &e->cfg;
     if (!c->prediction.enabled || !s->workspace || !*s->workspace ||
-        len == 0 || !has_graph(s->workspace))
+        len == 0 || !graph_engine_has_graph(e->graphs, s->workspace))
         return;
     pctx pc = {e, s, (size_t)c->prediction.max_targets, 0};
     if (pc.max_targets) {

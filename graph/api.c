@@ -24,6 +24,10 @@
 
 #define GRAPH_CACHE_MAX 8
 #define GRAPH_RECHECK_MS 5000
+/* A workspace found without a graph is not looked at again for this long
+ * (graph_engine_has_graph): the hooks ask every turn. */
+#define GRAPH_ABSENT_MAX 8
+#define GRAPH_ABSENT_MS 1000
 
 typedef struct centry {
     char *repo;
@@ -36,9 +40,14 @@ typedef struct centry {
 } centry;
 
 struct graph_cache {
-    pthread_mutex_t mu; /* guards slots, refs, used, clock */
+    pthread_mutex_t mu; /* guards slots, refs, used, clock, absent */
     centry *slots[GRAPH_CACHE_MAX];
     uint64_t clock;
+    /* workspaces (as given) that had no graph when last looked at, and when */
+    struct {
+        char *repo;
+        int64_t ms;
+    } absent[GRAPH_ABSENT_MAX];
 };
 
 static int64_t mono_ms(void)
@@ -81,6 +90,7 @@ void graph_cache_free(graph_cache *gc)
     if (!gc) return;
     for (int i = 0; i < GRAPH_CACHE_MAX; i++)
         if (gc->slots[i]) entry_free(gc->slots[i]);
+    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) free(gc->absent[i].repo);
     pthread_mutex_destroy(&gc->mu);
     free(gc);
     graph_parse_release();
@@ -120,6 +130,64 @@ static centry *entry_for(graph_cache *gc, const char *repo)
     }
     pthread_mutex_unlock(&gc->mu);
     return c;
+}
+
+/* A build through this cache made a graph: no workspace is known to lack one. */
+static void forget_absent(graph_cache *gc)
+{
+    pthread_mutex_lock(&gc->mu);
+    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) {
+        free(gc->absent[i].repo);
+        gc->absent[i].repo = NULL;
+    }
+    pthread_mutex_unlock(&gc->mu);
+}
+
+int graph_engine_has_graph(graph_cache *gc, const char *repo)
+{
+    int64_t now = mono_ms();
+    int slot = -1, oldest = 0; /* where an answer of no goes: its own, an empty or the oldest slot */
+    pthread_mutex_lock(&gc->mu);
+    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) {
+        if (gc->absent[i].repo && strcmp(gc->absent[i].repo, repo) == 0) {
+            if (now - gc->absent[i].ms < GRAPH_ABSENT_MS) {
+                pthread_mutex_unlock(&gc->mu);
+                return 0;
+            }
+            slot = i;
+            break;
+        }
+        if (!gc->absent[i].repo) {
+            if (slot < 0) slot = i;
+        } else if (gc->absent[i].ms < gc->absent[oldest].ms) {
+            oldest = i;
+        }
+    }
+    if (slot < 0) slot = oldest;
+    pthread_mutex_unlock(&gc->mu);
+    char *dbp = graph_db_path(repo);
+    struct stat sb;
+    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(dbp);
+    pthread_mutex_lock(&gc->mu);
+    if (have) { /* a graph now: forget that it had none */
+        for (int i = 0; i < GRAPH_ABSENT_MAX; i++)
+            if (gc->absent[i].repo && strcmp(gc->absent[i].repo, repo) == 0) {
+                free(gc->absent[i].repo);
+                gc->absent[i].repo = NULL;
+            }
+    } else if (gc->absent[slot].repo && strcmp(gc->absent[slot].repo, repo) == 0) {
+        gc->absent[slot].ms = now;
+    } else {
+        char *copy = util_strdup(repo); /* out of memory: only not remembered */
+        if (copy) {
+            free(gc->absent[slot].repo);
+            gc->absent[slot].repo = copy;
+            gc->absent[slot].ms = now;
+        }
+    }
+    pthread_mutex_unlock(&gc->mu);
+    return have;
 }
 
 /* Unlocks the entry and drops the reference. */
@@ -174,6 +242,7 @@ static centry *acquire_ex(graph_cache *gc, const char *repo_in, int build_if_mis
                     ai->refreshed = 1;
                     c->stale = 0;
                     reload = 1;
+                    forget_absent(gc);
                 }
                 free(berr);
             }
@@ -273,6 +342,21 @@ int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, co
         rc = (int)n;
         if (hits != stack_hits) free(hits);
     }
+    entry_release(gc, c);
+    return rc;
+}
+
+int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
+                          size_t *n)
+{
+    *n = 0;
+    if (!repo || !*repo || !k) return 0;
+    centry *c = acquire_existing(gc, repo, 0);
+    if (!c) return 0; /* no graph: no partners */
+    graph_index *g = c->g;
+    int rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
+                 ? graph_partners_run(g->partners, rel, k, out, n)
+                 : -1;
     entry_release(gc, c);
     return rc;
 }
@@ -528,6 +612,7 @@ static int build(graph_cache *gc, json_t *params, buf *out, char **msg)
     if (c) pthread_mutex_lock(&c->mu);
     graph_build_stats st;
     int rc = graph_build(r, &o, &st, msg);
+    if (rc == 0) forget_absent(gc);
     if (c) {
         graph_index_free(c->g); /* reloaded on next use */
         c->g = NULL;

@@ -230,6 +230,11 @@ typedef void (*graph_pred_cb)(void *ud, const graph_pred *p);
  * the number of files, or -1 when repo has no graph (or it cannot load). */
 int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt,
                          size_t len, size_t k, graph_pred_cb cb, void *ud);
+/* Whether repo has a graph (<repo>/.clarity/graph.db).  The hooks ask
+ * every turn, so an answer of no is kept for a second (a build through gc
+ * forgets it at once): a workspace without a graph costs no system call
+ * per turn. */
+int graph_engine_has_graph(graph_cache *gc, const char *repo);
 
 /* ---- intel.c: what the engine's block asks (co-change hints) ---- */
 typedef struct graph_partner {
@@ -239,8 +244,11 @@ typedef struct graph_partner {
     double score;       /* its decayed share: how often, when the file changes, this one does */
 } graph_partner;
 /* The k files that change most with rel in repo's history, best first,
- * from the graph cache as it is (never built or refreshed here).  0 and
- * *n (0 when there is no graph or no history), or -1. */
-int graph_cochange_hints(const char *repo, const char *rel, size_t k, graph_partner *out, size_t *n);
+ * from gc's loaded index of repo's graph cache as it is (never built or
+ * refreshed here; loaded when needed, on a connection kept with it, so a
+ * turn that edits files opens no database).  0 and *n (0 when there is
+ * no graph or no history), or -1. */
+int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
+                          size_t *n);
 
 #endif

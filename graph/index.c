@@ -625,11 +625,11 @@ int graph_index_find(const graph_index *g, const char *path) { return gi_find_pa
 
 int64_t gi_data_version(graph_index *g)
 {
-    sqlite3_stmt *st;
     int64_t v = -1;
-    if (sqlite3_prepare_v2(g->db, "PRAGMA data_version", -1, &st, NULL) != SQLITE_OK) return -1;
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (!g->dv_stmt && sqlite3_prepare_v2(g->db, "PRAGMA data_version", -1, &g->dv_stmt, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(g->dv_stmt) == SQLITE_ROW) v = sqlite3_column_int64(g->dv_stmt, 0);
+    sqlite3_reset(g->dv_stmt);
     return v;
 }
 
@@ -679,6 +679,9 @@ void graph_index_free(graph_index *g)
     }
     for (int f = 0; f < GI_FIELDS; f++) free(g->flen[f]);
     sqlite3_finalize(g->co_stmt);
+    sqlite3_finalize(g->dv_stmt);
+    sqlite3_finalize(g->partners[0]);
+    sqlite3_finalize(g->partners[1]);
     sqlite3_close(g->db);
     graph_resolver_free(g->res);
     free(g->paths);

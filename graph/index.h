@@ -61,6 +61,8 @@ struct graph_index {
     char *repo, *db_path;
     sqlite3 *db;
     sqlite3_stmt *co_stmt;
+    sqlite3_stmt *dv_stmt;      /* PRAGMA data_version, prepared on first use */
+    sqlite3_stmt *partners[2];  /* graph_partner_stmts, prepared on first use */
     size_t n;
     char **paths; /* sorted */
     uint8_t *is_test, *lang;

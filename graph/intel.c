@@ -777,36 +777,54 @@ static int impact(sqlite3 *db, const char *symbol, const char *file_rel, int dep
 
 /* ---- co-change ------------------------------------------------------------ */
 
-int graph_cochange_partners(sqlite3 *db, const char *rel, size_t k, graph_partner *out, size_t *n_out)
+int graph_partner_stmts(sqlite3 *db, sqlite3_stmt *st[2])
+{
+    st[0] = st[1] = NULL;
+    if (prep(db, "SELECT n, w FROM commit_files WHERE path = ?", &st[0]) == 0 &&
+        prep(db, "SELECT b, n, w FROM cochange WHERE a = ?1 UNION ALL SELECT a, n, w FROM cochange WHERE b = ?1 "
+                 "ORDER BY 3 DESC, 2 DESC, 1 LIMIT ?2", &st[1]) == 0)
+        return 0;
+    sqlite3_finalize(st[0]);
+    st[0] = NULL;
+    return -1;
+}
+
+int graph_partners_run(sqlite3_stmt *const st[2], const char *rel, size_t k, graph_partner *out, size_t *n_out)
 {
     *n_out = 0;
-    sqlite3_stmt *base, *st;
     int64_t of = 0;
     double wof = 0;
-    if (prep(db, "SELECT n, w FROM commit_files WHERE path = ?", &base) != 0) return -1;
-    sqlite3_bind_text(base, 1, rel, -1, SQLITE_STATIC);
-    if (sqlite3_step(base) == SQLITE_ROW) {
-        of = sqlite3_column_int64(base, 0);
-        wof = sqlite3_column_double(base, 1);
+    sqlite3_bind_text(st[0], 1, rel, -1, SQLITE_STATIC);
+    if (sqlite3_step(st[0]) == SQLITE_ROW) {
+        of = sqlite3_column_int64(st[0], 0);
+        wof = sqlite3_column_double(st[0], 1);
     }
-    sqlite3_finalize(base);
+    sqlite3_reset(st[0]);
     if (of <= 0 || wof <= 0) return 0;
-    if (prep(db, "SELECT b, n, w FROM cochange WHERE a = ?1 UNION ALL SELECT a, n, w FROM cochange WHERE b = ?1 "
-                 "ORDER BY 3 DESC, 2 DESC, 1 LIMIT ?2", &st) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, rel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
-    while (*n_out < k && sqlite3_step(st) == SQLITE_ROW) {
+    sqlite3_bind_text(st[1], 1, rel, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st[1], 2, (sqlite3_int64)k);
+    while (*n_out < k && sqlite3_step(st[1]) == SQLITE_ROW) {
         graph_partner *p = &out[*n_out];
-        snprintf(p->path, sizeof p->path, "%s", (const char *)sqlite3_column_text(st, 0));
-        p->commits = sqlite3_column_int64(st, 1);
+        snprintf(p->path, sizeof p->path, "%s", (const char *)sqlite3_column_text(st[1], 0));
+        p->commits = sqlite3_column_int64(st[1], 1);
         p->of = of;
-        p->score = sqlite3_column_double(st, 2) / wof;
+        p->score = sqlite3_column_double(st[1], 2) / wof;
         if (p->score > 1) p->score = 1;
         (*n_out)++;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st[1]);
     return 0;
+}
+
+int graph_cochange_partners(sqlite3 *db, const char *rel, size_t k, graph_partner *out, size_t *n_out)
+{
+    sqlite3_stmt *st[2];
+    *n_out = 0;
+    if (graph_partner_stmts(db, st) != 0) return -1;
+    int rc = graph_partners_run(st, rel, k, out, n_out);
+    sqlite3_finalize(st[0]);
+    sqlite3_finalize(st[1]);
+    return rc;
 }
 
 static int cochange(sqlite3 *db, const char *rel, int k, buf *out)
@@ -828,20 +846,6 @@ static int cochange(sqlite3 *db, const char *rel, int k, buf *out)
     buf_puts(out, "]}");
     free(v);
     return buf_failed(out) ? CLARITY_ENOMEM : CLARITY_OK;
-}
-
-int graph_cochange_hints(const char *repo, const char *rel, size_t k, graph_partner *out, size_t *n)
-{
-    *n = 0;
-    char *dbp = graph_db_path(repo), *err = NULL;
-    struct stat sb;
-    sqlite3 *db = NULL;
-    int rc = dbp && stat(dbp, &sb) == 0 && graph_db_open(dbp, 0, &db, &err) == 0 ? 0 : -1;
-    free(dbp);
-    free(err);
-    if (rc == 0) rc = graph_cochange_partners(db, rel, k, out, n);
-    sqlite3_close(db);
-    return rc;
 }
 
 /* ---- the RPC methods ------------------------------------------------------ */

@@ -115,5 +115,10 @@ static inline uint64_t graph_fnv64(const void *p, size_t n)
 /* clarity.zoom / clarity.impact / clarity.cochange with parsed params. */
 int graph_intel_call(const char *method, json_t *params, buf *out, char **msg);
 int graph_cochange_partners(sqlite3 *db, const char *rel, size_t k, graph_partner *out, size_t *n_out);
+/* The partners query as two statements on db, for a caller that keeps them
+ * (the loaded index: graph_engine_cochange), and its run on them (reset
+ * after).  -1 when they cannot be prepared. */
+int graph_partner_stmts(sqlite3 *db, sqlite3_stmt *st[2]);
+int graph_partners_run(sqlite3_stmt *const st[2], const char *rel, size_t k, graph_partner *out, size_t *n_out);
 
 #endif

@@ -37,9 +37,16 @@ int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, co
     return -1;
 }
 
-int graph_cochange_hints(const char *repo, const char *rel, size_t k, graph_partner *out, size_t *n)
+int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
+                          size_t *n)
 {
-    (void)repo, (void)rel, (void)k, (void)out;
+    (void)gc, (void)repo, (void)rel, (void)k, (void)out;
     *n = 0;
+    return 0;
+}
+
+int graph_engine_has_graph(graph_cache *gc, const char *repo)
+{
+    (void)gc, (void)repo;
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runproc.h"
 #include "testhost.h"
@@ -279,6 +280,29 @@ Test(predict, hooks_never_build_and_see_an_explicit_rebuild)
                        "%s", block);
     free(block);
     free(db);
+    th_close(&h);
+}
+
+/* A workspace without a graph is looked at again at most once a second
+ * (no system call per turn): a graph another process builds meanwhile is
+ * used once that second has passed. */
+Test(predict, a_graph_built_elsewhere_is_used_after_the_absent_interval)
+{
+    th_host h;
+    open_host(&h, MEM "}");
+    char *block = before(&h, "s", prompt);
+    cr_assert_null(strstr(block, "Likely"), "no graph yet: %s", block);
+    free(block);
+    const char *argv[] = {th_build_path("clarity"), "graph", "build", repo, NULL};
+    runproc_result r;
+    cr_assert_eq(runproc(argv, NULL, NULL, 0, 60000, &r), 0);
+    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
+    runproc_free(&r);
+    struct timespec ts = {1, 100 * 1000 * 1000}; /* past GRAPH_ABSENT_MS */
+    nanosleep(&ts, NULL);
+    block = before(&h, "s", prompt);
+    cr_assert_not_null(strstr(block, "Likely edit targets"), "%s", block);
+    free(block);
     th_close(&h);
 }
 
