@@ -40,4 +40,5 @@ void fz_stdin(const void *data, size_t size)
     if (size && fwrite(data, 1, size, f) != size) abort();
     fclose(f);
     if (!freopen(path, "rb", stdin)) abort();
+    unlink(path); /* stdin keeps it open; nothing is left in /tmp */
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define K3(n) ((n) >= 3 ? 0xffffffu : (1u << (8 * (n))) - 1)
+#define K3(n) ((n) >= 3 ? 0xffffffu : (1u << (8 * ((n) & 3))) - 1) /* (& 3: no shift past the width where unused) */
 #define K3x8(n) K3(n), K3(n + 1), K3(n + 2), K3(n + 3), K3(n + 4), K3(n + 5), K3(n + 6), K3(n + 7)
 const uint32_t name_keep3[64] = {K3x8(0),  K3x8(8),  K3x8(16), K3x8(24),
                                  K3x8(32), K3x8(40), K3x8(48), K3x8(56)};
