@@ -14,9 +14,10 @@
  * the default, runs turns back to back), so work the plugin does between
  * turns (its snapshot folds) shows as it would in a session.
  * --store memory|sqlite: that store only (both by default).
+ * --exclusive: SQLite a second time with storage.exclusive ("sqlite-x").
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
  *              [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]
- *              [--think-us N] [--store memory|sqlite]
+ *              [--think-us N] [--store memory|sqlite] [--exclusive]
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -223,7 +224,7 @@ int main(int argc, char **argv)
 {
     const char *plugin = "build/libclarity.so", *json_out = NULL, *sync = "normal", *dir = "/tmp", *only = NULL;
     char every[64] = "";
-    int items = 1000, turns = 2000, density = 32, writer = 0;
+    int items = 1000, turns = 2000, density = 32, writer = 0, excl = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
         else if (!strcmp(argv[i], "--items") && i + 1 < argc) items = atoi(argv[++i]);
@@ -234,6 +235,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--synchronous") && i + 1 < argc) sync = argv[++i];
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--disk-writer")) writer = 1;
+        else if (!strcmp(argv[i], "--exclusive")) excl = 1;
         else if (!strcmp(argv[i], "--think-us") && i + 1 < argc) think_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--store") && i + 1 < argc && (!strcmp(argv[i + 1], "memory") || !strcmp(argv[i + 1], "sqlite")))
             only = argv[++i];
@@ -242,7 +244,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n"
                             "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n"
-                            "                  [--think-us N] [--store memory|sqlite]\n");
+                            "                  [--think-us N] [--store memory|sqlite] [--exclusive]\n");
             return 2;
         }
     }
@@ -261,19 +263,27 @@ int main(int argc, char **argv)
              "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\"%s},"
              "\"limits\":{\"maxTrackedItems\":%d}}",
              db, sync, every, items * 4 + 100);
+    /* --exclusive: also SQLite with storage.exclusive, on a file of its own */
+    char db_x[520], cfg_x[1100];
+    snprintf(db_x, sizeof db_x, "%s-x", db);
+    snprintf(cfg_x, sizeof cfg_x,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\",\"exclusive\":true%s},"
+             "\"limits\":{\"maxTrackedItems\":%d}}",
+             db_x, sync, every, items * 4 + 100);
     pthread_t wt;
     if (writer && pthread_create(&wt, NULL, disk_writer, wpath) != 0) return 1;
     char cfg_mem[256];
     snprintf(cfg_mem, sizeof cfg_mem, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%d}}",
              items * 4 + 100);
     /* --store: one store only (e.g. to count one store's instructions) */
-    run_result res[2];
+    run_result res[3];
     int nres = 0;
     if (!only || !strcmp(only, "memory")) {
         if (run(init, cfg_mem, "memory", items, turns, density, &res[nres++])) return 1;
     }
     if (!only || !strcmp(only, "sqlite")) {
         if (run(init, cfg_sqlite, "sqlite", items, turns, density, &res[nres++])) return 1;
+        if (excl && run(init, cfg_x, "sqlite-x", items, turns, density, &res[nres++])) return 1;
     }
     if (writer) {
         writer_stop = 1;
@@ -284,9 +294,12 @@ int main(int argc, char **argv)
         char side[600];
         snprintf(side, sizeof side, "%s%s", db, sfx[k]);
         unlink(side);
+        snprintf(side, sizeof side, "%s%s", db_x, sfx[k]);
+        unlink(side);
     }
     printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, 1 token in %d names an item, %d turns,"
-           " SQLite synchronous=%s%s\n", items, density, turns, sync, writer ? ", a disk writer alongside" : "");
+           " SQLite synchronous=%s%s%s\n", items, density, turns, sync, writer ? ", a disk writer alongside" : "",
+           excl ? " (sqlite-x: storage.exclusive)" : "");
     printf("%-8s %14s %14s %14s %14s %14s %14s %14s\n", "store", "before p50 us", "before p99 us",
            "end p50 us", "end p99 us", "turn p50 us", "turn p99 us", "turn p99.9 us");
     for (int i = 0; i < nres; i++)

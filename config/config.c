@@ -490,6 +490,7 @@ static const cfg_entry settings[] = {
     INT("storage.snapshotEvery", storage.snapshot_every, 256, 1, CFG_SNAPSHOT_EVERY_MAX, 0),
     INT("storage.foldChunk", storage.fold_chunk, 128, 1, 1 << 20, 0),
     {"storage.synchronous", CT_ENUM, CO(storage.synchronous), CFG_SYNC_NORMAL, 0, 0, 0, sync_names, NULL},
+    BOOL("storage.exclusive", storage.exclusive, 0),
     INT("limits.maxTrackedItems", limits.max_tracked_items, 5000, 10, 10000000, 0),
     SIZE("limits.maxPromptBytes", limits.max_prompt_bytes, 64.0 * 1024 * 1024, 1024, 1073741824.0),
     INT("limits.historyLength", limits.history_length, 16, 1, ITEM_HISTORY_MAX, 0),

@@ -71,6 +71,7 @@ typedef struct clarity_config {
         int snapshot_every; /* turn-log records between snapshots (persist.c), 1..CFG_SNAPSHOT_EVERY_MAX */
         int fold_chunk;     /* rows per transaction of the worker's fold (persist.c) */
         int synchronous;    /* enum cfg_sync: SQLite's synchronous, "normal" or "full" */
+        int exclusive;      /* SQLite: the file is this process's alone (STORE_SQLITE_EXCLUSIVE) */
     } storage;
     struct {
         int max_tracked_items;

@@ -39,8 +39,9 @@ static int open_store(engine *e, char **err)
         char *path = e->cfg.storage.path ? util_strdup(e->cfg.storage.path)
                                          : util_default_state_path(err);
         if (!path) return *err ? CLARITY_ECONFIG : CLARITY_ENOMEM;
-        int rc = store_open_sqlite(path, e->cfg.storage.synchronous == CFG_SYNC_FULL ? STORE_SQLITE_SYNC_FULL : 0,
-                                   &e->st, err);
+        int flags = (e->cfg.storage.synchronous == CFG_SYNC_FULL ? STORE_SQLITE_SYNC_FULL : 0) |
+                    (e->cfg.storage.exclusive ? STORE_SQLITE_EXCLUSIVE : 0);
+        int rc = store_open_sqlite(path, flags, &e->st, err);
         free(path);
         return rc;
     }

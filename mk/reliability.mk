@@ -11,7 +11,7 @@ TSAN_BUILD ?= build-tsan
 CRASH_KILLS ?= 200
 CRASH_SECONDS ?= 900
 # every backend this build has: redis when hiredis and redis-server are here
-CRASH_BACKENDS ?= sqlite,hostkv$(if $(and $(filter -DCLARITY_WITH_REDIS,$(XCFLAGS)),$(shell command -v redis-server)),$(comma)redis)
+CRASH_BACKENDS ?= sqlite,sqlite-exclusive,hostkv$(if $(and $(filter -DCLARITY_WITH_REDIS,$(XCFLAGS)),$(shell command -v redis-server)),$(comma)redis)
 comma := ,
 
 .PHONY: tsan tsan-quick crashtest crashtest-quick

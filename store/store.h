@@ -30,6 +30,10 @@ typedef int (*store_iter_cb)(void *ud, const char *key, const char *val, size_t 
  * survives a power loss too, at the cost of a disk flush per turn).  On
  * failure returns CLARITY_ESTORE with *err malloc()ed. */
 #define STORE_SQLITE_SYNC_FULL 1
+/* STORE_SQLITE_EXCLUSIVE: this process alone opens the file, for as long as
+ * the store is open (another one waits 5 s and fails); commits take no
+ * lock by system call. */
+#define STORE_SQLITE_EXCLUSIVE 2
 int store_open_sqlite(const char *path, int flags, store **out, char **err);
 /* Wraps the host's kv services; host must stay valid for the store's life. */
 int store_open_host(const clarity_host *host, store **out, char **err);

@@ -11,7 +11,8 @@
  * corruption).  storage.synchronous "full" (STORE_SQLITE_SYNC_FULL) fsyncs
  * the WAL at every commit and survives those too.  Where WAL cannot be
  * enabled (":memory:", some network file systems) synchronous=FULL is used
- * instead.
+ * instead.  storage.exclusive (STORE_SQLITE_EXCLUSIVE) keeps the file to
+ * this process (SQLite's unix-excl VFS): no lock system call per commit.
  *
  * Every statement is prepared once at open (SQLITE_PREPARE_PERSISTENT) and
  * reused with sqlite3_reset/sqlite3_clear_bindings.
@@ -59,6 +60,7 @@
 typedef struct sq {
     sqlite3 *db;
     char *path;
+    const char *vfs; /* NULL, or "unix-excl" (STORE_SQLITE_EXCLUSIVE): for both connections */
     sqlite3_stmt *get, *put, *del, *del_ns, *iter_from;
     sqlite3_stmt *begin, *commit, *rollback, *begin_read;
     sq_ring ring; /* the turn-log slots */
@@ -385,8 +387,13 @@ static int open_fail(sq *q, char **err, const char *what)
 {
     int ec = q->db ? sqlite3_extended_errcode(q->db) : SQLITE_NOMEM;
     int rc = (ec & 0xff) == SQLITE_NOMEM ? CLARITY_ENOMEM : CLARITY_ESTORE;
-    store_open_err(err, "store: cannot open sqlite database '%s': %s: %s", q->path, what,
-                   q->db ? sqlite3_errmsg(q->db) : "out of memory");
+    /* locked at open: another process holds the file for good (its
+     * storage.exclusive), or this one asks for it and another has it open */
+    const char *why = (ec & 0xff) != SQLITE_BUSY ? ""
+                      : q->vfs ? " (storage.exclusive: another process has the file open)"
+                               : " (another process may hold it with storage.exclusive)";
+    store_open_err(err, "store: cannot open sqlite database '%s': %s: %s%s", q->path, what,
+                   q->db ? sqlite3_errmsg(q->db) : "out of memory", why);
     sq_free(q);
     return rc;
 }
@@ -419,7 +426,7 @@ static void *ckpt_main(void *arg)
 {
     sq *q = arg;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(q->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    if (sqlite3_open_v2(q->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, q->vfs) !=
         SQLITE_OK) {
         sqlite3_close_v2(db);
         db = NULL; /* checkpoints then happen when the store closes */
@@ -530,8 +537,21 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         free(q);
         return CLARITY_ENOMEM;
     }
+    /* unix-excl: the first read takes a lock on the file for the
+     * connection's life, shared by this process's connections (the
+     * checkpointer's) and refused to others, and the WAL index lives in
+     * the heap: a commit then takes no lock by system call (six fcntl()
+     * on the -shm file otherwise). */
+    if (flags & STORE_SQLITE_EXCLUSIVE) {
+        q->vfs = "unix-excl";
+        if (!sqlite3_vfs_find(q->vfs)) {
+            store_open_err(err, "store: storage.exclusive needs SQLite's unix-excl VFS, which this SQLite lacks");
+            sq_free(q);
+            return CLARITY_ECONFIG;
+        }
+    }
     int rc = sqlite3_open_v2(
-        path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, q->vfs);
     if (rc != SQLITE_OK) return open_fail(q, err, "open");
     sqlite3_extended_result_codes(q->db, 1);
     /* Same as PRAGMA busy_timeout=5000: another process (the CLI, a second

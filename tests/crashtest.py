@@ -15,11 +15,12 @@ with SIGKILL and restarted on the same state.  After every kill:
 Every COMPACT_EVERY-th turn ends with hook.before_compaction (tight pruning
 settings on both servers), so kills land in compactions and their records
 too; a turn's acknowledgement is then the compaction's answer.
-Backends: sqlite, hostkv, redis (a redis-server this script starts on
-127.0.0.1 at a free port, appendfsync always; `clarity serve --store`).
+Backends: sqlite, sqlite-exclusive (storage.exclusive), hostkv, redis (a
+redis-server this script starts on 127.0.0.1 at a free port, appendfsync
+always; `clarity serve --store`).
 
   tests/crashtest.py --clarity build/clarity [--kills 200] [--seconds 900]
-                     [--backend sqlite,hostkv,redis] [--corpus FILE] [--seed N]
+                     [--backend sqlite,sqlite-exclusive,hostkv,redis] [--corpus FILE] [--seed N]
                      [--snapshot-every N]
 """
 import argparse, json, os, random, shutil, signal, socket, sqlite3, subprocess, sys, tempfile, threading, time
@@ -134,14 +135,17 @@ class Backend:
         self.cfg = os.path.join(tmp, "store.json")
         with open(self.cfg, "w") as f:
             # and folds in chunks of two rows, so kills land between them
-            json.dump({"storage": {"snapshotEvery": snapshot_every, "foldChunk": 2}, "pruning": PRUNING}, f)
+            storage = {"snapshotEvery": snapshot_every, "foldChunk": 2}
+            if name == "sqlite-exclusive":
+                storage["exclusive"] = True  # the WAL index in the killed process's heap
+            json.dump({"storage": storage, "pruning": PRUNING}, f)
         self.db = os.path.join(tmp, "state.db")
         self.kv = os.path.join(tmp, "kv.json")
         self.redis = RedisServer(tmp) if name == "redis" else None
         self.prompt_commits = name == "redis"  # before_agent_start commits in a shared store
 
     def args(self):
-        if self.name == "sqlite":
+        if self.name in ("sqlite", "sqlite-exclusive"):
             return ["--config", self.cfg, "--state", self.db]
         if self.name == "hostkv":
             return ["--config", self.cfg, "--host-kv", self.kv, "--state", self.db]
@@ -164,7 +168,7 @@ class Backend:
         """None when intact, else what is wrong."""
         if self.redis:
             return None if self.redis.cli("PING") == "PONG" else "redis-server is not answering"
-        if self.name == "sqlite" and os.path.exists(self.db):
+        if self.name.startswith("sqlite") and os.path.exists(self.db):
             c = sqlite3.connect(self.db)
             try:
                 r = c.execute("PRAGMA integrity_check").fetchone()[0]

@@ -599,7 +599,12 @@ Test(config, storage_values)
     parse_bad("{\"storage\":{\"backend\":\"SQLite\"}}", "storage.backend: must be one of", NULL);
     parse_bad("{\"storage\":{\"path\":\"\"}}", "storage.path: must be 1 to 4096 bytes long, got 0",
               NULL);
+    parse_bad("{\"storage\":{\"exclusive\":\"yes\"}}", "storage.exclusive: expected a boolean, got string", NULL);
+    clarity_config x = parse_ok("{\"storage\":{\"exclusive\":true}}");
+    cr_assert_eq(x.storage.exclusive, 1);
+    config_free(&x);
     clarity_config c = parse_ok("{\"storage\":{\"backend\":\"auto\",\"path\":\"x.db\"}}");
+    cr_assert_eq(c.storage.exclusive, 0); /* the default: the file is shared */
     cr_assert_eq(c.storage.backend, CFG_STORE_AUTO);
     cr_assert_str_eq(c.storage.path, "x.db");
     config_free(&c);
