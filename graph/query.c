@@ -525,8 +525,18 @@ void gi_stages(graph_index *g, const graph_weights *w, const char *prompt, size_
     }
 }
 
+/* Whether a symbol of s's name and line is among out[0, n): C's
+ * "typedef struct x {...} x;" defines x twice on one line (the tag and
+ * the type), which a list of names would show twice. */
+static int listed(const gsym *const *out, size_t n, const gsym *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (out[i]->line == s->line && strcmp(out[i]->name, s->name) == 0) return 1;
+    return 0;
+}
+
 /* Key symbols: those whose name matches a query term first, then exported
- * classes and functions, in line order. */
+ * classes and functions, in line order; each name and line once. */
 size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out, size_t max)
 {
     size_t n = 0;
@@ -549,7 +559,7 @@ size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out,
             int key = s->exported && (s->kind == SYM_CLASS || s->kind == SYM_FUNCTION ||
                                       s->kind == SYM_TYPE);
             int want = pass == 0 ? match : pass == 1 ? (!match && key) : 0;
-            if (!want) continue;
+            if (!want || listed(out, n, s)) continue;
             out[n++] = s;
         }
     }

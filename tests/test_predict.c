@@ -306,6 +306,23 @@ Test(predict, a_graph_built_elsewhere_is_used_after_the_absent_interval)
     th_close(&h);
 }
 
+/* C's "typedef struct x {...} x;" defines x twice on one line (the tag
+ * and the type): a target's line names it once. */
+Test(predict, a_symbol_defined_twice_on_a_line_is_named_once)
+{
+    put("src/ledger.c", "typedef struct ledger_entry {\n    int amount;\n} ledger_entry;\n");
+    sh("git add -A && git commit -q -m ledger");
+    th_host h;
+    open_host(&h, MEM "}");
+    graph_build(&h);
+    char *block = before(&h, "s", "the ledger_entry amount is wrong in ledger.c");
+    const char *at = strstr(block, "ledger_entry (line 1)");
+    cr_assert_not_null(at, "%s", block);
+    cr_assert_null(strstr(at + 1, "ledger_entry (line 1)"), "named twice: %s", block);
+    free(block);
+    th_close(&h);
+}
+
 Test(predict, auto_refresh_refreshes_a_stale_graph)
 {
     th_host h;
