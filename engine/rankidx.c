@@ -1,6 +1,7 @@
 /* rankidx.c: the items by turn-free score bound (rankidx.h). */
 #include "rankidx.h"
 #include "../scorer/rank.h"
+#include "../util/radix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
  * through tmp (n entries).  A turn's few entries: insertion sort of runs
  * of 4, then bottom-up merges, each step choosing its entry without a
  * branch (cores compare at random, so a branch would miss half the time).
- * A whole index: the radix sort of the scores' order (rank_radix), also
+ * A whole index: the radix sort of the scores' order (util_radix_order), also
  * stable; it falls back to the merges without memory for its keys. */
 static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
 {
@@ -19,7 +20,7 @@ static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
         uint32_t *idx = malloc(2 * n * sizeof *idx), *order = NULL;
         if (k && idx) {
             for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(v[i].core);
-            order = rank_radix(k, idx, n);
+            order = util_radix_order(k, idx, n);
         }
         if (order) {
             for (size_t i = 0; i < n; i++) tmp[i] = v[order[i]];

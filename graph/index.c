@@ -17,6 +17,7 @@
 #include <uthash.h>
 
 #include "index.h"
+#include "../util/radix.h"
 
 typedef struct term_ent {
     char *s;
@@ -218,6 +219,39 @@ static int cmp_triple(const void *a, const void *b)
     if (x->term != y->term) return x->term < y->term ? -1 : 1;
     if (x->doc != y->doc) return x->doc < y->doc ? -1 : 1;
     return (int)x->field - (int)y->field;
+}
+
+/* The triples by (term, doc, field): a radix sort of the three packed in
+ * one key (a load's tens of thousands of triples took qsort a fifth of
+ * the load), qsort when they do not fit 64 bits or memory is short. */
+static void sort_triples(tok_ctx *tc)
+{
+    size_t n = tc->n;
+    unsigned dbits = 1, tbits = 1;
+    while (dbits < 32 && ((uint64_t)1 << dbits) <= tc->g->n) dbits++;
+    while (tbits < 32 && ((uint64_t)1 << tbits) <= tc->g->n_terms) tbits++;
+    uint64_t *k = dbits + tbits + 8 <= 64 && n <= UINT32_MAX ? malloc(n * sizeof *k) : NULL;
+    uint32_t *x = k ? malloc(2 * n * sizeof *x) : NULL, *order = NULL;
+    triple *out = x ? malloc(n * sizeof *out) : NULL;
+    if (out) {
+        for (size_t i = 0; i < n; i++) {
+            const triple *t = &tc->t[i];
+            k[i] = (uint64_t)t->term << (dbits + 8) | (uint64_t)t->doc << 8 | t->field;
+        }
+        order = util_radix_order(k, x, n);
+    }
+    if (order) {
+        for (size_t i = 0; i < n; i++) out[i] = tc->t[order[i]];
+        free(tc->t);
+        tc->t = out;
+        tc->cap = n;
+        out = NULL;
+    } else {
+        qsort(tc->t, n, sizeof *tc->t, cmp_triple);
+    }
+    free(k);
+    free(x);
+    free(out);
 }
 
 static char *dup_col(sqlite3_stmt *st, int i)
@@ -442,24 +476,81 @@ static int push_edge(edges *e, uint32_t a, uint32_t b)
     return 0;
 }
 
-/* The import and call name fields; resolved imports become edges. */
+/* The (file, name) pairs of the calls table met so far (load_refs): open
+ * addressing by hash, each with its name to compare. */
+typedef struct pair_ent {
+    uint64_t h; /* 0: empty */
+    int64_t fid;
+    char *name;
+} pair_ent;
+typedef struct pairset {
+    pair_ent *v;
+    size_t cap, n;
+} pairset;
+
+static void pairset_free(pairset *s)
+{
+    for (size_t i = 0; i < s->cap; i++) free(s->v[i].name);
+    free(s->v);
+}
+
+/* 1 when (fid, name) is new (now kept), 0 when met before, -1 out of memory. */
+static int pairset_add(pairset *s, int64_t fid, const char *name)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        pair_ent *v = calloc(cap, sizeof *v);
+        if (!v) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->v[i].h) continue;
+            size_t j = s->v[i].h & (cap - 1);
+            while (v[j].h) j = (j + 1) & (cap - 1);
+            v[j] = s->v[i];
+        }
+        free(s->v);
+        s->v = v;
+        s->cap = cap;
+    }
+    uint64_t h = (graph_fnv64(name, strlen(name)) ^ (uint64_t)fid * 0x9e3779b97f4a7c15ull) | 1;
+    size_t j = h & (s->cap - 1);
+    for (; s->v[j].h; j = (j + 1) & (s->cap - 1))
+        if (s->v[j].h == h && s->v[j].fid == fid && strcmp(s->v[j].name, name) == 0) return 0;
+    if (!(s->v[j].name = util_strdup(name))) return -1;
+    s->v[j].h = h;
+    s->v[j].fid = fid;
+    s->n++;
+    return 1;
+}
+
+/* The import and call name fields; resolved imports become edges.  A
+ * callee's name counts once per file, where it first occurs (the table
+ * holds every call site, for impact): the rows in their order, the pairs
+ * met before skipped (SQL's GROUP BY ... ORDER BY min(rowid) gave the same
+ * rows at two sorts of the whole table, a quarter of a load). */
 static int load_refs(loader *l, edges *e)
 {
     static const char *const q2[2] = {"SELECT file_id, spec, target FROM imports",
-                                      /* a name once per file, where it first occurs: the
-                                       * table holds every call site (impact) */
-                                      "SELECT file_id, name, 0 FROM calls GROUP BY file_id, name "
-                                      "ORDER BY min(rowid)"};
+                                      "SELECT file_id, name FROM calls ORDER BY rowid"};
     tok_ctx *tc = &l->tc;
+    pairset seen = {0};
     for (int k = 0; k < 2 && !tc->oom; k++) {
         sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(l->db, q2[k], -1, &st, NULL) != SQLITE_OK) return -1;
+        if (sqlite3_prepare_v2(l->db, q2[k], -1, &st, NULL) != SQLITE_OK) {
+            pairset_free(&seen);
+            return -1;
+        }
         tc->field = k == 0 ? GI_IMPORT : GI_CALL;
         while (!tc->oom && sqlite3_step(st) == SQLITE_ROW) {
-            int32_t d = file_of(l, sqlite3_column_int64(st, 0));
+            int64_t fid = sqlite3_column_int64(st, 0);
+            int32_t d = file_of(l, fid);
             if (d < 0) continue;
             tc->doc = (uint32_t)d;
             const char *s = (const char *)sqlite3_column_text(st, 1);
+            if (k == 1) {
+                int r = s ? pairset_add(&seen, fid, s) : 0;
+                if (r < 0) tc->oom = 1;
+                if (r <= 0) continue;
+            }
             if (s) graph_tokenize(s, strlen(s), 0, on_tok, tc);
             if (k != 0 || sqlite3_column_type(st, 2) == SQLITE_NULL) continue;
             int32_t t = file_of(l, sqlite3_column_int64(st, 2));
@@ -467,6 +558,7 @@ static int load_refs(loader *l, edges *e)
         }
         sqlite3_finalize(st);
     }
+    pairset_free(&seen);
     return tc->oom ? -1 : 0;
 }
 
@@ -489,7 +581,7 @@ static int make_postings(loader *l)
 {
     graph_index *g = l->g;
     tok_ctx *tc = &l->tc;
-    if (tc->n > 1) qsort(tc->t, tc->n, sizeof *tc->t, cmp_triple);
+    if (tc->n > 1) sort_triples(tc);
     g->post_off = calloc(g->n_terms + 1, sizeof *g->post_off);
     g->post = malloc(sizeof *g->post * (tc->n ? tc->n : 1));
     if (!g->post_off || !g->post) return -1;

@@ -1,6 +1,7 @@
 /* rank.c: the score order (rank.h). */
 #include "rank.h"
 #include "../util/endian.h"
+#include "../util/radix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -92,31 +93,6 @@ uint64_t rank_desc_bits(double d)
     if (d == 0) u = 0; /* -0.0 == 0.0 */
     u = (u >> 63) ? ~u : u | (uint64_t)1 << 63;
     return ~u;
-}
-
-uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n)
-{
-    size_t (*cnt)[256] = calloc(8, sizeof *cnt);
-    if (!cnt) return NULL;
-    for (size_t i = 0; i < n; i++)
-        for (int d = 0; d < 8; d++) cnt[d][k[i] >> (8 * d) & 255]++;
-    uint32_t *src = x, *dst = x + n;
-    for (size_t i = 0; i < n; i++) src[i] = (uint32_t)i;
-    for (int d = 0; d < 8 && n; d++) {
-        size_t *c = cnt[d], sum = 0;
-        if (c[k[0] >> (8 * d) & 255] == n) continue; /* one digit for all */
-        for (int b = 0; b < 256; b++) {
-            size_t t = c[b];
-            c[b] = sum;
-            sum += t;
-        }
-        for (size_t i = 0; i < n; i++) dst[c[k[src[i]] >> (8 * d) & 255]++] = src[i];
-        uint32_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    free(cnt);
-    return src;
 }
 
 /* ---- large arrays: a most-significant-digit radix sort ------------------
@@ -246,7 +222,7 @@ static uint32_t *radix_idx(const rank_ent *v, uint32_t *x, size_t n)
  * session of 100,000 items holds a few hundred distinct ones: each score
  * is looked up in a hash of the distinct ones, those are sorted, and one
  * counting pass puts the items in order (about 75 instructions an item).
- * When the scores turn out to be many, rank_radix does it (stable). */
+ * When the scores turn out to be many, util_radix_order does it (stable). */
 #define BY_SCORE_DISTINCT 4096 /* most distinct scores the hash takes */
 
 static uint64_t score_key(double s) { return rank_desc_bits(isnan(s) ? -INFINITY : s); }
@@ -257,7 +233,7 @@ static int radix_by_score(const double *score, size_t n, uint32_t *order)
     uint32_t *x = malloc(2 * n * sizeof *x), *src = NULL;
     if (k && x) {
         for (size_t i = 0; i < n; i++) k[i] = score_key(score[i]);
-        src = rank_radix(k, x, n);
+        src = util_radix_order(k, x, n);
     }
     if (src) memcpy(order, src, n * sizeof *order);
     free(k);

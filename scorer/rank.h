@@ -31,11 +31,6 @@ void rank_sort(rank_ent *v, size_t n);
 uint64_t rank_desc_bits(double d);
 /* Below this many keys the merge sort beats the radix sort. */
 #define RANK_RADIX_MIN 512
-/* A stable LSD radix sort (8-bit digits, a pass skipped where every key
- * has the same digit) of the indices 0..n-1 by k ascending, through x
- * (2n entries).  Returns where the sorted indices are (x or x + n), or
- * NULL without memory. */
-uint32_t *rank_radix(const uint64_t *k, uint32_t *x, size_t n);
 /* The indices 0..n-1 of score[] into order[] by score descending (NaN as
  * -infinity), equal scores in index order.  For callers that need ids in
  * order only within some runs of equal scores (the pruner).  Returns 0, or

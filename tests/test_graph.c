@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../graph/graph.h"
+#include "../graph/index.h"
 #include "../graph/internal.h"
 #include "../include/clarity.h"
 #include "gitrepo.h"
@@ -377,6 +378,42 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     double tdc = 1.0 / (0.6 + 0.4 * 1 / 2.0) + 1.0 / (0.25 + 0.75 * 3 / 3.5);
     cr_assert_float_eq(lex[s], log(2.0) * tsl / (1.2 + tsl), 1e-9);
     cr_assert_float_eq(lex[d], log(2.0) * tdc / (1.2 + tdc), 1e-9);
+    graph_index_free(g);
+}
+
+/* The call field counts a callee once per file, however many sites call
+ * it and however the rows of files interleave (a refresh appends a
+ * changed file's rows after the others). */
+Test(graph_repo, a_callee_counts_once_per_file)
+{
+    write_file("src/a.py", "def run():\n    fetch()\n    store()\n    fetch()\n    fetch()\n");
+    write_file("src/b.py", "def go():\n    fetch()\n");
+    commit(1600000000, "init");
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    write_file("src/a.py", "def run():\n    fetch()\n    fetch()\n    store()\n");
+    commit(1600000100, "edit a");
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    cr_assert_eq(graphdb_int(tmpdir, "SELECT COUNT(*) FROM calls WHERE name = 'fetch'"), 3);
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    int32_t t = gi_term_id(g, "fetch", 5);
+    cr_assert_geq(t, 0);
+    int a = graph_index_find(g, "src/a.py"), b = graph_index_find(g, "src/b.py");
+    int seen = 0;
+    for (uint32_t k = g->post_off[t]; k < g->post_off[t + 1]; k++) {
+        const gi_posting *p = &g->post[k];
+        cr_assert(p->doc == (uint32_t)a || p->doc == (uint32_t)b);
+        cr_assert_eq(p->tf[GI_CALL], 1, "doc %u: %u", p->doc, p->tf[GI_CALL]);
+        seen |= p->doc == (uint32_t)a ? 1 : 2;
+    }
+    cr_assert_eq(seen, 3);
+    /* postings in (term, doc) order: each term's docs ascending */
+    for (size_t u = 0; u < g->n_terms; u++)
+        for (uint32_t k = g->post_off[u] + 1; k < g->post_off[u + 1]; k++)
+            cr_assert_lt(g->post[k - 1].doc, g->post[k].doc);
     graph_index_free(g);
 }
 
