@@ -108,7 +108,7 @@ int mode_stream(int argc, char **argv)
         else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[++i]);
     }
     if (!path || !name) {
-        fprintf(stderr, "usage: clarity_bench stream --stream FILE --name OUT.json [--backend memory|sqlite]\n");
+        fprintf(stderr, "usage: clarity_bench stream --stream FILE --name OUT.json [--backend memory|sqlite|exclusive]\n");
         return 2;
     }
     FILE *in = fopen(path, "r");
@@ -165,10 +165,11 @@ int mode_stream(int argc, char **argv)
 
     char cfg[700], db[512] = "";
     long long cap_items = n_items * 2 + 1000 > 5000 ? n_items * 2 + 1000 : 5000;
-    if (!strcmp(backend, "sqlite")) {
+    if (!strcmp(backend, "sqlite") || !strcmp(backend, "exclusive")) {
         tmp_db(db, sizeof db, "stream");
-        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"limits\":{\"maxTrackedItems\":%lld}}",
-                 db, cap_items);
+        snprintf(cfg, sizeof cfg,
+                 "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"exclusive\":%s},\"limits\":{\"maxTrackedItems\":%lld}}",
+                 db, strcmp(backend, "exclusive") ? "false" : "true", cap_items);
     } else {
         snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"memory\"},\"limits\":{\"maxTrackedItems\":%lld}}",
                  cap_items);

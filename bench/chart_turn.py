@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
 """chart_turn.py: per-turn time against tracked items, clarity (memory and
-SQLite stores) and the original plugin, from one `make -C bench compare` run.
+SQLite stores, SQLite with storage.exclusive) and the original plugin, from
+one `make -C bench compare` run.
 
   python3 bench/chart_turn.py [--out-dir bench/out] [--svg FILE] [--commit SHA]
 
-Reads compare-clarity-memory-N.json, compare-clarity-sqlite-N.json and
-compare-original-N.json for every N found; writes a standalone SVG (log-log
+Reads compare-clarity-memory-N.json, compare-clarity-sqlite-N.json,
+compare-clarity-exclusive-N.json (when there) and compare-original-N.json for every N found; writes a standalone SVG (log-log
 axes, p50 per turn, whiskers to p99) and prints the table with the ratios.
 No dependencies beyond Python's standard library.
 """
 import argparse, glob, json, math, os, re, sys
 
 SERIES = [("clarity, memory store", "#1f77b4"), ("clarity, SQLite", "#2ca02c"),
-          ("original (index.js wiring)", "#d62728")]
+          ("original (index.js wiring)", "#d62728"), ("clarity, SQLite exclusive", "#9467bd")]
+STORE_SERIES = {"memory": 0, "sqlite": 1, "exclusive": 3}
 
 
 def load(out_dir):
     rows = {}
     for path in glob.glob(os.path.join(out_dir, "compare-*-*.json")):
-        m = re.search(r"compare-(clarity-memory|clarity-sqlite|original)-(\d+)\.json$", path)
+        m = re.search(r"compare-(clarity-memory|clarity-sqlite|clarity-exclusive|original)-(\d+)\.json$", path)
         if not m:
             continue
         with open(path) as f:
@@ -32,7 +34,7 @@ def load(out_dir):
                 continue
             key = SERIES[2][0]
         else:
-            key = SERIES[0][0] if m.group(1).endswith("memory") else SERIES[1][0]
+            key = SERIES[STORE_SERIES[m.group(1).split("-", 1)[1]]][0]
         rows.setdefault(n, {})[key] = (d["turn"]["p50us"], d["turn"]["p99us"])
     return dict(sorted(rows.items()))
 
@@ -83,10 +85,11 @@ def main():
     rows = load(a.out_dir)
     if not rows:
         sys.exit(f"chart_turn: no compare-*.json in {a.out_dir} (make -C bench compare)")
-    print(f"{'items':>8} {'memory p50':>12} {'SQLite p50':>12} {'original p50':>13} {'x (SQLite)':>11} {'x (memory)':>11}")
+    print(f"{'items':>8} {'memory p50':>12} {'SQLite p50':>12} {'excl. p50':>12} {'original p50':>13}"
+          f" {'x (SQLite)':>11} {'x (excl.)':>11} {'x (memory)':>11}")
     for n, r in rows.items():
-        m, q, o = (r.get(s[0], (float('nan'),))[0] for s in SERIES)
-        print(f"{n:>8} {m:>10.0f}us {q:>10.0f}us {o:>11.0f}us {o / q:>11.1f} {o / m:>11.1f}")
+        m, q, o, x = (r.get(s[0], (float('nan'),))[0] for s in SERIES)
+        print(f"{n:>8} {m:>10.0f}us {q:>10.0f}us {x:>10.0f}us {o:>11.0f}us {o / q:>11.1f} {o / x:>11.1f} {o / m:>11.1f}")
     if a.svg:
         title = "Per-turn time, 4 KiB prompt + 16 KiB reply" + (f" (commit {a.commit})" if a.commit else "")
         with open(a.svg, "w") as f:

@@ -58,12 +58,12 @@ const compare = [];
   );
   for (const n of [...counts].sort((a, b) => a - b)) {
     const entry = { items: n, clarity: {}, original: null };
-    for (const store of ["memory", "sqlite"]) entry.clarity[store] = load(`compare-clarity-${store}-${n}.json`);
+    for (const store of ["memory", "sqlite", "exclusive"]) entry.clarity[store] = load(`compare-clarity-${store}-${n}.json`);
     entry.original = load(`compare-original-${n}.json`);
     entry.ratios = [];
     if (entry.original && !entry.original.skipped) {
       for (const o of entry.original.results)
-        for (const store of ["memory", "sqlite"]) {
+        for (const store of ["memory", "sqlite", "exclusive"]) {
           const c = entry.clarity[store];
           if (!c) continue;
           for (const hook of ["before", "end", "turn"])
@@ -358,6 +358,7 @@ ${c}`);
         ...c.original.results.map((o) => [o.implementation, o]),
         ["clarity memory", c.clarity.memory],
         ["clarity sqlite", c.clarity.sqlite],
+        ["clarity sqlite (storage.exclusive)", c.clarity.exclusive],
       ];
       for (const [name, r] of impls)
         if (r) rows.push([c.items, name, r.turn.n, num(r.before.p50us), num(r.end.p50us), `<b>${num(r.turn.p50us)}</b>`, num(r.turn.p99us), r.finalItems]);
@@ -365,7 +366,7 @@ ${c}`);
     const rrows = [];
     for (const c of withOrig)
       for (const o of ["original-v2", "original-v1"])
-        for (const store of ["sqlite", "memory"]) {
+        for (const store of ["sqlite", "exclusive", "memory"]) {
           const get = (h) => c.ratios.find((r) => r.original === o && r.clarityStore === store && r.hook === h);
           if (!get("turn")) continue;
           rrows.push([c.items, o, `clarity ${store}`, `×${num(get("before").ratioP50, 0)}`, `×${num(get("end").ratioP50, 0)}`, `<b>×${num(get("turn").ratioP50, 0)}</b>`, `×${num(get("turn").ratioP99, 0)}`]);
