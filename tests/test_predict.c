@@ -81,6 +81,16 @@ static void graph_build(th_host *h)
     json_decref(j);
 }
 
+/* The graph built by another process: `clarity graph build`. */
+static void cli_graph_build(void)
+{
+    const char *argv[] = {th_build_path("clarity"), "graph", "build", repo, NULL};
+    runproc_result r;
+    cr_assert_eq(runproc(argv, NULL, NULL, 0, 60000, &r), 0);
+    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
+    runproc_free(&r);
+}
+
 static char *before(th_host *h, const char *session, const char *prompt)
 {
     char *block = NULL;
@@ -270,11 +280,7 @@ Test(predict, hooks_never_build_and_see_an_explicit_rebuild)
     cr_assert_null(strstr(block, "invoice.py"), "%s", block);
     free(block);
     /* an explicit build in another process is picked up by the next hook */
-    const char *argv[] = {th_build_path("clarity"), "graph", "build", repo, NULL};
-    runproc_result r;
-    cr_assert_eq(runproc(argv, NULL, NULL, 0, 60000, &r), 0);
-    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
-    runproc_free(&r);
+    cli_graph_build();
     block = before(&h, "s", "the billing invoice total is wrong");
     cr_assert_not_null(strstr(block, "\xE2\x86\x92 src/billing/invoice.py: invoice_total (line 1)"),
                        "%s", block);
@@ -293,11 +299,7 @@ Test(predict, a_graph_built_elsewhere_is_used_after_the_absent_interval)
     char *block = before(&h, "s", prompt);
     cr_assert_null(strstr(block, "Likely"), "no graph yet: %s", block);
     free(block);
-    const char *argv[] = {th_build_path("clarity"), "graph", "build", repo, NULL};
-    runproc_result r;
-    cr_assert_eq(runproc(argv, NULL, NULL, 0, 60000, &r), 0);
-    cr_assert_eq(r.status, 0, "%s", r.err ? r.err : "");
-    runproc_free(&r);
+    cli_graph_build();
     struct timespec ts = {1, 100 * 1000 * 1000}; /* past GRAPH_ABSENT_MS */
     nanosleep(&ts, NULL);
     block = before(&h, "s", prompt);
