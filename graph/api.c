@@ -346,18 +346,58 @@ int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, co
     return rc;
 }
 
+/* The locked entry of repo_in's index when it is loaded, else NULL: a
+ * question that a few rows answer does not load a whole index. */
+static centry *acquire_loaded(graph_cache *gc, const char *repo_in)
+{
+    char *repo = canon(repo_in);
+    if (!repo) return NULL;
+    centry *c = NULL;
+    pthread_mutex_lock(&gc->mu);
+    for (int i = 0; i < GRAPH_CACHE_MAX && !c; i++)
+        if (gc->slots[i] && strcmp(gc->slots[i]->repo, repo) == 0) {
+            c = gc->slots[i];
+            c->refs++;
+            c->used = ++gc->clock;
+        }
+    pthread_mutex_unlock(&gc->mu);
+    free(repo);
+    if (c) {
+        pthread_mutex_lock(&c->mu);
+        if (!c->g) { /* never loaded, or dropped by a build */
+            entry_release(gc, c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
 int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
                           size_t *n)
 {
     *n = 0;
     if (!repo || !*repo || !k) return 0;
-    centry *c = acquire_existing(gc, repo, 0);
-    if (!c) return 0; /* no graph: no partners */
-    graph_index *g = c->g;
-    int rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
-                 ? graph_partners_run(g->partners, rel, k, out, n)
-                 : -1;
-    entry_release(gc, c);
+    centry *c = acquire_loaded(gc, repo);
+    if (c) {
+        graph_index *g = c->g;
+        int rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
+                     ? graph_partners_run(g->partners, rel, k, out, n)
+                     : -1;
+        entry_release(gc, c);
+        return rc;
+    }
+    /* no index loaded (a process per hook, predictions off): the cache
+     * opened for this question alone */
+    char *r = canon(repo), *dbp = r ? graph_db_path(r) : NULL, *err = NULL;
+    struct stat sb;
+    sqlite3 *db = NULL;
+    int rc = dbp && stat(dbp, &sb) == 0 && graph_db_open(dbp, 0, &db, &err) == 0 ? 0 : -1;
+    if (rc == 0) rc = graph_cochange_partners(db, rel, k, out, n);
+    else rc = 0; /* no graph: no partners */
+    sqlite3_close(db);
+    free(err);
+    free(dbp);
+    free(r);
     return rc;
 }
 

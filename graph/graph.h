@@ -244,10 +244,11 @@ typedef struct graph_partner {
     double score;       /* its decayed share: how often, when the file changes, this one does */
 } graph_partner;
 /* The k files that change most with rel in repo's history, best first,
- * from gc's loaded index of repo's graph cache as it is (never built or
- * refreshed here; loaded when needed, on a connection kept with it, so a
- * turn that edits files opens no database).  0 and *n (0 when there is
- * no graph or no history), or -1. */
+ * from repo's graph cache as it is (never built, refreshed or loaded
+ * here): through the connection of the index gc has loaded for repo (the
+ * predictions'), so that an edit opens no database, else through one
+ * opened for the call (a process per hook).  0 and *n (0 when there is no
+ * graph or no history), or -1. */
 int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
                           size_t *n);
 

@@ -311,6 +311,15 @@ Test(intel, cochange_hint_after_an_edit)
     cr_assert_eq(th_before(&h, "s", repo, "and now", 7, &b), 0);
     cr_expect_null(strstr(b, "\xE2\x86\x94"), "%s", b);
     free(b);
+    /* without predictions no index is loaded: the hint opens the cache */
+    th_close(&h);
+    cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"},\"prediction\":{\"enabled\":false}}", 0,
+                         NULL), 0);
+    cr_assert_eq(th_before(&h, "s", repo, "fix target", 10, NULL), 0);
+    cr_assert_eq(th_end_msgs(&h, "s", &m, 1), 0);
+    cr_assert_eq(th_before(&h, "s", repo, "go on", 5, &b), 0);
+    cr_expect_not_null(strstr(b, "\xE2\x86\x94 imp/b.py changes with imp/a.py in 4 of 5 commits\n"), "%s", b);
+    free(b);
     /* the switch */
     th_close(&h);
     cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"},\"codeintel\":{\"cochangeHints\":false}}", 0,
