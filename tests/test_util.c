@@ -13,6 +13,7 @@
 #include "../util/endian.h"
 #include "../util/memfind.h"
 #include "../util/namefilter.h"
+#include "../util/radix.h"
 #include "runproc.h"
 
 Test(util, every_return_code_has_one_name)
@@ -224,4 +225,40 @@ Test(util, byte_masks_find_the_first_byte_as_a_loop_does)
                         cr_assert_eq(lt ? __builtin_ctzll(lt) / 8 : -1, want, "below %02x in %016llx", c,
                                      (unsigned long long)x);
                     }
+}
+
+/* util_radix_order against the definition: indices by key ascending, equal
+ * keys in index order; keys alike in some bytes (packed keys), in none,
+ * all equal, and the empty and one-key cases. */
+Test(util, radix_order_is_a_stable_sort_by_key)
+{
+    uint64_t rng = 0x243f6a8885a308d3ull;
+    static const uint64_t masks[] = {~(uint64_t)0, 0xffffull, 0xff00ff0000ull, 0x7ull << 40, 0};
+    for (size_t m = 0; m < sizeof masks / sizeof *masks; m++)
+        for (size_t n = 0; n <= 3000; n = n ? n * 3 + 1 : 1) {
+            uint64_t *k = malloc((n ? n : 1) * sizeof *k);
+            uint32_t *x = malloc(2 * (n ? n : 1) * sizeof *x);
+            cr_assert(k && x);
+            for (size_t i = 0; i < n; i++) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                k[i] = (rng & masks[m]) | 0x0100000000000000ull; /* a byte alike in every key */
+            }
+            uint32_t *o = util_radix_order(k, x, n);
+            cr_assert_not_null(o);
+            for (size_t i = 1; i < n; i++) {
+                uint32_t a = o[i - 1], b = o[i];
+                cr_assert(k[a] < k[b] || (k[a] == k[b] && a < b), "mask %zu, n %zu, at %zu: %u then %u", m, n,
+                          i, a, b);
+            }
+            /* a permutation of 0..n-1 */
+            uint8_t *seen = calloc(n ? n : 1, 1);
+            for (size_t i = 0; i < n; i++) {
+                cr_assert_lt(o[i], n);
+                cr_assert_not(seen[o[i]]);
+                seen[o[i]] = 1;
+            }
+            free(seen);
+            free(k);
+            free(x);
+        }
 }
