@@ -80,7 +80,9 @@ void hints_update(engine *e, session *s)
 {
     free_list(&s->hints, &s->n_hints);
     size_t max = (size_t)e->cfg.codeintel.max_hints;
-    if (!e->cfg.codeintel.cochange_hints || !s->workspace || !max || !graph_engine_has_graph(e->graphs, s->workspace))
+    /* nothing edited (most turns): no graph is looked for */
+    if (!s->n_edited || !e->cfg.codeintel.cochange_hints || !s->workspace || !max ||
+        !graph_engine_has_graph(e->graphs, s->workspace))
         goto done;
     for (size_t i = 0; i < s->n_edited && s->n_hints < max; i++) {
         graph_partner p[8];

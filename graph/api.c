@@ -70,6 +70,16 @@ static char *canon(const char *repo)
     return r ? r : util_strdup(repo);
 }
 
+/* Whether repo (as given) has a graph cache file: <repo>/.clarity/graph.db. */
+static int has_db(const char *repo)
+{
+    char *dbp = graph_db_path(repo);
+    struct stat sb;
+    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(dbp);
+    return have;
+}
+
 static void entry_free(centry *c)
 {
     graph_index_free(c->g);
@@ -165,10 +175,7 @@ int graph_engine_has_graph(graph_cache *gc, const char *repo)
     }
     if (slot < 0) slot = oldest;
     pthread_mutex_unlock(&gc->mu);
-    char *dbp = graph_db_path(repo);
-    struct stat sb;
-    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(dbp);
+    int have = has_db(repo);
     pthread_mutex_lock(&gc->mu);
     if (have) { /* a graph now: forget that it had none */
         for (int i = 0; i < GRAPH_ABSENT_MAX; i++)
@@ -268,11 +275,7 @@ static centry *acquire_existing(graph_cache *gc, const char *repo_in, int auto_r
 {
     char *repo = canon(repo_in);
     if (!repo) return NULL;
-    char *dbp = graph_db_path(repo);
-    struct stat sb;
-    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(dbp);
-    centry *c = have ? entry_for(gc, repo) : NULL;
+    centry *c = has_db(repo) ? entry_for(gc, repo) : NULL;
     if (!c) {
         free(repo);
         return NULL;
@@ -388,12 +391,10 @@ int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, si
     }
     /* no index loaded (a process per hook, predictions off): the cache
      * opened for this question alone */
-    char *r = canon(repo), *dbp = r ? graph_db_path(r) : NULL, *err = NULL;
-    struct stat sb;
+    char *r = canon(repo), *dbp = r && has_db(r) ? graph_db_path(r) : NULL, *err = NULL;
     sqlite3 *db = NULL;
-    int rc = dbp && stat(dbp, &sb) == 0 && graph_db_open(dbp, 0, &db, &err) == 0 ? 0 : -1;
-    if (rc == 0) rc = graph_cochange_partners(db, rel, k, out, n);
-    else rc = 0; /* no graph: no partners */
+    /* no graph (or none that opens): no partners */
+    int rc = dbp && graph_db_open(dbp, 0, &db, &err) == 0 ? graph_cochange_partners(db, rel, k, out, n) : 0;
     sqlite3_close(db);
     free(err);
     free(dbp);
@@ -752,10 +753,8 @@ static int status(json_t *params, buf *out, char **msg)
  * the next prediction, as the cache's data version changed). */
 static void refresh_if_due(graph_cache *gc, const char *repo_in)
 {
-    char *repo = canon(repo_in), *dbp = repo ? graph_db_path(repo) : NULL;
-    struct stat sb;
-    centry *c = dbp && stat(dbp, &sb) == 0 ? entry_for(gc, repo) : NULL;
-    free(dbp);
+    char *repo = canon(repo_in);
+    centry *c = repo && has_db(repo) ? entry_for(gc, repo) : NULL;
     if (c) {
         pthread_mutex_lock(&c->mu);
         int64_t now = mono_ms();

@@ -283,6 +283,19 @@ Test(intel, cochange_ranks_partners)
     json_decref(j);
 }
 
+/* The block after the message edit (an Edit), in a session on a host
+ * reopened with cfg (malloc'ed, never NULL). */
+static char *block_after_edit(const char *cfg, const clarity_message *edit)
+{
+    th_close(&h);
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    char *b = NULL;
+    cr_assert_eq(th_before(&h, "s", repo, "fix target", 10, NULL), 0);
+    cr_assert_eq(th_end_msgs(&h, "s", edit, 1), 0);
+    cr_assert_eq(th_before(&h, "s", repo, "go on", 5, &b), 0);
+    return b ? b : strdup("");
+}
+
 /* After an Edit of imp/a.py, the next block names imp/b.py (4 shared
  * commits of 5), and imp/c.py (2) only while the session has not used it. */
 Test(intel, cochange_hint_after_an_edit)
@@ -312,21 +325,11 @@ Test(intel, cochange_hint_after_an_edit)
     cr_expect_null(strstr(b, "\xE2\x86\x94"), "%s", b);
     free(b);
     /* without predictions no index is loaded: the hint opens the cache */
-    th_close(&h);
-    cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"},\"prediction\":{\"enabled\":false}}", 0,
-                         NULL), 0);
-    cr_assert_eq(th_before(&h, "s", repo, "fix target", 10, NULL), 0);
-    cr_assert_eq(th_end_msgs(&h, "s", &m, 1), 0);
-    cr_assert_eq(th_before(&h, "s", repo, "go on", 5, &b), 0);
+    b = block_after_edit("{\"storage\":{\"backend\":\"memory\"},\"prediction\":{\"enabled\":false}}", &m);
     cr_expect_not_null(strstr(b, "\xE2\x86\x94 imp/b.py changes with imp/a.py in 4 of 5 commits\n"), "%s", b);
     free(b);
     /* the switch */
-    th_close(&h);
-    cr_assert_eq(th_open(&h, "{\"storage\":{\"backend\":\"memory\"},\"codeintel\":{\"cochangeHints\":false}}", 0,
-                         NULL), 0);
-    cr_assert_eq(th_before(&h, "s", repo, "fix target", 10, NULL), 0);
-    cr_assert_eq(th_end_msgs(&h, "s", &m, 1), 0);
-    cr_assert_eq(th_before(&h, "s", repo, "go on", 5, &b), 0);
-    cr_expect_null(strstr(b ? b : "", "\xE2\x86\x94"), "%s", b ? b : "");
+    b = block_after_edit("{\"storage\":{\"backend\":\"memory\"},\"codeintel\":{\"cochangeHints\":false}}", &m);
+    cr_expect_null(strstr(b, "\xE2\x86\x94"), "%s", b);
     free(b);
 }
