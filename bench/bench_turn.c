@@ -220,6 +220,16 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
     return 0;
 }
 
+/* The SQLite store's config: the file at path, storage.exclusive when excl. */
+static void sqlite_cfg(char *out, size_t cap, const char *path, const char *sync, const char *every, int excl,
+                       int max_items)
+{
+    snprintf(out, cap,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\",\"exclusive\":%s%s},"
+             "\"limits\":{\"maxTrackedItems\":%d}}",
+             path, sync, excl ? "true" : "false", every, max_items);
+}
+
 int main(int argc, char **argv)
 {
     const char *plugin = "build/libclarity.so", *json_out = NULL, *sync = "normal", *dir = "/tmp", *only = NULL;
@@ -259,17 +269,11 @@ int main(int argc, char **argv)
     char db[512], cfg_sqlite[1024], wpath[512];
     snprintf(db, sizeof db, "%s/clarity-bench-%d.db", dir, (int)getpid());
     snprintf(wpath, sizeof wpath, "%s/clarity-bench-writer-%d", dir, (int)getpid());
-    snprintf(cfg_sqlite, sizeof cfg_sqlite,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\"%s},"
-             "\"limits\":{\"maxTrackedItems\":%d}}",
-             db, sync, every, items * 4 + 100);
+    sqlite_cfg(cfg_sqlite, sizeof cfg_sqlite, db, sync, every, 0, items * 4 + 100);
     /* --exclusive: also SQLite with storage.exclusive, on a file of its own */
     char db_x[520], cfg_x[1100];
     snprintf(db_x, sizeof db_x, "%s-x", db);
-    snprintf(cfg_x, sizeof cfg_x,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"synchronous\":\"%s\",\"exclusive\":true%s},"
-             "\"limits\":{\"maxTrackedItems\":%d}}",
-             db_x, sync, every, items * 4 + 100);
+    sqlite_cfg(cfg_x, sizeof cfg_x, db_x, sync, every, 1, items * 4 + 100);
     pthread_t wt;
     if (writer && pthread_create(&wt, NULL, disk_writer, wpath) != 0) return 1;
     char cfg_mem[256];
@@ -290,11 +294,9 @@ int main(int argc, char **argv)
         pthread_join(wt, NULL);
     }
     static const char *const sfx[] = {"", "-wal", "-shm"};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 6; k++) {
         char side[600];
-        snprintf(side, sizeof side, "%s%s", db, sfx[k]);
-        unlink(side);
-        snprintf(side, sizeof side, "%s%s", db_x, sfx[k]);
+        snprintf(side, sizeof side, "%s%s", k < 3 ? db : db_x, sfx[k % 3]);
         unlink(side);
     }
     printf("bench_turn: %d tracked items, 4 KiB prompt + 16 KiB reply, 1 token in %d names an item, %d turns,"
