@@ -349,12 +349,10 @@ int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, co
     return rc;
 }
 
-/* The locked entry of repo_in's index when it is loaded, else NULL: a
- * question that a few rows answer does not load a whole index. */
-static centry *acquire_loaded(graph_cache *gc, const char *repo_in)
+/* The locked entry of repo's index (canonical) when it is loaded, else
+ * NULL: a question that a few rows answer does not load a whole index. */
+static centry *acquire_loaded(graph_cache *gc, const char *repo)
 {
-    char *repo = canon(repo_in);
-    if (!repo) return NULL;
     centry *c = NULL;
     pthread_mutex_lock(&gc->mu);
     for (int i = 0; i < GRAPH_CACHE_MAX && !c; i++)
@@ -364,7 +362,6 @@ static centry *acquire_loaded(graph_cache *gc, const char *repo_in)
             c->used = ++gc->clock;
         }
     pthread_mutex_unlock(&gc->mu);
-    free(repo);
     if (c) {
         pthread_mutex_lock(&c->mu);
         if (!c->g) { /* never loaded, or dropped by a build */
@@ -380,24 +377,26 @@ int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, si
 {
     *n = 0;
     if (!repo || !*repo || !k) return 0;
-    centry *c = acquire_loaded(gc, repo);
+    char *r = canon(repo);
+    if (!r) return -1;
+    centry *c = acquire_loaded(gc, r);
+    int rc = 0; /* no graph (or none that opens): no partners */
     if (c) {
         graph_index *g = c->g;
-        int rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
-                     ? graph_partners_run(g->partners, rel, k, out, n)
-                     : -1;
+        rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
+                 ? graph_partners_run(g->partners, rel, k, out, n)
+                 : -1;
         entry_release(gc, c);
-        return rc;
+    } else if (has_db(r)) {
+        /* no index loaded (a process per hook, predictions off): the cache
+         * opened for this question alone */
+        char *dbp = graph_db_path(r), *err = NULL;
+        sqlite3 *db = NULL;
+        if (dbp && graph_db_open(dbp, 0, &db, &err) == 0) rc = graph_cochange_partners(db, rel, k, out, n);
+        sqlite3_close(db);
+        free(err);
+        free(dbp);
     }
-    /* no index loaded (a process per hook, predictions off): the cache
-     * opened for this question alone */
-    char *r = canon(repo), *dbp = r && has_db(r) ? graph_db_path(r) : NULL, *err = NULL;
-    sqlite3 *db = NULL;
-    /* no graph (or none that opens): no partners */
-    int rc = dbp && graph_db_open(dbp, 0, &db, &err) == 0 ? graph_cochange_partners(db, rel, k, out, n) : 0;
-    sqlite3_close(db);
-    free(err);
-    free(dbp);
     free(r);
     return rc;
 }
