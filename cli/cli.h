@@ -53,6 +53,11 @@ typedef struct cli {
     loader L;
 } cli;
 
+/* How long a prompt of a long-lived command (serve, mcp) waits for a code
+ * graph to load (prediction.loadWaitMs) unless the config says: a graph
+ * loading longer serves the prompts after it. */
+#define CLI_GRAPH_WAIT_MS 1000
+
 /* What a subcommand needs before it runs. */
 enum cli_needs {
     NEEDS_NOTHING, /* runs on its own (install) */
@@ -72,6 +77,7 @@ typedef struct cli_command {
     int quiet_failure;   /* a failure to start exits 0 (a hook never fails the user's turn) */
     int (*run)(cli *c, char **args, int n);
     const char *help;    /* one or more lines */
+    int long_lived;      /* serves many turns: a prompt does not wait long for a code graph to load */
 } cli_command;
 
 /* The options that some subcommands take. */

@@ -55,48 +55,48 @@ static const cli_command commands[] = {
      "replay a turns JSONL file through the hooks, printing each\n"
      "turn's context block (--json: one clarity.getScores line per\n"
      "session instead; --session: that session only; --budget: each\n"
-     "turn's transcript assembled under it, as the model would see it)"},
+     "turn's transcript assembled under it, as the model would see it)", 0},
     {"eval", "CORPUS.jsonl", 1, 1, "eval takes one corpus file (it is read once per config)",
      O(JSON) | O(HTML) | O(HORIZON) | O(BUDGET) | O(REPOS) | O(REPO_CACHE), NEEDS_HOST, 0, run_eval,
      "replay recorded sessions and measure relevance quality:\n"
      "recall@5/10/20 of the items used again, gold-file ranks,\n"
-     "against LRU and frequency baselines (memory store only)"},
+     "against LRU and frequency baselines (memory store only)", 0},
     {"cmd", "LINE", 1, -1, "cmd needs a command line, e.g. \"/clarity scores\"", O(SESSION),
-     NEEDS_PLUGIN, 0, cli_run_cmd, "run a slash command (\"/clarity scores\"); session \"default\""},
+     NEEDS_PLUGIN, 0, cli_run_cmd, "run a slash command (\"/clarity scores\"); session \"default\"", 0},
     {"rpc", "METHOD [JSON|-]", 1, 2, "rpc takes METHOD [JSON]", 0, NEEDS_PLUGIN, 0, cli_run_rpc,
-     "call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')"},
+     "call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')", 0},
     {"serve", "", 0, 0, "serve takes no arguments", 0, NEEDS_PLUGIN, 0, run_serve,
-     "newline-delimited JSON-RPC 2.0 on stdin/stdout"},
+     "newline-delimited JSON-RPC 2.0 on stdin/stdout", 1},
     {"hook", "", 0, 0, "hook takes no arguments", O(SESSION), NEEDS_PLUGIN, 1, run_hook,
-     "one Claude Code hook event, JSON on stdin (see README)"},
+     "one Claude Code hook event, JSON on stdin (see README)", 0},
     {"install", "claude-code", 1, 1, "install takes the host: install claude-code",
      O(PROJECT) | O(USER) | O(UNINSTALL), NEEDS_NOTHING, 0, run_install,
      "add (or remove) clarity's hooks and the /clarity command in\n"
-     "DIR/.claude (default: the current directory) or ~/.claude"},
+     "DIR/.claude (default: the current directory) or ~/.claude", 0},
     {"mcp", "", 0, 0, "mcp takes no arguments", O(SESSION) | O(WORKSPACE), NEEDS_PLUGIN, 0, run_mcp,
      "MCP server on stdin/stdout with the clarity_* tools\n"
      "(clarity_predict when DIR or the session's workspace has a\n"
-     "code graph)"},
+     "code graph)", 1},
     {"export", "", 0, 0, "export takes no arguments", O(SESSION), NEEDS_PLUGIN, 0, cli_run_export,
-     "print the state of a session (clarity.exportState)"},
+     "print the state of a session (clarity.exportState)", 0},
     {"import", "FILE|-", 1, 1, "import takes one file (or - for stdin)", O(SESSION), NEEDS_PLUGIN,
      0, cli_run_import,
      "replace the state of a session (clarity.importState); takes\n"
-     "what export prints, or its \"value\" (the legacy shape)"},
+     "what export prints, or its \"value\" (the legacy shape)", 0},
     {"graph", "build REPO", 2, 2, "graph takes: graph build REPO",
      O(JSON) | O(REGEX) | O(MAX_COMMITS) | O(NO_LEARN), NEEDS_GRAPH, 0, cli_graph,
-     "build or refresh REPO's code graph (REPO/.clarity/graph.db)"},
+     "build or refresh REPO's code graph (REPO/.clarity/graph.db)", 0},
     {"predict", "REPO PROMPT", 2, 2, "predict takes REPO and PROMPT",
      O(JSON) | O(K) | O(REPEAT) | O(NO_REFRESH), NEEDS_GRAPH, 0, cli_predict,
-     "the files PROMPT will most likely edit"},
+     "the files PROMPT will most likely edit", 0},
     {"zoom", "REPO PATH", 2, 2, "zoom takes REPO and PATH", O(JSON) | O(LEVEL), NEEDS_GRAPH, 0, cli_zoom,
      "a file's or a directory's public contract: signatures and doc comments\n"
-     "without bodies (--level 1: every symbol, 2: the file)"},
+     "without bodies (--level 1: every symbol, 2: the file)", 0},
     {"impact", "REPO SYMBOL", 2, 2, "impact takes REPO and SYMBOL", O(JSON) | O(FILE) | O(DEPTH), NEEDS_GRAPH,
-     0, cli_impact, "who calls SYMBOL, and who calls them, to --depth levels"},
+     0, cli_impact, "who calls SYMBOL, and who calls them, to --depth levels", 0},
     {"cochange", "REPO PATH", 2, 2, "cochange takes REPO and PATH", O(JSON) | O(K), NEEDS_GRAPH, 0,
-     cli_cochange, "the files that change together with PATH in the git history"},
-    {"help", "", 0, 0, "help takes no arguments", 0, NEEDS_NOTHING, 0, NULL, "this text"},
+     cli_cochange, "the files that change together with PATH in the git history", 0},
+    {"help", "", 0, 0, "help takes no arguments", 0, NEEDS_NOTHING, 0, NULL, "this text", 0},
 };
 #undef O
 
@@ -127,8 +127,12 @@ static char *default_state_path(void)
     return path;
 }
 
-/* The config JSON text handed to the plugin, or NULL on error (reported). */
-static char *build_config(const cli *c)
+/* The config JSON text handed to the plugin, or NULL on error (reported).
+ * A long-lived command's prompts wait at most CLI_GRAPH_WAIT_MS for a code
+ * graph to load unless the config says (the plugin's default, -1, waits
+ * for it: right for a process per hook, whose later prompts are other
+ * processes). */
+static char *build_config(const cli *c, int long_lived)
 {
     json_t *root = NULL;
     if (c->config_path) {
@@ -182,6 +186,10 @@ static char *build_config(const cli *c)
         }
         if (json_object_size(storage) == 0) json_object_del(root, "storage");
     }
+    json_t *pred = json_object_get(root, "prediction");
+    if (long_lived && !pred) json_object_set_new(root, "prediction", pred = json_object());
+    if (long_lived && json_is_object(pred) && !json_object_get(pred, "loadWaitMs"))
+        json_object_set_new(pred, "loadWaitMs", json_integer(CLI_GRAPH_WAIT_MS));
     char *out = json_compact(root);
     json_decref(root);
     return out;
@@ -207,7 +215,7 @@ static char *absolute_dir(const char *dir)
 static int load_plugin(cli *c, const cli_command *k)
 {
     char *config = k->needs == NEEDS_GRAPH ? util_strdup("{\"storage\":{\"backend\":\"memory\"}}")
-                                           : build_config(c);
+                                           : build_config(c, k->long_lived);
     if (!config) return -1;
     hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "config: %s", config);
     clarity_host host;

@@ -500,6 +500,7 @@ static const cfg_entry settings[] = {
     NUM("prediction.minScore", prediction.min_score, 0.1, 0, 1, 0),
     INT("prediction.maxFiles", prediction.max_files, 20, 1, 1000, 0),
     BOOL("prediction.autoRefresh", prediction.auto_refresh, 0),
+    INT("prediction.loadWaitMs", prediction.load_wait_ms, -1, -1, 600000, 0),
     BOOL("assemble.enabled", assemble.enabled, 1),
     INT("assemble.protectRecentTurns", assemble.protect_recent_turns, 3, 0, 1000, 0),
     NUM("assemble.protectShare", assemble.protect_share, 0.5, 0, 1, 0),

@@ -86,7 +86,8 @@ typedef struct clarity_config {
         int max_targets;  /* untracked predicted files listed in the block */
         double min_score; /* normalized prediction (best file = 1) kept */
         int max_files;    /* predicted files kept per prompt */
-        int auto_refresh; /* refresh a stale graph incrementally in the hook */
+        int auto_refresh; /* refresh a stale graph incrementally (on the loader thread) */
+        int load_wait_ms; /* how long a prompt waits for a graph to load; -1: until it has */
     } prediction;
     /* What the model sees (engine/assemble.c, CLARITY_EV_ASSEMBLE). */
     struct {

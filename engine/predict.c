@@ -10,8 +10,10 @@
  * predicted files that are not tracked yet (or pruned) become the context
  * block's "Likely edit targets" lines, with their key symbols.
  *
- * The graph is loaded once per repository and kept (graph/api.c); a hook
- * never builds one.  Not persisted: the next prompt recomputes it.
+ * The graph is loaded once per repository and kept (graph/cache.c), on
+ * the cache's loader thread: a prompt waits for it at most
+ * prediction.loadWaitMs.  A hook never builds one.  Not persisted: the
+ * next prompt recomputes it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +136,8 @@ void predict_update(engine *e, session *s, const char *text, size_t len)
         s->pred_targets = calloc(pc.max_targets, sizeof *s->pred_targets);
         if (!s->pred_targets) return;
     }
-    int n = graph_engine_predict(e->graphs, s->workspace, c->prediction.auto_refresh, text, len,
+    int n = graph_engine_predict(e->graphs, s->workspace, c->prediction.auto_refresh,
+                                 c->prediction.load_wait_ms, text, len,
                                  (size_t)c->prediction.max_files, on_pred, &pc);
     if (pc.oom) {
         engine_log(e, CLARITY_LOG_WARN, "clarity: session %s: out of memory in file predictions",
@@ -143,7 +146,7 @@ void predict_update(engine *e, session *s, const char *text, size_t len)
         return;
     }
     if (n < 0)
-        engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: no code graph loaded for %s", s->id,
+        engine_log(e, CLARITY_LOG_DEBUG, "clarity: session %s: no code graph loaded (yet) for %s", s->id,
                    s->workspace);
 }
 

@@ -1,13 +1,8 @@
-/* api.c: the loaded-index cache and the clarity.graphBuild /
- * clarity.predict / clarity.graphStatus RPC methods.
- *
- * A cache belongs to its owner (one per engine, so two plugin instances in
- * a process never share or clear each other's indexes).  One index per
- * repository stays loaded (at most GRAPH_CACHE_MAX, least recently used
- * out).  A use checks, at most every GRAPH_RECHECK_MS, whether
- * the cache is stale (HEAD moved, the git index changed) and then refreshes
- * it incrementally and reloads.  Queries on one index are serialized by its
- * mutex; different repositories run in parallel.
+/* api.c: the clarity.graphBuild / clarity.predict / clarity.graphStatus
+ * RPC methods, and the code intelligence methods' dispatch (intel.c), on
+ * an engine's cache of loaded graphs (cache.c).  A use checks, at most
+ * every few seconds, whether the cache is stale (HEAD moved, the git index
+ * changed) and then refreshes it incrementally and reloads.
  */
 #include <jansson.h>
 #include <limits.h>
@@ -20,385 +15,13 @@
 #include <unistd.h>
 
 #include "../include/clarity.h"
-#include "index.h"
-
-#define GRAPH_CACHE_MAX 8
-#define GRAPH_RECHECK_MS 5000
-/* A workspace found without a graph is not looked at again for this long
- * (graph_engine_has_graph): the hooks ask every turn. */
-#define GRAPH_ABSENT_MAX 8
-#define GRAPH_ABSENT_MS 1000
-
-typedef struct centry {
-    char *repo;
-    graph_index *g;
-    pthread_mutex_t mu; /* held while a caller uses g */
-    int64_t checked_ms;
-    int stale; /* the last check found the cache older than the repository */
-    uint64_t used;
-    int refs;
-} centry;
-
-struct graph_cache {
-    pthread_mutex_t mu; /* guards slots, refs, used, clock, absent */
-    centry *slots[GRAPH_CACHE_MAX];
-    uint64_t clock;
-    /* workspaces (as given) that had no graph when last looked at, and when */
-    struct {
-        char *repo;
-        int64_t ms;
-    } absent[GRAPH_ABSENT_MAX];
-};
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "cache.h"
 
 static double mono_msf(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static char *canon(const char *repo)
-{
-    char *r = realpath(repo, NULL);
-    return r ? r : util_strdup(repo);
-}
-
-/* Whether repo (as given) has a graph cache file: <repo>/.clarity/graph.db. */
-static int has_db(const char *repo)
-{
-    char *dbp = graph_db_path(repo);
-    struct stat sb;
-    int have = dbp && stat(dbp, &sb) == 0 && S_ISREG(sb.st_mode);
-    free(dbp);
-    return have;
-}
-
-static void entry_free(centry *c)
-{
-    graph_index_free(c->g);
-    pthread_mutex_destroy(&c->mu);
-    free(c->repo);
-    free(c);
-}
-
-graph_cache *graph_cache_new(void)
-{
-    graph_cache *gc = calloc(1, sizeof *gc);
-    if (gc) pthread_mutex_init(&gc->mu, NULL);
-    return gc;
-}
-
-void graph_cache_free(graph_cache *gc)
-{
-    if (!gc) return;
-    for (int i = 0; i < GRAPH_CACHE_MAX; i++)
-        if (gc->slots[i]) entry_free(gc->slots[i]);
-    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) free(gc->absent[i].repo);
-    pthread_mutex_destroy(&gc->mu);
-    free(gc);
-    graph_parse_release();
-}
-
-static centry *entry_for(graph_cache *gc, const char *repo)
-{
-    centry **cache = gc->slots;
-    pthread_mutex_lock(&gc->mu);
-    centry *c = NULL;
-    int free_slot = -1, lru = -1;
-    for (int i = 0; i < GRAPH_CACHE_MAX; i++) {
-        if (cache[i] && strcmp(cache[i]->repo, repo) == 0) c = cache[i];
-        else if (!cache[i] && free_slot < 0) free_slot = i;
-        else if (cache[i] && !cache[i]->refs && (lru < 0 || cache[i]->used < cache[lru]->used))
-            lru = i;
-    }
-    if (!c) {
-        int slot = free_slot >= 0 ? free_slot : lru;
-        if (slot >= 0 && cache[slot]) {
-            entry_free(cache[slot]);
-            cache[slot] = NULL;
-        }
-        c = slot >= 0 ? calloc(1, sizeof *c) : NULL;
-        if (c && !(c->repo = util_strdup(repo))) {
-            free(c);
-            c = NULL;
-        }
-        if (c) {
-            pthread_mutex_init(&c->mu, NULL);
-            cache[slot] = c;
-        }
-    }
-    if (c) {
-        c->refs++;
-        c->used = ++gc->clock;
-    }
-    pthread_mutex_unlock(&gc->mu);
-    return c;
-}
-
-/* A build through this cache made a graph: no workspace is known to lack one. */
-static void forget_absent(graph_cache *gc)
-{
-    pthread_mutex_lock(&gc->mu);
-    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) {
-        free(gc->absent[i].repo);
-        gc->absent[i].repo = NULL;
-    }
-    pthread_mutex_unlock(&gc->mu);
-}
-
-int graph_engine_has_graph(graph_cache *gc, const char *repo)
-{
-    int64_t now = mono_ms();
-    int slot = -1, oldest = 0; /* where an answer of no goes: its own, an empty or the oldest slot */
-    pthread_mutex_lock(&gc->mu);
-    for (int i = 0; i < GRAPH_ABSENT_MAX; i++) {
-        if (gc->absent[i].repo && strcmp(gc->absent[i].repo, repo) == 0) {
-            if (now - gc->absent[i].ms < GRAPH_ABSENT_MS) {
-                pthread_mutex_unlock(&gc->mu);
-                return 0;
-            }
-            slot = i;
-            break;
-        }
-        if (!gc->absent[i].repo) {
-            if (slot < 0) slot = i;
-        } else if (gc->absent[i].ms < gc->absent[oldest].ms) {
-            oldest = i;
-        }
-    }
-    if (slot < 0) slot = oldest;
-    pthread_mutex_unlock(&gc->mu);
-    int have = has_db(repo);
-    pthread_mutex_lock(&gc->mu);
-    if (have) { /* a graph now: forget that it had none */
-        for (int i = 0; i < GRAPH_ABSENT_MAX; i++)
-            if (gc->absent[i].repo && strcmp(gc->absent[i].repo, repo) == 0) {
-                free(gc->absent[i].repo);
-                gc->absent[i].repo = NULL;
-            }
-    } else if (gc->absent[slot].repo && strcmp(gc->absent[slot].repo, repo) == 0) {
-        gc->absent[slot].ms = now;
-    } else {
-        char *copy = util_strdup(repo); /* out of memory: only not remembered */
-        if (copy) {
-            free(gc->absent[slot].repo);
-            gc->absent[slot].repo = copy;
-            gc->absent[slot].ms = now;
-        }
-    }
-    pthread_mutex_unlock(&gc->mu);
-    return have;
-}
-
-/* Unlocks the entry and drops the reference. */
-static void entry_release(graph_cache *gc, centry *c)
-{
-    pthread_mutex_unlock(&c->mu);
-    pthread_mutex_lock(&gc->mu);
-    c->refs--;
-    pthread_mutex_unlock(&gc->mu);
-}
-
-/* What acquire_ex found and did. */
-typedef struct acq_info {
-    int stale;     /* the index is older than the repository (last check) */
-    int refreshed; /* this call refreshed the cache: st */
-    graph_build_stats st;
-} acq_info;
-
-/* Locked entry with a loaded index, or NULL (message in *err).  A stale
- * cache (checked at most every GRAPH_RECHECK_MS) is refreshed first unless
- * !refresh; a missing one is built when build_if_missing. */
-static centry *acquire_ex(graph_cache *gc, const char *repo_in, int build_if_missing, int refresh,
-                          char **err, acq_info *ai)
-{
-    memset(ai, 0, sizeof *ai);
-    char *repo = canon(repo_in);
-    if (!repo) return NULL;
-    centry *c = entry_for(gc, repo);
-    if (!c) {
-        free(repo);
-        *err = util_strdup("out of memory");
-        return NULL;
-    }
-    pthread_mutex_lock(&c->mu);
-    int64_t now = mono_ms();
-    if (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS) {
-        int stale = graph_is_stale(repo, NULL);
-        c->checked_ms = now;
-        c->stale = stale > 0;
-        if (stale < 0 && !build_if_missing) {
-            graph_index_free(c->g);
-            c->g = NULL;
-        } else if (stale != 0 || !c->g) {
-            int reload = !c->g;
-            if (stale < 0 || (stale > 0 && refresh)) {
-                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-                char *berr = NULL;
-                if (graph_build(repo, &o, &ai->st, &berr) != 0) {
-                    *err = berr;
-                    berr = NULL;
-                } else {
-                    ai->refreshed = 1;
-                    c->stale = 0;
-                    reload = 1;
-                    forget_absent(gc);
-                }
-                free(berr);
-            }
-            if (!*err && reload) {
-                graph_index_free(c->g);
-                c->g = NULL;
-                graph_index_load(repo, NULL, &c->g, err);
-            }
-        }
-    }
-    ai->stale = c->stale;
-    free(repo);
-    if (!c->g) {
-        entry_release(gc, c);
-        return NULL;
-    }
-    return c;
-}
-
-/* Locked entry whose repository already has a graph, or NULL.  Loads it
- * when needed; never builds from nothing. */
-static centry *acquire_existing(graph_cache *gc, const char *repo_in, int auto_refresh)
-{
-    char *repo = canon(repo_in);
-    if (!repo) return NULL;
-    centry *c = has_db(repo) ? entry_for(gc, repo) : NULL;
-    if (!c) {
-        free(repo);
-        return NULL;
-    }
-    pthread_mutex_lock(&c->mu);
-    int64_t now = mono_ms();
-    int reload = !c->g;
-    if (auto_refresh && (!c->g || now - c->checked_ms >= GRAPH_RECHECK_MS)) {
-        c->checked_ms = now;
-        if (graph_is_stale(repo, NULL) > 0) {
-            graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-            graph_build_stats st;
-            char *berr = NULL;
-            /* on failure: keep using the loaded index */
-            if (graph_build(repo, &o, &st, &berr) == 0) reload = 1;
-            free(berr);
-        }
-    }
-    if (c->g && gi_data_version(c->g) != c->g->data_version) reload = 1;
-    if (reload) {
-        char *err = NULL;
-        graph_index_free(c->g);
-        c->g = NULL;
-        if (graph_index_load(repo, NULL, &c->g, &err) == 0 && !c->checked_ms) c->checked_ms = now;
-        free(err);
-    }
-    free(repo);
-    if (!c->g) {
-        entry_release(gc, c);
-        return NULL;
-    }
-    return c;
-}
-
-int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt, size_t len,
-                         size_t k, graph_pred_cb cb, void *ud)
-{
-    if (!repo || !*repo || k == 0) return -1;
-    centry *c = acquire_existing(gc, repo, auto_refresh);
-    if (!c) return -1;
-    graph_hit stack_hits[64];
-    graph_hit *hits = k <= 64 ? stack_hits : malloc(k * sizeof *hits);
-    int rc = -1;
-    if (hits) {
-        graph_weights w;
-        graph_weights_default(&w);
-        size_t n = graph_predict(c->g, &w, prompt, len, hits, k);
-        double top = n ? hits[0].score : 0;
-        for (size_t i = 0; i < n && top > 0; i++) {
-            char syms[320];
-            size_t sl = 0;
-            syms[0] = '\0';
-            const gsym *sv[3];
-            size_t ns = graph_file_symbols(c->g, hits[i].file, sv, 3);
-            for (size_t j = 0; j < ns && sl < sizeof syms; j++) {
-                int w2 = snprintf(syms + sl, sizeof syms - sl, "%s%.80s (line %u)", j ? ", " : "",
-                                  sv[j]->name, sv[j]->line);
-                if (w2 < 0 || (size_t)w2 >= sizeof syms - sl) {
-                    syms[sl] = '\0'; /* drop a symbol that does not fit whole */
-                    break;
-                }
-                sl += (size_t)w2;
-            }
-            graph_pred p = {c->g->paths[hits[i].file], hits[i].score / top, syms};
-            cb(ud, &p);
-        }
-        rc = (int)n;
-        if (hits != stack_hits) free(hits);
-    }
-    entry_release(gc, c);
-    return rc;
-}
-
-/* The locked entry of repo's index (canonical) when it is loaded, else
- * NULL: a question that a few rows answer does not load a whole index. */
-static centry *acquire_loaded(graph_cache *gc, const char *repo)
-{
-    centry *c = NULL;
-    pthread_mutex_lock(&gc->mu);
-    for (int i = 0; i < GRAPH_CACHE_MAX && !c; i++)
-        if (gc->slots[i] && strcmp(gc->slots[i]->repo, repo) == 0) {
-            c = gc->slots[i];
-            c->refs++;
-            c->used = ++gc->clock;
-        }
-    pthread_mutex_unlock(&gc->mu);
-    if (c) {
-        pthread_mutex_lock(&c->mu);
-        if (!c->g) { /* never loaded, or dropped by a build */
-            entry_release(gc, c);
-            c = NULL;
-        }
-    }
-    return c;
-}
-
-int graph_engine_cochange(graph_cache *gc, const char *repo, const char *rel, size_t k, graph_partner *out,
-                          size_t *n)
-{
-    *n = 0;
-    if (!repo || !*repo || !k) return 0;
-    char *r = canon(repo);
-    if (!r) return -1;
-    centry *c = acquire_loaded(gc, r);
-    int rc = 0; /* no graph (or none that opens): no partners */
-    if (c) {
-        graph_index *g = c->g;
-        rc = g->partners[0] || graph_partner_stmts(g->db, g->partners) == 0
-                 ? graph_partners_run(g->partners, rel, k, out, n)
-                 : -1;
-        entry_release(gc, c);
-    } else if (has_db(r)) {
-        /* no index loaded (a process per hook, predictions off): the cache
-         * opened for this question alone */
-        char *dbp = graph_db_path(r), *err = NULL;
-        sqlite3 *db = NULL;
-        if (dbp && graph_db_open(dbp, 0, &db, &err) == 0) rc = graph_cochange_partners(db, rel, k, out, n);
-        sqlite3_close(db);
-        free(err);
-        free(dbp);
-    }
-    free(r);
-    return rc;
 }
 
 /* Names of the learned fusion's features, in gf_features order. */
@@ -577,7 +200,7 @@ static int predict(graph_cache *gc, json_t *params, buf *out, char **msg)
     const char *prompt = json_string_value(json_object_get(params, "prompt"));
     acq_info ai;
     /* "refresh": false answers from the cache as it is, "stale" says so */
-    centry *c = acquire_ex(gc, repo, 1, !json_is_false(json_object_get(params, "refresh")), msg, &ai);
+    centry *c = gcache_acquire(gc, repo, 1, !json_is_false(json_object_get(params, "refresh")), msg, &ai);
     if (!c) {
         if (!*msg) *msg = util_strdup("no graph for this repository");
         return CLARITY_ERR;
@@ -587,27 +210,28 @@ static int predict(graph_cache *gc, json_t *params, buf *out, char **msg)
     if (!hits || !lat) {
         free(hits);
         free(lat);
-        entry_release(gc, c);
+        gcache_release(gc, c);
         return CLARITY_ENOMEM;
     }
+    graph_index *g = gcache_index(c);
     size_t n = 0;
     for (int r = 0; r < repeat; r++) {
         double t0 = mono_msf();
-        n = graph_predict(c->g, &w, prompt, strlen(prompt), hits, k);
+        n = graph_predict(g, &w, prompt, strlen(prompt), hits, k);
         lat[r] = mono_msf() - t0;
     }
     int explain = json_is_true(json_object_get(params, "explain"));
-    if (explain) gi_stages(c->g, &w, prompt, strlen(prompt), NULL, 1);
-    hits_json(c->g, hits, n, explain, out);
+    if (explain) gi_stages(g, &w, prompt, strlen(prompt), NULL, 1);
+    hits_json(g, hits, n, explain, out);
     buf_printf(out, ",\"ms\":%.3f", lat[repeat - 1]);
     json_t *sets = json_object_get(params, "weightSets");
-    if (sets) weight_set_runs(c->g, sets, prompt, hits, k, out);
+    if (sets) weight_set_runs(g, sets, prompt, hits, k, out);
     if (repeat > 1) latency_json(lat, repeat, out);
     refreshed_json(&ai, out);
     buf_putc(out, '}');
     free(hits);
     free(lat);
-    entry_release(gc, c);
+    gcache_release(gc, c);
     return CLARITY_OK;
 }
 
@@ -646,18 +270,10 @@ static int build(graph_cache *gc, json_t *params, buf *out, char **msg)
     if (mc) o.max_commits = json_integer_value(mc) == 0 ? -1 : (int)json_integer_value(mc);
     o.progress = json_is_true(json_object_get(params, "progress"));
     o.no_learn = json_is_false(json_object_get(params, "learn"));
-    char *r = canon(repo);
+    char *r = gcache_canon(repo);
     if (!r) return CLARITY_ENOMEM;
-    centry *c = entry_for(gc, r);
-    if (c) pthread_mutex_lock(&c->mu);
     graph_build_stats st;
-    int rc = graph_build(r, &o, &st, msg);
-    if (rc == 0) forget_absent(gc);
-    if (c) {
-        graph_index_free(c->g); /* reloaded on next use */
-        c->g = NULL;
-        entry_release(gc, c);
-    }
+    int rc = gcache_build(gc, r, &o, &st, msg);
     free(r);
     if (rc != 0) return CLARITY_ERR;
     int ts = 0;
@@ -706,7 +322,7 @@ static int status(json_t *params, buf *out, char **msg)
         buf_puts(out, "{\"available\":false}");
         return CLARITY_OK;
     }
-    char *r = canon(repo), *dbp = r ? graph_db_path(r) : NULL;
+    char *r = gcache_canon(repo), *dbp = r ? graph_db_path(r) : NULL;
     if (!dbp) {
         free(r);
         return CLARITY_ENOMEM;
@@ -746,32 +362,6 @@ static int status(json_t *params, buf *out, char **msg)
     return CLARITY_OK;
 }
 
-/* A repository with a graph whose staleness check is due (at most every
- * GRAPH_RECHECK_MS, the clock predictions use) and that is stale gets an
- * incremental refresh; its index is not loaded (a loaded one is reloaded by
- * the next prediction, as the cache's data version changed). */
-static void refresh_if_due(graph_cache *gc, const char *repo_in)
-{
-    char *repo = canon(repo_in);
-    centry *c = repo && has_db(repo) ? entry_for(gc, repo) : NULL;
-    if (c) {
-        pthread_mutex_lock(&c->mu);
-        int64_t now = mono_ms();
-        if (now - c->checked_ms >= GRAPH_RECHECK_MS) {
-            c->checked_ms = now;
-            if (graph_is_stale(repo, NULL) > 0) {
-                graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-                graph_build_stats st;
-                char *berr = NULL;
-                graph_build(repo, &o, &st, &berr); /* on failure: the old graph answers */
-                free(berr);
-            }
-        }
-        entry_release(gc, c);
-    }
-    free(repo);
-}
-
 /* Called by gateway/rpc.c for clarity.graphBuild, clarity.predict,
  * clarity.graphStatus and the code intelligence methods. */
 int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json, buf *out,
@@ -791,7 +381,7 @@ int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json,
     else if (strcmp(method, "clarity.zoom") == 0 || strcmp(method, "clarity.impact") == 0 ||
              strcmp(method, "clarity.cochange") == 0) {
         const char *repo = json_string_value(json_object_get(params, "repo"));
-        if (repo) refresh_if_due(gc, repo); /* as predictions do: the same per-repository check */
+        if (repo) gcache_refresh_if_due(gc, repo); /* as predictions do: the same per-repository check */
         rc = graph_intel_call(method, params, out, msg);
     }
     else rc = CLARITY_ENOTFOUND;

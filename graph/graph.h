@@ -197,7 +197,7 @@ int graph_index_find(const graph_index *g, const char *path);
 /* Key symbols of a file (exported definitions first, by line), up to max. */
 size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out, size_t max);
 
-/* ---- api.c: what the engine and the RPC layer call ---- */
+/* ---- cache.c and api.c: what the engine and the RPC layer call ---- */
 /* Loaded indexes, one per repository, owned by one engine: its own, so two
  * plugin instances in a process never share or clear each other's.
  * graph_cache_new: NULL out of memory.  graph_cache_free: frees the indexes;
@@ -214,7 +214,7 @@ void graph_cache_free(graph_cache *gc);
 int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json, buf *out,
                    char **msg);
 
-/* ---- api.c: what the engine's hooks call (engine/predict.c) ---- */
+/* ---- cache.c: what the engine's hooks call (engine/predict.c) ---- */
 typedef struct graph_pred {
     const char *path;    /* repository-relative; valid during the callback */
     double score;        /* normalized: the best file has 1 */
@@ -226,9 +226,13 @@ typedef void (*graph_pred_cb)(void *ud, const graph_pred *p);
  * The index is loaded once and reloaded when another connection (a
  * `clarity graph build`) changed the cache; with auto_refresh a stale graph
  * (HEAD moved, files changed) is also refreshed incrementally, checked at
- * most every few seconds.  Calls cb for up to k files, best first.  Returns
- * the number of files, or -1 when repo has no graph (or it cannot load). */
-int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt,
+ * most every few seconds.  Loads, reloads and refreshes run on the
+ * cache's loader thread (cache.c): the call waits for them up to wait_ms
+ * when no index is loaded yet (a loaded one answers meanwhile), and for
+ * all of them when wait_ms < 0.  Calls cb for up to k files, best first.
+ * Returns the number of files, or -1 when repo has no graph, or it cannot
+ * load, or is still loading. */
+int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, int wait_ms, const char *prompt,
                          size_t len, size_t k, graph_pred_cb cb, void *ud);
 /* Whether repo has a graph (<repo>/.clarity/graph.db).  The hooks ask
  * every turn, so an answer of no is kept for a second (a build through gc

@@ -30,10 +30,10 @@ int graph_rpc_call(graph_cache *gc, const char *method, const char *params_json,
     return CLARITY_ENOTFOUND;
 }
 
-int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, const char *prompt,
+int graph_engine_predict(graph_cache *gc, const char *repo, int auto_refresh, int wait_ms, const char *prompt,
                          size_t len, size_t k, graph_pred_cb cb, void *ud)
 {
-    (void)gc, (void)repo, (void)auto_refresh, (void)prompt, (void)len, (void)k, (void)cb, (void)ud;
+    (void)gc, (void)repo, (void)auto_refresh, (void)wait_ms, (void)prompt, (void)len, (void)k, (void)cb, (void)ud;
     return -1;
 }
 

@@ -567,6 +567,42 @@ Test(cli, serve_eof_exits_cleanly)
     runproc_free(&r);
 }
 
+/* prediction.loadWaitMs as each command gives it to the plugin (clarity.config). */
+static json_t *load_wait_of(const char *cfg, const char *cmd)
+{
+    runproc_result r;
+    const char *in = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"clarity.config\"}\n";
+    if (strcmp(cmd, "serve") == 0) run_cli(&r, in, "serve", "--state", state_db, cfg ? "--config" : NULL, cfg, NULL);
+    else run_cli(&r, NULL, "rpc", "clarity.config", "--state", state_db, cfg ? "--config" : NULL, cfg, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_t *j = parse(r.out, r.out_len), *res = strcmp(cmd, "serve") == 0 ? json_object_get(j, "result") : j;
+    json_t *v = json_object_get(json_object_get(res, "prediction"), "loadWaitMs");
+    cr_assert(json_is_integer(v), "%s", r.out);
+    json_incref(v);
+    json_decref(j);
+    runproc_free(&r);
+    return v;
+}
+
+/* A long-lived command (serve, mcp) does not have its prompts wait long
+ * for a code graph; a process per call (rpc, hook, replay) waits for it;
+ * the config decides over both. */
+Test(cli, long_lived_commands_bound_the_wait_for_a_graph)
+{
+    json_t *v = load_wait_of(NULL, "serve");
+    cr_assert_eq(json_integer_value(v), 1000);
+    json_decref(v);
+    v = load_wait_of(NULL, "rpc");
+    cr_assert_eq(json_integer_value(v), -1);
+    json_decref(v);
+    char *cfg = runproc_join(tmpdir, "wait.json");
+    cr_assert_eq(runproc_write_file(cfg, "{\"prediction\":{\"loadWaitMs\":5}}\n"), 0);
+    v = load_wait_of(cfg, "serve");
+    cr_assert_eq(json_integer_value(v), 5);
+    json_decref(v);
+    free(cfg);
+}
+
 /* ---- failures ------------------------------------------------------------------ */
 
 Test(cli, bad_config_names_the_key)

@@ -338,6 +338,65 @@ Test(predict, auto_refresh_refreshes_a_stale_graph)
     th_close(&h);
 }
 
+/* A prompt once every 20 ms until the block holds `want`, at most 30 s
+ * (a load behind the prompts takes milliseconds here): the block that has
+ * it, or NULL.  Every block before it must hold `always` (when given). */
+static char *poll_block(th_host *h, const char *prompt_text, const char *want, const char *always)
+{
+    for (int i = 0; i < 1500; i++) {
+        char *block = before(h, "s", prompt_text);
+        if (strstr(block, want)) return block;
+        if (always) cr_assert_not_null(strstr(block, always), "prompt %d: %s", i, block);
+        free(block);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* prediction.loadWaitMs 0: a prompt never waits for the graph, which the
+ * loader thread loads behind it; later prompts get the same predictions
+ * as a host that waits (-1, the default). */
+Test(predict, a_graph_loads_behind_prompts_that_do_not_wait)
+{
+    cli_graph_build();
+    th_host h, w;
+    open_host(&h, MEM ",\"prediction\":{\"loadWaitMs\":0}}");
+    open_host(&w, MEM "}");
+    char *got = poll_block(&h, prompt, "Likely edit targets", NULL);
+    cr_assert_not_null(got, "the graph never loaded behind the prompts");
+    char *waited = before(&w, "s", prompt);
+    cr_assert_str_eq(strstr(got, "Likely edit targets"), strstr(waited, "Likely edit targets"));
+    free(got);
+    free(waited);
+    th_close(&h);
+    th_close(&w);
+}
+
+/* With autoRefresh, a stale graph is refreshed behind the prompts: each
+ * prompt meanwhile gets the loaded graph's predictions, until the
+ * refreshed one (which has the new file) takes its place.  The staleness
+ * check runs at most every 5 s, so the test waits that long. */
+Test(predict, a_stale_graph_answers_while_it_refreshes, .timeout = 60)
+{
+    cli_graph_build();
+    th_host h;
+    open_host(&h, MEM ",\"prediction\":{\"autoRefresh\":true,\"loadWaitMs\":0}}");
+    const char *billing = "the billing invoice total is wrong in the session store";
+    char *block = poll_block(&h, billing, "Likely edit targets", NULL);
+    cr_assert_not_null(block, "the graph never loaded behind the prompts");
+    cr_assert_null(strstr(block, "invoice.py"), "%s", block);
+    free(block);
+    put("src/billing/invoice.py", "def invoice_total(items):\n    return sum(items)\n");
+    sh("git add -A && git commit -q -m billing");
+    struct timespec ts = {5, 100 * 1000 * 1000}; /* past GRAPH_RECHECK_MS */
+    nanosleep(&ts, NULL);
+    block = poll_block(&h, billing, "src/billing/invoice.py", "Likely edit targets");
+    cr_assert_not_null(block, "the refreshed graph never answered");
+    free(block);
+    th_close(&h);
+}
+
 Test(predict, config_is_validated)
 {
     th_host h;
@@ -353,6 +412,10 @@ Test(predict, config_is_validated)
     err = NULL;
     cr_assert_neq(th_open(&h, "{\"prediction\":{\"maxTargets\":-1}}", 0, &err), 0);
     cr_assert_not_null(strstr(err, "prediction.maxTargets"), "%s", err);
+    free(err);
+    err = NULL;
+    cr_assert_neq(th_open(&h, "{\"prediction\":{\"loadWaitMs\":-2}}", 0, &err), 0);
+    cr_assert_not_null(strstr(err, "prediction.loadWaitMs"), "%s", err);
     free(err);
 }
 

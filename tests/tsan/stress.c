@@ -9,7 +9,12 @@
  *      once;
  *   2. runs 16 threads x 64 sessions, each thread owning its sessions, with
  *      forced eviction (8 resident), then replays the same turns serially
- *      in a second instance and requires identical scores.
+ *      in a second instance and requires identical scores;
+ *   3. prompts from 4 threads on a workspace with a code graph, on a host
+ *      that never waits for it to load (prediction.loadWaitMs 0) and
+ *      refreshes it (autoRefresh), while a fifth thread rebuilds it and
+ *      asks clarity.predict: the loader thread's index swaps race the
+ *      prompts' reads; the predictions must come.
  * Exit status 0 when every check held; TSan reports make it non-zero
  * (TSAN_OPTIONS=halt_on_error=1 exitcode=66).
  *
@@ -166,11 +171,89 @@ static void owned_sessions(const char *dir)
            OWN_THREADS, OWN_SESSIONS, turns_per_session, same, OWN_SESSIONS);
 }
 
+/* ---- 3. code graphs loaded behind the prompts -------------------------------- */
+
+enum { GRAPH_THREADS = 4 };
+static th_host graphs;
+static char graph_repo[128];
+static int graph_rounds = 40;
+static const char graph_prompt[] = "login fails in the session store";
+
+static void *graph_prompter(void *arg)
+{
+    char sid[32];
+    snprintf(sid, sizeof sid, "g%d", (int)(intptr_t)arg);
+    for (int i = 0; i < graph_rounds; i++) {
+        char *block = NULL;
+        CHECK(th_before(&graphs, sid, graph_repo, graph_prompt, strlen(graph_prompt), &block) == 0,
+              "before %s", sid);
+        free(block);
+        usleep(2000);
+    }
+    return NULL;
+}
+
+static void *graph_builder(void *arg)
+{
+    (void)arg;
+    char build[300], predict[400];
+    snprintf(build, sizeof build, "{\"repo\":\"%s\"}", graph_repo);
+    snprintf(predict, sizeof predict, "{\"repo\":\"%s\",\"prompt\":\"session login\"}", graph_repo);
+    for (int i = 0; i < 3; i++) {
+        CHECK(th_rpc(&graphs, "clarity.graphBuild", build, NULL) == 0, "graphBuild");
+        CHECK(th_rpc(&graphs, "clarity.predict", predict, NULL) == 0, "predict");
+        usleep(20000);
+    }
+    return NULL;
+}
+
+static void graph_loads(const char *dir)
+{
+    snprintf(graph_repo, sizeof graph_repo, "%s/repo", dir);
+    char sh[1200];
+    snprintf(sh, sizeof sh,
+             "mkdir -p '%s/src' && cd '%s' && git init -q . && "
+             "printf 'class SessionStore:\\n    def login(self):\\n        pass\\n' > src/session.py && "
+             "printf 'def connect():\\n    pass\\n' > src/pool.py && git add -A && "
+             "git -c user.name=t -c user.email=t@t commit -q -m init",
+             graph_repo, graph_repo);
+    if (system(sh) != 0) {
+        CHECK(0, "could not make the repository");
+        return;
+    }
+    char *err = NULL;
+    if (th_open(&graphs, "{\"storage\":{\"backend\":\"memory\"},"
+                         "\"prediction\":{\"autoRefresh\":true,\"loadWaitMs\":0}}", 0, &err) != 0) {
+        CHECK(0, "open: %s", err ? err : "");
+        return;
+    }
+    char build[300];
+    snprintf(build, sizeof build, "{\"repo\":\"%s\"}", graph_repo);
+    CHECK(th_rpc(&graphs, "clarity.graphBuild", build, NULL) == 0, "first graphBuild");
+    pthread_t th[GRAPH_THREADS + 1];
+    for (int i = 0; i < GRAPH_THREADS; i++) pthread_create(&th[i], NULL, graph_prompter, (void *)(intptr_t)i);
+    pthread_create(&th[GRAPH_THREADS], NULL, graph_builder, NULL);
+    for (int i = 0; i <= GRAPH_THREADS; i++) pthread_join(th[i], NULL);
+    int predicted = 0; /* the last build's graph, loaded behind the prompts */
+    for (int i = 0; i < 1500 && !predicted; i++) {
+        char *block = NULL;
+        th_before(&graphs, "last", graph_repo, graph_prompt, strlen(graph_prompt), &block);
+        predicted = block && strstr(block, "src/session.py") != NULL;
+        free(block);
+        if (!predicted) usleep(20000);
+    }
+    CHECK(predicted, "no predictions after the graph's rebuilds");
+    th_close(&graphs);
+    printf("stress: %d threads x %d prompts on a code graph loaded behind them, 3 rebuilds: %s\n",
+           GRAPH_THREADS, graph_rounds, predicted ? "predicted" : "no predictions");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
         turns_per_session = 4;
         shared_turns = 3;
+        graph_rounds = 15;
     }
     char dir[] = "/tmp/clarity-tsan-XXXXXX";
     if (!mkdtemp(dir)) return 2;
@@ -182,6 +265,7 @@ int main(int argc, char **argv)
     shared_sessions(cfg, 0, "sqlite");
     shared_sessions("{\"storage\":{\"maxResidentSessions\":4,\"snapshotEvery\":4}}", 1, "the host kv");
     owned_sessions(dir);
+    graph_loads(dir);
     char rm[700];
     snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
     if (system(rm) != 0) fprintf(stderr, "stress: could not remove %s\n", dir);

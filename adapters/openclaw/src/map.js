@@ -110,6 +110,12 @@ function expandHome(p, env) {
   return p;
 }
 
+// How long a prompt waits for a workspace's code graph to load unless the
+// config says (prediction.loadWaitMs): the gateway lives long, so a larger
+// graph loads behind the first prompt and serves the next ones (clarity's
+// own default, -1, waits for it: right for a process per hook).
+export const GRAPH_WAIT_MS = 1000;
+
 // The plugin config (plugins.entries.clarity.config) -> clarity's config.
 // Adapter keys are removed; storage.path defaults to
 // <state dir>/clarity/clarity.db, and a relative path is taken relative to
@@ -117,6 +123,9 @@ function expandHome(p, env) {
 export function buildClarityConfig(pluginConfig, stateDir, env = process.env) {
   const cfg = pluginConfig && typeof pluginConfig === "object" ? structuredClone(pluginConfig) : {};
   for (const k of ADAPTER_KEYS) delete cfg[k];
+  if (cfg.prediction === undefined) cfg.prediction = {};
+  if (cfg.prediction && typeof cfg.prediction === "object" && cfg.prediction.loadWaitMs === undefined)
+    cfg.prediction.loadWaitMs = GRAPH_WAIT_MS;
   const backend = cfg.storage?.backend ?? "auto";
   if (backend === "auto" || backend === "sqlite") {
     const base = path.join(stateDir, "clarity");

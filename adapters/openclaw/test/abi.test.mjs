@@ -17,6 +17,7 @@ import vm from "node:vm";
 import { checkLayout, defineTypes, LP64_LAYOUT, openClarity, RC } from "../src/ffi.js";
 import {
   buildClarityConfig,
+  GRAPH_WAIT_MS,
   currentTurn,
   hostHasBeforeAgentStart,
   resolveLibrary,
@@ -241,11 +242,22 @@ test("session, config, library path and host version helpers", () => {
 
   const state = path.join(tmp, "state");
   const cfg = buildClarityConfig({ libraryPath: "/x.so", context: { maxItems: 3 } }, state);
-  assert.deepEqual(cfg, { context: { maxItems: 3 }, storage: { path: path.join(state, "clarity", "clarity.db") } });
+  assert.deepEqual(cfg, {
+    context: { maxItems: 3 },
+    prediction: { loadWaitMs: GRAPH_WAIT_MS },
+    storage: { path: path.join(state, "clarity", "clarity.db") },
+  });
   assert.ok(fs.existsSync(path.join(state, "clarity")));
   assert.equal(buildClarityConfig({ storage: { path: "x/y.db" } }, state).storage.path, path.join(state, "clarity", "x", "y.db"));
   assert.equal(buildClarityConfig({ storage: { path: "~/c.db" } }, state, { HOME: "/h" }).storage.path, "/h/c.db");
-  assert.deepEqual(buildClarityConfig({ storage: { backend: "memory" } }, state), { storage: { backend: "memory" } });
+  assert.deepEqual(buildClarityConfig({ storage: { backend: "memory" } }, state), {
+    prediction: { loadWaitMs: GRAPH_WAIT_MS },
+    storage: { backend: "memory" },
+  });
+  // the gateway's bound on the wait for a code graph, unless the config says
+  assert.equal(GRAPH_WAIT_MS, 1000);
+  assert.equal(buildClarityConfig({ prediction: { loadWaitMs: -1, weight: 2 } }, state).prediction.loadWaitMs, -1);
+  assert.equal(buildClarityConfig({ prediction: { weight: 2 } }, state).prediction.weight, 2);
 
   const pkg = path.join(tmp, "pkg");
   fs.mkdirSync(path.join(pkg, "lib"), { recursive: true });

@@ -438,6 +438,7 @@ async function main() {
     need(cfg.pruning?.pruneThreshold === 1000 && cfg.context?.maxItems === 8,
       `the plugin config did not reach clarity: ${JSON.stringify({ pruning: cfg.pruning, context: cfg.context })}`);
     need(cfg.storage?.path === path.join(STATE, "clarity", "clarity.db"), `unexpected state path ${cfg.storage?.path}`);
+    need(cfg.prediction?.loadWaitMs === 1000, `the gateway's wait for a code graph: ${JSON.stringify(cfg.prediction)}`);
     need(fs.existsSync(cfg.storage.path), `no database at ${cfg.storage.path}`);
     const bad = await openclaw(["gateway", "call", "clarity.getScores", "--params", JSON.stringify({ session: "nobody" }), "--json"]);
     need(bad.code !== 0 && /unknown session: nobody/.test(bad.stdout + bad.stderr),
