@@ -8,6 +8,7 @@
  * import in-degree centrality.  Co-change
  * partners are read from SQLite on first use per file and kept.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -639,10 +640,26 @@ static void load_priors(loader *l)
 }
 
 /* Definitions by name, for the defines feature. */
+/* A symbol's term: its name's, else its lowercase compound's ("getUser",
+ * "get_user" -> "getuser"), else -1.  Looked up once here: a prompt's
+ * targets name their files' symbols that match its terms. */
+static int32_t sym_term_of(const graph_index *g, const char *name)
+{
+    int32_t id = gi_term_id(g, name, strlen(name));
+    if (id >= 0) return id;
+    char low[128];
+    size_t l = 0;
+    for (const char *c = name; *c && l < sizeof low - 1; c++)
+        if (*c != '_') low[l++] = (char)tolower((unsigned char)*c);
+    return gi_term_id(g, low, l);
+}
+
 static int load_defs(graph_index *g)
 {
     g->defs = malloc(sizeof *g->defs * (g->n_syms ? g->n_syms : 1));
-    if (!g->defs) return -1;
+    g->sym_term = malloc(sizeof *g->sym_term * (g->n_syms ? g->n_syms : 1));
+    if (!g->defs || !g->sym_term) return -1;
+    for (size_t k = 0; k < g->n_syms; k++) g->sym_term[k] = sym_term_of(g, g->syms[k].name);
     for (size_t d = 0; d < g->n; d++)
         for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1]; k++)
             g->defs[g->n_defs++] = (gi_def){g->syms[k].name, (uint32_t)d};
@@ -781,6 +798,7 @@ void graph_index_free(graph_index *g)
     free(g->lang);
     free(g->syms);
     free(g->sym_off);
+    free(g->sym_term);
     free(g->post_off);
     free(g->post);
     free(g->out_off);

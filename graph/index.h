@@ -68,6 +68,7 @@ struct graph_index {
     uint8_t *is_test, *lang;
     gsym *syms;
     uint32_t *sym_off;
+    int32_t *sym_term; /* each symbol's term: its name's, else its lowercase compound's, else -1 */
     size_t n_syms;
     uint32_t *out_off, *out, *in_off, *in; /* imports, importers */
     struct term_ent *terms;

@@ -541,24 +541,15 @@ size_t graph_file_symbols(const graph_index *g, uint32_t file, const gsym **out,
 {
     size_t n = 0;
     uint32_t a = g->sym_off[file], b = g->sym_off[file + 1];
-    for (int pass = 0; pass < 3 && n < max; pass++) {
+    for (int pass = 0; pass < 2 && n < max; pass++) {
         for (uint32_t i = a; i < b && n < max; i++) {
             const gsym *s = &g->syms[i];
-            int32_t id = gi_term_id(g, s->name, strlen(s->name));
-            if (id < 0) { /* the name's lowercase compound */
-                char low[128];
-                size_t l = 0;
-                for (const char *c = s->name; *c && l < sizeof low - 1; c++)
-                    if (*c != '_') low[l++] = (char)tolower((unsigned char)*c);
-                low[l] = '\0';
-                id = gi_term_id(g, low, l);
-            }
-            int match = 0;
-            if (id >= 0 && g->qterms)
-                match = bsearch(&id, g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32) != NULL;
+            int32_t id = g->sym_term[i];
+            int match = id >= 0 && g->qterms &&
+                        bsearch(&id, g->qterms, g->n_qterms, sizeof *g->qterms, cmp_i32) != NULL;
             int key = s->exported && (s->kind == SYM_CLASS || s->kind == SYM_FUNCTION ||
                                       s->kind == SYM_TYPE);
-            int want = pass == 0 ? match : pass == 1 ? (!match && key) : 0;
+            int want = pass == 0 ? match : !match && key;
             if (!want || listed(out, n, s)) continue;
             out[n++] = s;
         }
