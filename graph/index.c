@@ -43,7 +43,21 @@ typedef struct tok_ctx {
     int collect;
     uint32_t *ids;
     size_t nids, capids;
+    /* names seen before (tok_memo): their terms, in tokenize order */
+    int record;
+    uint32_t *mids;
+    size_t nmids, capmids;
+    struct memo_ent *memo;
+    size_t memo_cap, memo_n;
 } tok_ctx;
+
+/* A name's tokens, kept by tok_memo: ids[off, off + cnt) of mids. */
+typedef struct memo_ent {
+    uint64_t h; /* 0: empty */
+    char *s;
+    size_t n;
+    uint32_t off, cnt;
+} memo_ent;
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
 {
@@ -133,31 +147,102 @@ static term_ent *term_of(graph_index *g, const char *s, size_t n)
     return e;
 }
 
+/* Appends id to a growing array; -1 out of memory. */
+static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 4096;
+        uint32_t *a = realloc(*v, c * sizeof *a);
+        if (!a) return -1;
+        *v = a;
+        *cap = c;
+    }
+    (*v)[(*n)++] = id;
+    return 0;
+}
+
 static int on_tok(void *ud, const char *s, size_t n)
 {
     tok_ctx *c = ud;
     graph_index *g = c->g;
     term_ent *e = term_of(g, s, n);
-    if (!e) {
+    if (!e || (c->record && push_id(&c->mids, &c->nmids, &c->capmids, e->id) != 0)) {
         c->oom = 1;
         return 1;
     }
     g->flen[c->field][c->doc] += 1.0f;
     if (c->collect) {
-        if (c->nids == c->capids) {
-            size_t cap = c->capids ? c->capids * 2 : 4096;
-            uint32_t *a = realloc(c->ids, cap * sizeof *a);
-            if (!a) {
-                c->oom = 1;
-                return 1;
-            }
-            c->ids = a;
-            c->capids = cap;
+        if (push_id(&c->ids, &c->nids, &c->capids, e->id) != 0) {
+            c->oom = 1;
+            return 1;
         }
-        c->ids[c->nids++] = e->id;
         return 0;
     }
     return push_triple(c, e->id, 1);
+}
+
+/* The memo's slot of s[0, n) with hash h: its entry, or the empty slot. */
+static memo_ent *memo_slot(tok_ctx *c, const char *s, size_t n, uint64_t h)
+{
+    size_t j = h & (c->memo_cap - 1);
+    for (; c->memo[j].h; j = (j + 1) & (c->memo_cap - 1))
+        if (c->memo[j].h == h && c->memo[j].n == n && memcmp(c->memo[j].s, s, n) == 0) break;
+    return &c->memo[j];
+}
+
+/* Room for one more entry; -1 out of memory. */
+static int memo_reserve(tok_ctx *c)
+{
+    if ((c->memo_n + 1) * 2 <= c->memo_cap) return 0;
+    size_t cap = c->memo_cap ? c->memo_cap * 2 : 4096;
+    memo_ent *v = calloc(cap, sizeof *v), *old = c->memo;
+    if (!v) return -1;
+    size_t ocap = c->memo_cap;
+    c->memo = v;
+    c->memo_cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].h) *memo_slot(c, old[i].s, old[i].n, old[i].h) = old[i];
+    free(old);
+    return 0;
+}
+
+/* graph_tokenize of a name into the current doc and field, each distinct
+ * name tokenized once: symbol, import and callee names repeat across
+ * files (sympy: 134k of them, 46k distinct), and a repeat takes its terms
+ * from the first, in the same order, so the index is the same. */
+static void tok_memo(tok_ctx *c, const char *s, size_t n)
+{
+    if (c->oom) return;
+    if (memo_reserve(c) != 0) {
+        c->oom = 1;
+        return;
+    }
+    uint64_t h = graph_fnv64(s, n) | 1;
+    memo_ent *m = memo_slot(c, s, n, h);
+    if (m->h) {
+        for (uint32_t k = 0; k < m->cnt && !c->oom; k++)
+            if (push_triple(c, c->mids[m->off + k], 1) != 0) c->oom = 1;
+        c->g->flen[c->field][c->doc] += (float)m->cnt;
+        return;
+    }
+    size_t off = c->nmids;
+    c->record = 1;
+    graph_tokenize(s, n, 0, on_tok, c);
+    c->record = 0;
+    char *copy = c->oom ? NULL : util_strndup(s, n);
+    if (!copy) {
+        c->oom = 1;
+        return;
+    }
+    *m = (memo_ent){h, copy, n, (uint32_t)off, (uint32_t)(c->nmids - off)};
+    c->memo_n++;
+}
+
+static void tok_memo_free(tok_ctx *c)
+{
+    for (size_t i = 0; i < c->memo_cap; i++) free(c->memo[i].s);
+    free(c->memo);
+    free(c->mids);
 }
 
 /* The content fields from the cache's words table (see db.c).  Returns 1
@@ -450,7 +535,7 @@ static int load_fields(loader *l)
         graph_tokenize(p, strlen(p), 0, on_tok, tc);
         tc->field = GI_SYMBOL;
         for (uint32_t k = g->sym_off[d]; k < g->sym_off[d + 1] && !tc->oom; k++)
-            graph_tokenize(g->syms[k].name, strlen(g->syms[k].name), 0, on_tok, tc);
+            tok_memo(tc, g->syms[k].name, strlen(g->syms[k].name));
         if (!cached) content_field(tc, g->repo, g->paths[d], content);
     }
     free(content);
@@ -552,7 +637,7 @@ static int load_refs(loader *l, edges *e)
                 if (r < 0) tc->oom = 1;
                 if (r <= 0) continue;
             }
-            if (s) graph_tokenize(s, strlen(s), 0, on_tok, tc);
+            if (s) tok_memo(tc, s, strlen(s));
             if (k != 0 || sqlite3_column_type(st, 2) == SQLITE_NULL) continue;
             int32_t t = file_of(l, sqlite3_column_int64(st, 2));
             if (t >= 0 && push_edge(e, (uint32_t)d, (uint32_t)t) != 0) tc->oom = 1;
@@ -706,6 +791,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     free(l.byid);
     free(l.tc.t);
     free(l.tc.ids);
+    tok_memo_free(&l.tc);
     if (rc != 0) {
         if (!*err) *err = util_strdup("could not load the graph cache");
         graph_index_free(g);

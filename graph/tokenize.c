@@ -9,10 +9,11 @@
  * parts joined ("get_user_name" and "getUserName" both -> getusername).
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "internal.h"
 
 #define TOK_MAX 64
 
@@ -59,45 +60,44 @@ static const synonym synonyms[] = {
     {"matrice", "matrix"},      {"matrices", "matrix"},   {"js", "javascript"},
 };
 
-static int cmp_str(const void *a, const void *b)
+/* The stopwords and synonyms in open-addressing tables (built once):
+ * a part costs one hash and one compare for each, where bsearch over the
+ * sorted lists cost a dozen strcmp calls (most of tokenizing a name). */
+#define TAB_SIZE 512 /* a power of two, over twice the entries */
+typedef struct tab_ent {
+    const char *key, *to;
+} tab_ent;
+static tab_ent tab_stop[TAB_SIZE], tab_syn[TAB_SIZE];
+static pthread_once_t tabs_once = PTHREAD_ONCE_INIT;
+
+static size_t tab_slot(const tab_ent *t, const char *w, size_t n)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    size_t j = graph_fnv64(w, n) & (TAB_SIZE - 1);
+    while (t[j].key && !(strncmp(t[j].key, w, n) == 0 && t[j].key[n] == '\0')) j = (j + 1) & (TAB_SIZE - 1);
+    return j;
 }
 
-static const char **sorted_stop;
-static size_t n_stop;
-static synonym sorted_syn[sizeof synonyms / sizeof *synonyms];
-
-static int cmp_syn(const void *a, const void *b)
+static void tab_put(tab_ent *t, const char *key, const char *to)
 {
-    return strcmp(((const synonym *)a)->from, ((const synonym *)b)->from);
+    size_t j = tab_slot(t, key, strlen(key));
+    t[j] = (tab_ent){key, to}; /* a repeated key: the same entry again */
 }
 
-static void init_stopwords(void)
+static void init_tables(void)
 {
-    static const char *copy[sizeof stopwords / sizeof *stopwords];
-    /* Benign race: every thread writes the same sorted content. */
-    if (__atomic_load_n(&sorted_stop, __ATOMIC_ACQUIRE)) return;
-    const char *tmp[sizeof stopwords / sizeof *stopwords];
-    memcpy(tmp, stopwords, sizeof stopwords);
-    qsort(tmp, sizeof tmp / sizeof *tmp, sizeof *tmp, cmp_str);
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
-        if (n == 0 || strcmp(copy[n - 1], tmp[i]) != 0) copy[n++] = tmp[i];
-    n_stop = n;
-    /* sorted aside, then copied: a racing thread writes the same bytes */
-    synonym syn[sizeof synonyms / sizeof *synonyms];
-    memcpy(syn, synonyms, sizeof synonyms);
-    qsort(syn, sizeof syn / sizeof *syn, sizeof *syn, cmp_syn);
-    memcpy(sorted_syn, syn, sizeof syn);
-    __atomic_store_n(&sorted_stop, copy, __ATOMIC_RELEASE);
+    for (size_t i = 0; i < sizeof stopwords / sizeof *stopwords; i++) tab_put(tab_stop, stopwords[i], NULL);
+    for (size_t i = 0; i < sizeof synonyms / sizeof *synonyms; i++)
+        tab_put(tab_syn, synonyms[i].from, synonyms[i].to);
 }
 
-static int is_stop(const char *w)
+/* The entry of w[0, n) in t, or NULL. */
+static const tab_ent *tab_get(const tab_ent *t, const char *w, size_t n)
 {
-    const char **hit = bsearch(&w, sorted_stop, n_stop, sizeof *sorted_stop, cmp_str);
-    return hit != NULL;
+    const tab_ent *e = &t[tab_slot(t, w, n)];
+    return e->key ? e : NULL;
 }
+
+static int is_stop(const char *w, size_t n) { return tab_get(tab_stop, w, n) != NULL; }
 
 /* In place: plural endings, then synonyms.  Returns the new length. */
 static size_t normalize(char *w, size_t n)
@@ -112,9 +112,7 @@ static size_t normalize(char *w, size_t n)
         n -= 1;
     }
     w[n] = '\0';
-    synonym key = {w, NULL};
-    const synonym *hit =
-        bsearch(&key, sorted_syn, sizeof synonyms / sizeof *synonyms, sizeof *sorted_syn, cmp_syn);
+    const tab_ent *hit = tab_get(tab_syn, w, n);
     if (hit) {
         n = strlen(hit->to);
         memcpy(w, hit->to, n + 1);
@@ -127,7 +125,7 @@ static int emit(char *w, size_t n, int keep_stop, graph_token_cb cb, void *ud)
     w[n] = '\0';
     n = normalize(w, n);
     if (n < 2) return 0;
-    if (!keep_stop && is_stop(w)) return 0;
+    if (!keep_stop && is_stop(w, n)) return 0;
     if (n == 2 && isdigit((unsigned char)w[0])) return 0;
     return cb(ud, w, n);
 }
@@ -177,7 +175,7 @@ static int word(const char *s, size_t n, int keep_stop, graph_token_cb cb, void 
 
 void graph_tokenize(const char *text, size_t len, int keep_stop, graph_token_cb cb, void *ud)
 {
-    init_stopwords();
+    pthread_once(&tabs_once, init_tables);
     size_t i = 0;
     while (i < len) {
         while (i < len && !is_word((unsigned char)text[i])) i++;
