@@ -267,7 +267,7 @@ static int run_job(graph_cache *gc, centry *c, int job)
         err = NULL;
     }
     graph_index *g = NULL;
-    int rc = graph_index_load(c->repo, NULL, &g, &err);
+    int rc = graph_index_open(c->repo, NULL, &g, &err);
     free(err);
     pthread_mutex_lock(&c->mu);
     graph_index *old = rc == 0 ? c->g : NULL;
@@ -524,7 +524,7 @@ centry *gcache_acquire(graph_cache *gc, const char *repo_in, int build_if_missin
             if (!*err && reload) {
                 graph_index_free(c->g);
                 c->g = NULL;
-                graph_index_load(repo, NULL, &c->g, err);
+                graph_index_open(repo, NULL, &c->g, err);
             }
         }
     }

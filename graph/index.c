@@ -161,6 +161,21 @@ static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
     return 0;
 }
 
+int32_t gi_term_add(graph_index *g, const char *s, size_t n)
+{
+    term_ent *e = term_of(g, s, n);
+    return e ? (int32_t)e->id : -1;
+}
+
+int gi_terms_by_id(const graph_index *g, const char **out)
+{
+    for (const term_ent *e = g->terms; e; e = e->hh.next) {
+        if (e->id >= g->n_terms) return -1;
+        out[e->id] = e->s;
+    }
+    return 0;
+}
+
 static int on_tok(void *ud, const char *s, size_t n)
 {
     tok_ctx *c = ud;
@@ -408,8 +423,7 @@ static int32_t file_of(const loader *l, int64_t fid)
     return fid < 0 || fid > l->maxid ? -1 : l->byid[fid];
 }
 
-/* The per-file arrays for n files. */
-static int alloc_arrays(graph_index *g, size_t n)
+int gi_alloc_arrays(graph_index *g, size_t n)
 {
     g->paths = calloc(n + 1, sizeof *g->paths);
     g->is_test = calloc(n + 1, 1);
@@ -441,7 +455,7 @@ static int load_files(loader *l)
         rc = 0;
     }
     sqlite3_finalize(st);
-    if (rc != 0 || l->maxid < 0 || alloc_arrays(g, g->n) != 0) return -1;
+    if (rc != 0 || l->maxid < 0 || gi_alloc_arrays(g, g->n) != 0) return -1;
     if (!(l->byid = malloc(sizeof *l->byid * (size_t)(l->maxid + 1)))) return -1;
     for (int64_t i = 0; i <= l->maxid; i++) l->byid[i] = -1;
     if (sqlite3_prepare_v2(l->db, "SELECT id, path, lang, is_test FROM files ORDER BY path", -1,
@@ -754,11 +768,10 @@ static int load_defs(graph_index *g)
 
 /* What queries read lazily or resolve: co-change partners (SQLite, on
  * first use per file), the stored model's text, the import resolver. */
-static int load_query_support(loader *l)
+static int load_query_support(graph_index *g)
 {
-    graph_index *g = l->g;
-    g->fus_meta = graph_db_meta(l->db, "fusion"); /* parsed by model.c on first use */
-    if (sqlite3_prepare_v2(l->db,
+    g->fus_meta = graph_db_meta(g->db, "fusion"); /* parsed by model.c on first use */
+    if (sqlite3_prepare_v2(g->db,
                            "SELECT b, w FROM cochange WHERE a = ?1 UNION ALL "
                            "SELECT a, w FROM cochange WHERE b = ?1",
                            -1, &g->co_stmt, NULL) != SQLITE_OK)
@@ -767,17 +780,31 @@ static int load_query_support(loader *l)
     return g->res ? 0 : -1;
 }
 
-int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
+graph_index *gi_new(const char *repo, const char *db_path, char **err)
 {
-    *out = NULL;
     graph_index *g = calloc(1, sizeof *g);
-    if (!g) return -1;
+    if (!g) return NULL;
     g->repo = util_strdup(repo);
     g->db_path = db_path ? util_strdup(db_path) : graph_db_path(repo);
     if (!g->repo || !g->db_path || graph_db_open(g->db_path, 0, &g->db, err) != 0) {
         graph_index_free(g);
-        return -1;
+        return NULL;
     }
+    return g;
+}
+
+int gi_finish(graph_index *g)
+{
+    if (load_query_support(g) != 0) return -1;
+    g->data_version = gi_data_version(g);
+    return 0;
+}
+
+int graph_index_load(const char *repo, const char *db_path, graph_index **out, char **err)
+{
+    *out = NULL;
+    graph_index *g = gi_new(repo, db_path, err);
+    if (!g) return -1;
     loader l = {.g = g, .db = g->db};
     l.tc.g = g;
     int rc = load_files(&l);
@@ -787,7 +814,7 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
     if (rc == 0) rc = make_postings(&l);
     if (rc == 0) load_priors(&l);
     if (rc == 0) rc = load_defs(g);
-    if (rc == 0) rc = load_query_support(&l);
+    if (rc == 0) rc = gi_finish(g);
     free(l.byid);
     free(l.tc.t);
     free(l.tc.ids);
@@ -797,7 +824,6 @@ int graph_index_load(const char *repo, const char *db_path, graph_index **out, c
         graph_index_free(g);
         return -1;
     }
-    g->data_version = gi_data_version(g);
     *out = g;
     return 0;
 }

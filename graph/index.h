@@ -105,6 +105,38 @@ struct graph_index {
 };
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
+/* The term of s[0, n), added with the next id when new; -1 out of memory. */
+int32_t gi_term_add(graph_index *g, const char *s, size_t n);
+/* out[id] = each term's text (borrowed); -1 when an id is out of range. */
+int gi_terms_by_id(const graph_index *g, const char **out);
+/* The per-file arrays (and the per-query scratch) for n files, zeroed. */
+int gi_alloc_arrays(graph_index *g, size_t n);
+/* A new index with its repository, cache path and connection, nothing
+ * loaded; NULL with *err (or out of memory). */
+graph_index *gi_new(const char *repo, const char *db_path, char **err);
+/* What every load ends with: the query support (the model's text, the
+ * co-change statement, the resolver) and the data version. */
+int gi_finish(graph_index *g);
+
+/* snapshot.c: the index of the cache at db_path (NULL:
+ * <repo>/.clarity/graph.db) as graph_index_load gives it, from the
+ * cache's snapshot when one was saved for this build of it, else loaded
+ * and then saved. */
+int graph_index_open(const char *repo, const char *db_path, graph_index **out, char **err);
+/* The stamp of the cache's last completed build (a hash of
+ * its meta values), or 0 while none has completed (no build_id). */
+uint64_t gi_build_stamp(sqlite3 *db);
+/* Saves g as <db_path>-index for stamp (a temporary file renamed in
+ * place).  0, or -1 (nothing saved). */
+int gi_snapshot_save(const graph_index *g, uint64_t stamp);
+/* Fills a new index (repo, db_path and db set, nothing else) from the
+ * snapshot saved for stamp.  0, or -1 (no such snapshot, another stamp,
+ * or a file that fails its checks): the caller frees g. */
+int gi_snapshot_load(graph_index *g, uint64_t stamp);
+/* The checksum a snapshot's header holds over its payload; the header
+ * (its layout is snapshot.c's) takes GI_SNAPSHOT_HEADER bytes. */
+uint64_t gi_snapshot_sum(const void *data, size_t n);
+#define GI_SNAPSHOT_HEADER 40
 int32_t gi_find_path(const graph_index *g, const char *path);
 const gi_partners *gi_cochange(graph_index *g, uint32_t d);
 /* PRAGMA data_version of the index's connection: changes when another

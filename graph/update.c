@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "index.h"
 
@@ -75,12 +77,55 @@ static int update_fusion(const char *repo, const graph_build_opts *o, graph_buil
     return rc;
 }
 
+/* meta build_id: removed when a build starts, a new random one when it
+ * completes, so that a cache is stamped (gi_build_stamp) only between
+ * builds and each completed build has its own stamp. */
+static void set_build_id(const char *path, int fresh)
+{
+    sqlite3 *db = NULL;
+    char *err = NULL;
+    if (access(path, F_OK) != 0 || graph_db_open(path, 0, &db, &err) != 0) {
+        free(err);
+        return;
+    }
+    if (!fresh) {
+        sqlite3_exec(db, "DELETE FROM meta WHERE key = 'build_id'", NULL, NULL, NULL);
+    } else {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            r = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 40);
+        }
+        char id[17];
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)r);
+        graph_db_set_meta(db, "build_id", id);
+    }
+    sqlite3_close(db);
+}
+
 int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
 {
     double t0 = now_ms();
-    if (graph_build_cache(repo, o, st, err) != 0) return -1;
+    char *path = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
+    if (!path) return -1;
+    set_build_id(path, 0);
+    if (graph_build_cache(repo, o, st, err) != 0) {
+        free(path);
+        return -1;
+    }
     int rc = update_fusion(repo, o, st, err);
     st->ms = now_ms() - t0;
+    if (rc == 0) {
+        /* stamped, then loaded once so that the snapshot is there for the
+         * next process (a Claude Code prompt hook loads it in milliseconds) */
+        set_build_id(path, 1);
+        graph_index *g = NULL;
+        char *lerr = NULL;
+        if (graph_index_open(repo, o->db_path, &g, &lerr) == 0) graph_index_free(g);
+        free(lerr);
+    }
+    free(path);
     if (getenv("CLARITY_GRAPH_TIMING")) {
         struct rusage self, kids;
         getrusage(RUSAGE_SELF, &self);

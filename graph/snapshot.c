@@ -1,0 +1,413 @@
+/* snapshot.c: a loaded index saved next to its cache (<graph.db>-index),
+ * so that the next process loads it in milliseconds.
+ *
+ * Loading from graph.db reads every file, symbol, import, call and word
+ * row and tokenizes the names: a billion instructions for sympy, paid by
+ * every Claude Code prompt (a process per hook).  The snapshot holds what
+ * that load computes (paths, symbols, terms, postings, import graph,
+ * priors, definitions); the rest (the model's text, the resolver, the
+ * statements) is made as on any load.
+ *
+ * It is only used for the cache it was made from: its header carries the
+ * build stamp (gi_build_stamp: a hash of the meta values, among them
+ * build_id, which every build removes first and sets anew when it ends),
+ * and a build that is under way or failed leaves no build_id, so nothing
+ * is saved or used until one completes.  Native byte order and sizes,
+ * checked by the header; a checksum over the payload, and every count and
+ * index range-checked, so a torn or foreign file is refused, never
+ * trusted: the caller then loads from graph.db.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "index.h"
+
+#define SNAP_MAGIC "CLRGIX01" /* its digits change with any change of the layout */
+#define SNAP_ENDIAN 0x01020304u
+/* the largest counts a snapshot may give (a repository of a million files) */
+#define SNAP_MAX_N ((uint64_t)1 << 24)
+#define SNAP_MAX_ITEMS ((uint64_t)1 << 32)
+
+typedef struct snap_hdr {
+    char magic[8];
+    uint32_t endian, posting_size;
+    uint64_t stamp, bytes, sum;
+} snap_hdr;
+_Static_assert(sizeof(snap_hdr) == GI_SNAPSHOT_HEADER, "the header's size is part of the format");
+
+static const char *const stamp_keys[] = {"build_id", "built_at", "head", "index_mtime", "schema",
+                                         "cochange_head", "fusion"};
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+uint64_t gi_build_stamp(sqlite3 *db)
+{
+    char *id = graph_db_meta(db, "build_id");
+    if (!id || !*id) {
+        free(id);
+        return 0;
+    }
+    free(id);
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t k = 0; k < sizeof stamp_keys / sizeof *stamp_keys; k++) {
+        char *v = graph_db_meta(db, stamp_keys[k]);
+        h = mix(h, stamp_keys[k], strlen(stamp_keys[k]) + 1);
+        h = mix(h, v ? v : "", v ? strlen(v) + 1 : 0);
+        free(v);
+    }
+    return h ? h : 1;
+}
+
+/* The payload's checksum: eight bytes a step (an 8 MB snapshot in a few
+ * million instructions). */
+uint64_t gi_snapshot_sum(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0x243f6a8885a308d3ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static char *snap_path(const graph_index *g) { return util_format("%s-index", g->db_path); }
+
+/* ---------------------------------------------------------------- save */
+
+static void put(buf *b, const void *p, size_t n) { buf_append(b, p, n); }
+static void put_u64(buf *b, uint64_t v) { put(b, &v, sizeof v); }
+/* n strings, NUL-terminated, after their total length. */
+static void put_strings(buf *b, const char *(*at)(const void *ud, size_t i), const void *ud, size_t n)
+{
+    buf tmp;
+    buf_init(&tmp);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = at(ud, i);
+        buf_append(&tmp, s, strlen(s) + 1);
+    }
+    if (buf_failed(&tmp)) b->oom = 1;
+    put_u64(b, tmp.len);
+    put(b, tmp.p, tmp.len);
+    buf_free(&tmp);
+}
+
+static const char *path_at(const void *g, size_t i) { return ((const graph_index *)g)->paths[i]; }
+static const char *sym_at(const void *g, size_t i) { return ((const graph_index *)g)->syms[i].name; }
+static const char *str_at(const void *v, size_t i) { return ((const char *const *)v)[i]; }
+
+/* The symbol a definition names: its name is borrowed from one of its
+ * file's symbols. */
+static uint32_t def_sym(const graph_index *g, const gi_def *d)
+{
+    for (uint32_t k = g->sym_off[d->file]; k < g->sym_off[d->file + 1]; k++)
+        if (g->syms[k].name == d->name) return k;
+    return UINT32_MAX;
+}
+
+/* The parts of a fixed size for n files, in their order in the file:
+ * saved and read back alike.  Returns how many. */
+typedef struct span {
+    void *p;
+    size_t bytes;
+} span;
+enum { N_FIXED = 10 + GI_FIELDS };
+static size_t fixed_parts(const graph_index *g, size_t n, span *s)
+{
+    size_t k = 0;
+    s[k++] = (span){(void *)g->avglen, sizeof g->avglen};
+    s[k++] = (span){(void *)&g->churn_mx, sizeof g->churn_mx};
+    s[k++] = (span){(void *)&g->size_mx, sizeof g->size_mx};
+    s[k++] = (span){g->is_test, n};
+    s[k++] = (span){g->lang, n};
+    s[k++] = (span){g->aux, n};
+    s[k++] = (span){g->sym_off, (n + 1) * sizeof *g->sym_off};
+    for (int f = 0; f < GI_FIELDS; f++) s[k++] = (span){g->flen[f], n * sizeof(float)};
+    s[k++] = (span){g->co_total, n * sizeof(double)};
+    s[k++] = (span){g->central, n * sizeof(double)};
+    s[k++] = (span){g->churn, n * sizeof(double)};
+    return k;
+}
+
+static void payload(const graph_index *g, buf *b)
+{
+    size_t n = g->n, np = g->post_off[g->n_terms];
+    uint64_t counts[] = {n, g->n_syms, g->n_terms, np, g->out_off[n], g->in_off[n], g->n_defs};
+    put(b, counts, sizeof counts);
+    span parts[N_FIXED];
+    for (size_t i = 0, m = fixed_parts(g, n, parts); i < m; i++) put(b, parts[i].p, parts[i].bytes);
+    put_strings(b, path_at, g, n);
+    put_strings(b, sym_at, g, g->n_syms);
+    for (size_t k = 0; k < g->n_syms; k++) {
+        uint8_t ke[2] = {g->syms[k].kind, g->syms[k].exported};
+        uint32_t le[2] = {g->syms[k].line, g->syms[k].end_line};
+        put(b, ke, sizeof ke);
+        put(b, le, sizeof le);
+    }
+    put(b, g->sym_term, g->n_syms * sizeof *g->sym_term);
+    /* the terms in id order */
+    const char **terms = calloc(g->n_terms ? g->n_terms : 1, sizeof *terms);
+    if (!terms || gi_terms_by_id(g, terms) != 0) {
+        free(terms);
+        b->oom = 1; /* nothing is saved */
+        return;
+    }
+    put_strings(b, str_at, terms, g->n_terms);
+    free(terms);
+    put(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
+    for (size_t k = 0; k < np; k++) { /* field by field: the struct has padding */
+        put(b, &g->post[k].doc, sizeof g->post[k].doc);
+        put(b, g->post[k].tf, sizeof g->post[k].tf);
+    }
+    put(b, g->out_off, (n + 1) * sizeof *g->out_off);
+    put(b, g->out, g->out_off[n] * sizeof *g->out);
+    put(b, g->in_off, (n + 1) * sizeof *g->in_off);
+    put(b, g->in, g->in_off[n] * sizeof *g->in);
+    for (size_t k = 0; k < g->n_defs; k++) {
+        uint32_t v[2] = {def_sym(g, &g->defs[k]), g->defs[k].file};
+        put(b, v, sizeof v);
+    }
+}
+
+int gi_snapshot_save(const graph_index *g, uint64_t stamp)
+{
+    buf b;
+    buf_init(&b);
+    snap_hdr h;
+    memset(&h, 0, sizeof h);
+    put(&b, &h, sizeof h);
+    payload(g, &b);
+    char *path = snap_path(g), *tmp = path ? util_format("%s.XXXXXX", path) : NULL;
+    int rc = -1;
+    if (!buf_failed(&b) && tmp) {
+        memcpy(h.magic, SNAP_MAGIC, sizeof h.magic);
+        h.endian = SNAP_ENDIAN;
+        h.posting_size = (uint32_t)sizeof(gi_posting);
+        h.stamp = stamp;
+        h.bytes = b.len - sizeof h;
+        h.sum = gi_snapshot_sum((const unsigned char *)b.p + sizeof h, b.len - sizeof h);
+        memcpy(b.p, &h, sizeof h);
+        int fd = mkstemp(tmp);
+        if (fd >= 0) {
+            size_t off = 0;
+            while (off < b.len) {
+                ssize_t w = write(fd, b.p + off, b.len - off);
+                if (w < 0 && errno == EINTR) continue;
+                if (w <= 0) break;
+                off += (size_t)w;
+            }
+            /* a cache: no fsync (a torn file fails its checksum) */
+            if (close(fd) == 0 && off == b.len && rename(tmp, path) == 0) rc = 0;
+            else unlink(tmp);
+        }
+    }
+    buf_free(&b);
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- load */
+
+typedef struct cursor {
+    const unsigned char *p;
+    size_t left;
+    int bad;
+} cursor;
+
+static const void *take(cursor *c, size_t n)
+{
+    if (c->bad || n > c->left) {
+        c->bad = 1;
+        return NULL;
+    }
+    const void *r = c->p;
+    c->p += n;
+    c->left -= n;
+    return r;
+}
+
+/* n items of size sz copied into a new array (at least one item). */
+static void *take_array(cursor *c, size_t n, size_t sz)
+{
+    const void *src = take(c, n * sz);
+    void *dst = src ? malloc(n ? n * sz : sz) : NULL;
+    if (!dst) c->bad = 1;
+    else memcpy(dst, src, n * sz);
+    return dst;
+}
+
+static void take_into(cursor *c, void *dst, size_t n)
+{
+    const void *src = take(c, n);
+    if (src) memcpy(dst, src, n);
+}
+
+/* n NUL-terminated strings: each handed to cb(ud, i, s, len); a count
+ * that does not match is refused. */
+static void take_strings(cursor *c, size_t n, int (*cb)(void *ud, size_t i, const char *s, size_t len),
+                         void *ud)
+{
+    uint64_t bytes = 0;
+    take_into(c, &bytes, sizeof bytes);
+    const char *s = bytes <= c->left ? take(c, (size_t)bytes) : NULL;
+    if (!s) {
+        c->bad = 1;
+        return;
+    }
+    size_t i = 0, off = 0;
+    while (off < bytes && i < n && !c->bad) {
+        const char *nul = memchr(s + off, '\0', (size_t)bytes - off);
+        if (!nul) break;
+        size_t len = (size_t)(nul - (s + off));
+        if (cb(ud, i++, s + off, len) != 0) c->bad = 1;
+        off += len + 1;
+    }
+    if (i != n || off != bytes) c->bad = 1;
+}
+
+static int on_path(void *ud, size_t i, const char *s, size_t len)
+{
+    graph_index *g = ud;
+    return (g->paths[i] = util_strndup(s, len)) ? 0 : -1;
+}
+
+static int on_sym(void *ud, size_t i, const char *s, size_t len)
+{
+    graph_index *g = ud;
+    return (g->syms[i].name = util_strndup(s, len)) ? 0 : -1;
+}
+
+static int on_term(void *ud, size_t i, const char *s, size_t len)
+{
+    graph_index *g = ud;
+    return gi_term_add(g, s, len) == (int32_t)i ? 0 : -1;
+}
+
+/* Whether v[0, n] rises from 0 to at most max. */
+static int offsets_ok(const uint32_t *v, size_t n, uint64_t max)
+{
+    if (v[0] != 0) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i + 1] < v[i]) return 0;
+    return v[n] <= max;
+}
+
+static int below(const uint32_t *v, size_t n, uint64_t max)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] >= max) return 0;
+    return 1;
+}
+
+static int read_payload(graph_index *g, cursor *c)
+{
+    uint64_t k[7]; /* n, syms, terms, postings, out, in, defs */
+    take_into(c, k, sizeof k);
+    if (c->bad || k[0] > SNAP_MAX_N || k[1] > SNAP_MAX_ITEMS || k[2] >= SNAP_MAX_ITEMS ||
+        k[3] > SNAP_MAX_ITEMS || k[4] > SNAP_MAX_ITEMS || k[5] > SNAP_MAX_ITEMS || k[6] != k[1])
+        return -1;
+    size_t n = (size_t)k[0], ns = (size_t)k[1], nt = (size_t)k[2], np = (size_t)k[3];
+    g->n = n;
+    if (gi_alloc_arrays(g, n) != 0) return -1;
+    span parts[N_FIXED];
+    for (size_t i = 0, m = fixed_parts(g, n, parts); i < m; i++) take_into(c, parts[i].p, parts[i].bytes);
+    take_strings(c, n, on_path, g);
+    if (c->bad || !offsets_ok(g->sym_off, n, ns) || g->sym_off[n] != ns) return -1;
+    g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
+    if (!g->syms) return -1;
+    g->n_syms = ns; /* names freed with the index, as they come */
+    take_strings(c, ns, on_sym, g);
+    for (size_t i = 0; i < ns && !c->bad; i++) {
+        const uint8_t *ke = take(c, 2);
+        uint32_t le[2];
+        take_into(c, le, sizeof le);
+        if (!ke) break;
+        g->syms[i].kind = ke[0];
+        g->syms[i].exported = ke[1];
+        g->syms[i].line = le[0];
+        g->syms[i].end_line = le[1];
+    }
+    g->sym_term = take_array(c, ns, sizeof *g->sym_term);
+    take_strings(c, nt, on_term, g);
+    g->post_off = take_array(c, nt + 1, sizeof *g->post_off);
+    if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;
+    for (size_t i = 0; i < ns; i++)
+        if (g->sym_term[i] < -1 || g->sym_term[i] >= (int32_t)nt) return -1;
+    g->post = malloc((np ? np : 1) * sizeof *g->post);
+    if (!g->post) return -1;
+    for (size_t i = 0; i < np && !c->bad; i++) {
+        memset(&g->post[i], 0, sizeof g->post[i]);
+        take_into(c, &g->post[i].doc, sizeof g->post[i].doc);
+        take_into(c, g->post[i].tf, sizeof g->post[i].tf);
+        if (g->post[i].doc >= n) c->bad = 1;
+    }
+    g->out_off = take_array(c, n + 1, sizeof *g->out_off);
+    g->out = take_array(c, (size_t)k[4], sizeof *g->out);
+    g->in_off = take_array(c, n + 1, sizeof *g->in_off);
+    g->in = take_array(c, (size_t)k[5], sizeof *g->in);
+    if (c->bad || !offsets_ok(g->out_off, n, k[4]) || g->out_off[n] != k[4] || !below(g->out, (size_t)k[4], n) ||
+        !offsets_ok(g->in_off, n, k[5]) || g->in_off[n] != k[5] || !below(g->in, (size_t)k[5], n))
+        return -1;
+    g->defs = malloc((ns ? ns : 1) * sizeof *g->defs);
+    if (!g->defs) return -1;
+    for (size_t i = 0; i < ns && !c->bad; i++) {
+        uint32_t v[2] = {UINT32_MAX, UINT32_MAX};
+        take_into(c, v, sizeof v);
+        if (v[0] >= ns || v[1] >= n || v[0] < g->sym_off[v[1]] || v[0] >= g->sym_off[v[1] + 1]) return -1;
+        g->defs[i] = (gi_def){g->syms[v[0]].name, v[1]};
+    }
+    g->n_defs = ns;
+    return c->bad || c->left ? -1 : 0;
+}
+
+int gi_snapshot_load(graph_index *g, uint64_t stamp)
+{
+    char *path = snap_path(g);
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    free(path);
+    if (!f) return -1;
+    snap_hdr h;
+    unsigned char *data = NULL;
+    int rc = -1;
+    if (fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, SNAP_MAGIC, sizeof h.magic) == 0 &&
+        h.endian == SNAP_ENDIAN && h.posting_size == sizeof(gi_posting) && h.stamp == stamp &&
+        h.bytes < ((uint64_t)1 << 34) && (data = malloc(h.bytes ? (size_t)h.bytes : 1)) != NULL &&
+        fread(data, 1, (size_t)h.bytes, f) == h.bytes && fgetc(f) == EOF &&
+        gi_snapshot_sum(data, (size_t)h.bytes) == h.sum) {
+        cursor c = {data, (size_t)h.bytes, 0};
+        rc = read_payload(g, &c);
+    }
+    fclose(f);
+    free(data);
+    return rc;
+}
+
+int graph_index_open(const char *repo, const char *db_path, graph_index **out, char **err)
+{
+    *out = NULL;
+    graph_index *g = gi_new(repo, db_path, err);
+    if (!g) return -1;
+    uint64_t stamp = gi_build_stamp(g->db);
+    if (stamp && gi_snapshot_load(g, stamp) == 0 && gi_finish(g) == 0) {
+        *out = g;
+        return 0;
+    }
+    graph_index_free(g);
+    if (graph_index_load(repo, db_path, out, err) != 0) return -1;
+    /* saved when no build ran during the load (the stamp held) */
+    if (stamp && gi_build_stamp((*out)->db) == stamp) gi_snapshot_save(*out, stamp);
+    return 0;
+}
