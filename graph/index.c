@@ -167,6 +167,20 @@ int32_t gi_term_add(graph_index *g, const char *s, size_t n)
     return e ? (int32_t)e->id : -1;
 }
 
+int gi_set_terms(graph_index *g, char *const *s, size_t n)
+{
+    if (g->terms || !(g->term_pool = calloc(n ? n : 1, sizeof(term_ent)))) return -1;
+    for (size_t i = 0; i < n; i++) {
+        term_ent *e = &g->term_pool[i];
+        e->s = s[i];
+        e->id = (uint32_t)i;
+        HASH_ADD_KEYPTR(hh, g->terms, e->s, strlen(s[i]), e);
+        if (HASH_COUNT(g->terms) != i + 1) return -1; /* out of memory (non-fatal in uthash) */
+    }
+    g->n_terms = n;
+    return 0;
+}
+
 int gi_terms_by_id(const graph_index *g, const char **out)
 {
     for (const term_ent *e = g->terms; e; e = e->hh.next) {
@@ -886,14 +900,20 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
 void graph_index_free(graph_index *g)
 {
     if (!g) return;
-    for (size_t i = 0; i < g->n && g->paths; i++) free(g->paths[i]);
-    for (size_t i = 0; i < g->n_syms; i++) free(g->syms[i].name);
+    /* from a snapshot, the strings are in str_pool and the terms in term_pool */
+    for (size_t i = 0; i < g->n && g->paths && !g->str_pool[0]; i++) free(g->paths[i]);
+    for (size_t i = 0; i < g->n_syms && !g->str_pool[1]; i++) free(g->syms[i].name);
+    if (g->term_pool) {
+        HASH_CLEAR(hh, g->terms);
+        free(g->term_pool);
+    }
     term_ent *e, *t;
     HASH_ITER(hh, g->terms, e, t) {
         HASH_DEL(g->terms, e);
         free(e->s);
         free(e);
     }
+    for (int k = 0; k < 3; k++) free(g->str_pool[k]);
     for (size_t i = 0; g->co && i < g->n; i++) {
         free(g->co[i].ids);
         free(g->co[i].w);

@@ -66,6 +66,8 @@ struct graph_index {
     size_t n;
     char **paths; /* sorted */
     uint8_t *is_test, *lang;
+    char *str_pool[3];           /* from a snapshot: the paths, symbol names, terms (else each its own) */
+    struct term_ent *term_pool;  /* from a snapshot: the terms (else each its own) */
     gsym *syms;
     uint32_t *sym_off;
     int32_t *sym_term; /* each symbol's term: its name's, else its lowercase compound's, else -1 */
@@ -107,6 +109,10 @@ struct graph_index {
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
 /* The term of s[0, n), added with the next id when new; -1 out of memory. */
 int32_t gi_term_add(graph_index *g, const char *s, size_t n);
+/* The n terms s[id] (borrowed: they must outlive g, in g->str_pool) of
+ * an index without terms yet, in one allocation (g->term_pool); -1 out of
+ * memory. */
+int gi_set_terms(graph_index *g, char *const *s, size_t n);
 /* out[id] = each term's text (borrowed); -1 when an id is out of range. */
 int gi_terms_by_id(const graph_index *g, const char **out);
 /* The per-file arrays (and the per-query scratch) for n files, zeroed. */

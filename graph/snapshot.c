@@ -255,45 +255,29 @@ static void take_into(cursor *c, void *dst, size_t n)
     if (src) memcpy(dst, src, n);
 }
 
-/* n NUL-terminated strings: each handed to cb(ud, i, s, len); a count
- * that does not match is refused. */
-static void take_strings(cursor *c, size_t n, int (*cb)(void *ud, size_t i, const char *s, size_t len),
-                         void *ud)
+/* n NUL-terminated strings after their total length, copied into one
+ * block (returned, the caller's to keep) with out[i] pointing at each; a
+ * count that does not match is refused (c->bad). */
+static char *take_pool(cursor *c, size_t n, char **out)
 {
     uint64_t bytes = 0;
     take_into(c, &bytes, sizeof bytes);
     const char *s = bytes <= c->left ? take(c, (size_t)bytes) : NULL;
-    if (!s) {
+    char *pool = s ? malloc(bytes ? (size_t)bytes : 1) : NULL;
+    if (!pool) {
         c->bad = 1;
-        return;
+        return NULL;
     }
+    memcpy(pool, s, (size_t)bytes);
     size_t i = 0, off = 0;
-    while (off < bytes && i < n && !c->bad) {
-        const char *nul = memchr(s + off, '\0', (size_t)bytes - off);
+    while (off < bytes && i < n) {
+        const char *nul = memchr(pool + off, '\0', (size_t)bytes - off);
         if (!nul) break;
-        size_t len = (size_t)(nul - (s + off));
-        if (cb(ud, i++, s + off, len) != 0) c->bad = 1;
-        off += len + 1;
+        out[i++] = pool + off;
+        off = (size_t)(nul - pool) + 1;
     }
     if (i != n || off != bytes) c->bad = 1;
-}
-
-static int on_path(void *ud, size_t i, const char *s, size_t len)
-{
-    graph_index *g = ud;
-    return (g->paths[i] = util_strndup(s, len)) ? 0 : -1;
-}
-
-static int on_sym(void *ud, size_t i, const char *s, size_t len)
-{
-    graph_index *g = ud;
-    return (g->syms[i].name = util_strndup(s, len)) ? 0 : -1;
-}
-
-static int on_term(void *ud, size_t i, const char *s, size_t len)
-{
-    graph_index *g = ud;
-    return gi_term_add(g, s, len) == (int32_t)i ? 0 : -1;
+    return pool;
 }
 
 /* Whether v[0, n] rises from 0 to at most max. */
@@ -324,12 +308,15 @@ static int read_payload(graph_index *g, cursor *c)
     if (gi_alloc_arrays(g, n) != 0) return -1;
     span parts[N_FIXED];
     for (size_t i = 0, m = fixed_parts(g, n, parts); i < m; i++) take_into(c, parts[i].p, parts[i].bytes);
-    take_strings(c, n, on_path, g);
+    g->str_pool[0] = take_pool(c, n, g->paths);
     if (c->bad || !offsets_ok(g->sym_off, n, ns) || g->sym_off[n] != ns) return -1;
     g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
     if (!g->syms) return -1;
-    g->n_syms = ns; /* names freed with the index, as they come */
-    take_strings(c, ns, on_sym, g);
+    g->n_syms = ns;
+    char **names = malloc((ns > nt ? ns : nt) * sizeof *names + 1);
+    if (!names) return -1;
+    g->str_pool[1] = take_pool(c, ns, names);
+    for (size_t i = 0; i < ns && !c->bad; i++) g->syms[i].name = names[i];
     for (size_t i = 0; i < ns && !c->bad; i++) {
         const uint8_t *ke = take(c, 2);
         uint32_t le[2];
@@ -341,7 +328,9 @@ static int read_payload(graph_index *g, cursor *c)
         g->syms[i].end_line = le[1];
     }
     g->sym_term = take_array(c, ns, sizeof *g->sym_term);
-    take_strings(c, nt, on_term, g);
+    g->str_pool[2] = take_pool(c, nt, names);
+    if (!c->bad && gi_set_terms(g, names, nt) != 0) c->bad = 1;
+    free(names);
     g->post_off = take_array(c, nt + 1, sizeof *g->post_off);
     if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;
     for (size_t i = 0; i < ns; i++)
