@@ -309,7 +309,12 @@ static int read_payload(graph_index *g, cursor *c)
     span parts[N_FIXED];
     for (size_t i = 0, m = fixed_parts(g, n, parts); i < m; i++) take_into(c, parts[i].p, parts[i].bytes);
     g->str_pool[0] = take_pool(c, n, g->paths);
-    if (c->bad || !offsets_ok(g->sym_off, n, ns) || g->sym_off[n] != ns) return -1;
+    /* what the rest needs at the least (a name's NUL, kind, lines, term
+     * and definition; a term's NUL; a posting), checked before anything
+     * is allocated for it */
+    if (c->bad || !offsets_ok(g->sym_off, n, ns) || g->sym_off[n] != ns ||
+        (uint64_t)ns * 23 + nt + (uint64_t)np * 14 > c->left)
+        return -1;
     g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
     if (!g->syms) return -1;
     g->n_syms = ns;

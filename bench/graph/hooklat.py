@@ -15,7 +15,10 @@ memory store):
   refresh  autoRefresh on: a prompt every 0.25 s for 8 s, with a commit to
            --touch after 2 s; the latency of the slowest prompt after the
            first (the refresh's and reload's, when they run in the prompt)
-           and the median.
+           and the median;
+  hook     Claude Code's UserPromptSubmit hook, a process per prompt
+           (`clarity hook` with the event on stdin), five times: its wall
+           time, process start to exit, and the files it predicted.
 
 The -1 rows give no loadWaitMs (the default), so a binary from before the
 setting runs them; it refuses the config with 0 or 1000, and its rows
@@ -101,6 +104,21 @@ def refresh(clarity, repo, touch, text, seconds=8.0, commit_at=2.0):
             "median": statistics.median(later) if later else None, "prompts": len(lat)}
 
 
+def hook(clarity, repo, text, times=5):
+    """(median ms, predicted files) of `clarity hook` UserPromptSubmit processes."""
+    event = json.dumps({"session_id": "hooklat", "transcript_path": os.path.join(repo, "none.jsonl"),
+                        "cwd": repo, "hook_event_name": "UserPromptSubmit", "prompt": text})
+    ms, files = [], 0
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(times):
+            t0 = time.perf_counter()
+            p = subprocess.run([clarity, "hook", "--state", os.path.join(d, "state.db")], input=event,
+                               capture_output=True, text=True)
+            ms.append((time.perf_counter() - t0) * 1e3)
+            files = p.stdout.count("\u2192") + p.stdout.count("\\u2192")
+    return statistics.median(ms), files
+
+
 def default_touch(repo):
     out = subprocess.run(["git", "-C", repo, "ls-files"], capture_output=True, text=True, check=True).stdout
     for p in out.splitlines():
@@ -132,13 +150,17 @@ def main():
                              "ms": r[0] if r else None, "predicted": r[1] if r else None})
                 print("run %d %s first prompt, loadWaitMs %5d: %s" % (
                     run + 1, cl, wait, "refused" if not r else "%.1f ms, %d files" % r), file=sys.stderr)
+            ms, files = hook(cl, repo, a.prompt)
+            rows.append({"clarity": cl, "run": run, "what": "hook", "ms": ms, "predicted": files})
+            print("run %d %s Claude Code prompt hook: %.1f ms, %d files" % (run + 1, cl, ms, files),
+                  file=sys.stderr)
             r = refresh(cl, repo, touch, a.prompt)
             rows.append({"clarity": cl, "run": run, "what": "refresh", **r})
             print("run %d %s autoRefresh around a commit: slowest later prompt %.1f ms, median %.2f ms" % (
                 run + 1, cl, r["max"] or 0, r["median"] or 0), file=sys.stderr)
     print("\n| clarity | first prompt, wait -1 | wait 0 | wait 1000 | slowest prompt after a commit "
-          "(autoRefresh) | median prompt |")
-    print("|---|---|---|---|---|---|")
+          "(autoRefresh) | median prompt | Claude Code prompt hook |")
+    print("|---|---|---|---|---|---|---|")
     for cl in a.clarity:
         def med(what, key, **kw):
             v = [r[key] for r in rows if r["clarity"] == cl and r["what"] == what and r.get(key) is not None
@@ -149,8 +171,9 @@ def main():
             ms, n = med("first", "ms", loadWaitMs=wait), med("first", "predicted", loadWaitMs=wait)
             return "refused" if ms is None else "%.1f ms (%d files)" % (ms, n)
 
-        print("| %s | %s | %s | %s | %.1f ms | %.2f ms |" % (
-            cl, cell(-1), cell(0), cell(1000), med("refresh", "max") or 0, med("refresh", "median") or 0))
+        print("| %s | %s | %s | %s | %.1f ms | %.2f ms | %.1f ms (%d files) |" % (
+            cl, cell(-1), cell(0), cell(1000), med("refresh", "max") or 0, med("refresh", "median") or 0,
+            med("hook", "ms") or 0, med("hook", "predicted") or 0))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"repo": repo, "prompt": a.prompt, "touch": touch, "rows": rows}, f, indent=1)
