@@ -37,6 +37,24 @@ char *graph_db_path(const char *repo)
     return util_format("%s/.clarity/graph.db", repo);
 }
 
+/* A .gitignore of "*" in the cache's directory, unless there is one: the
+ * cache files are not for version control, and `git status` stays clean.
+ * Best effort (a directory that cannot take it still holds the cache). */
+static void ignore_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *gi = slash ? util_format("%.*s/.gitignore", (int)(slash - path), path) : NULL;
+    struct stat sb;
+    if (gi && stat(gi, &sb) != 0 && errno == ENOENT) {
+        FILE *f = fopen(gi, "wx");
+        if (f) {
+            fputs("# clarity's caches (graph.db and its snapshot): not for version control\n*\n", f);
+            fclose(f);
+        }
+    }
+    free(gi);
+}
+
 int graph_db_open(const char *path, int create, sqlite3 **out, char **err)
 {
     *out = NULL;
@@ -46,6 +64,7 @@ int graph_db_open(const char *path, int create, sqlite3 **out, char **err)
         *err = util_strdup(m);
         return -1;
     }
+    if (create) ignore_dir(path);
     sqlite3 *db;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {

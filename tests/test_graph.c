@@ -755,4 +755,7 @@ Test(graph_repo, cli_build_and_predict)
     cr_assert_eq(runproc(argv3, NULL, NULL, 0, 60000, &r), 0);
     cr_assert_eq(r.status, 64);
     runproc_free(&r);
+    /* the cache's directory ignores itself: git sees nothing new */
+    cr_assert_eq(gitrepo_sh(tmpdir, "test -z \"$(git status --porcelain)\""), 0,
+                 "the build left files git would show");
 }
