@@ -18,7 +18,7 @@ report=out/report.md
   echo "|---|---:|---:|---:|---:|---:|---:|---|"
 } > "$report"
 fail=0
-for h in ${HARNESSES:-fuzz_extract fuzz_config fuzz_rpc fuzz_prompt fuzz_state fuzz_serve fuzz_hook fuzz_assemble fuzz_testrun fuzz_mentions fuzz_prefilter}; do
+for h in ${HARNESSES:-fuzz_extract fuzz_config fuzz_rpc fuzz_prompt fuzz_state fuzz_serve fuzz_hook fuzz_assemble fuzz_testrun fuzz_mentions fuzz_prefilter fuzz_snapshot}; do
   name=${h#fuzz_}
   work=out/corpus-$name
   mkdir -p "$work" out/crashes-$name
