@@ -440,11 +440,14 @@ static void propagate(graph_index *g, const graph_weights *w, const graph_hit *s
     memset(g->tmp, 0, n * sizeof *g->tmp);
     for (size_t s = 0; s < ns; s++) g->tmp[seeds[s].file] = seeds[s].score / top;
     double *cur = g->tmp, *acc = g->act;
-    uint32_t frontier[512], nf = 0, next[512];
+    /* every file a hop reaches gets its activation; the first 512 of them
+     * (in the order reached) spread it on */
+    uint32_t frontier[512], nf = 0;
     for (size_t s = 0; s < ns; s++) frontier[nf++] = seeds[s].file;
     double *nxt = calloc(n, sizeof *nxt);
-    for (int h = 0; nxt && h < w->hops && nf; h++) {
-        uint32_t nn = 0;
+    uint32_t *reached = malloc((n ? n : 1) * sizeof *reached);
+    for (int h = 0; nxt && reached && h < w->hops && nf; h++) {
+        uint32_t nr = 0;
         for (uint32_t fi = 0; fi < nf; fi++) {
             uint32_t u = frontier[fi];
             double au = cur[u];
@@ -457,23 +460,26 @@ static void propagate(graph_index *g, const graph_weights *w, const graph_hit *s
                 double share = w->hop_decay * au / sqrt((double)(b - a));
                 for (uint32_t e = a; e < b; e++) {
                     uint32_t v = adj[e];
-                    if (nxt[v] == 0 && nn < 512) next[nn++] = v;
+                    if (nxt[v] == 0) reached[nr++] = v;
                     nxt[v] += share;
                 }
             }
         }
         for (uint32_t fi = 0; fi < nf; fi++) cur[frontier[fi]] = 0;
-        for (uint32_t fi = 0; fi < nn; fi++) {
-            uint32_t v = next[fi];
+        nf = nr < 512 ? nr : 512;
+        for (uint32_t k = 0; k < nr; k++) {
+            uint32_t v = reached[k];
             acc[v] += nxt[v];
-            cur[v] = nxt[v];
+            if (k < nf) {
+                cur[v] = nxt[v];
+                frontier[k] = v;
+            }
             nxt[v] = 0;
-            frontier[fi] = v;
         }
-        nf = nn;
     }
     for (uint32_t fi = 0; fi < nf; fi++) g->tmp[frontier[fi]] = 0;
     free(nxt);
+    free(reached);
 }
 
 /* Activation from the seeds over their co-change partners, into g->cosc. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../graph/graph.h"
+#include "../util/buf.h"
 #include "../graph/index.h"
 #include "../graph/internal.h"
 #include "../include/clarity.h"
@@ -723,6 +724,51 @@ Test(graph_repo, imports_resolve_and_propagate)
 }
 
 /* ---- the CLI on a fixture repository ------------------------------------ */
+
+/* Spreading activation: every file a hop reaches gets activation, also
+ * past the first 512 (which alone spread it further).  A hub importing
+ * 600 modules reached them all in one hop, and the ones past 512 used to
+ * get none. */
+Test(graph_repo, activation_reaches_every_file_of_a_wide_hop, .timeout = 120)
+{
+    enum { MODS = 600 };
+    buf hub;
+    buf_init(&hub);
+    for (int i = 0; i < MODS; i++) {
+        char rel[64], text[64];
+        snprintf(rel, sizeof rel, "mods/m%03d.py", i);
+        snprintf(text, sizeof text, "def f%03d():\n    pass\n", i);
+        write_file(rel, text);
+        buf_printf(&hub, "from mods import m%03d\n", i);
+    }
+    write_file("mods/__init__.py", "");
+    write_file("hubcenter.py", hub.p);
+    buf_free(&hub);
+    commit(1600000000, "hub");
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    int hubf = graph_index_find(g, "hubcenter.py");
+    cr_assert_geq(hubf, 0);
+    cr_assert_eq(g->out_off[hubf + 1] - g->out_off[hubf], MODS, "the hub's imports did not resolve");
+    graph_weights w;
+    graph_weights_default(&w);
+    const char *q = "hubcenter";
+    gi_stages(g, &w, q, strlen(q), NULL, 1);
+    int reached = 0;
+    for (int i = 0; i < MODS; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "mods/m%03d.py", i);
+        int d = graph_index_find(g, rel);
+        cr_assert_geq(d, 0);
+        reached += g->act[d] > 0;
+    }
+    cr_assert_eq(reached, MODS, "%d of the hub's %d modules got activation", reached, MODS);
+    graph_index_free(g);
+}
 
 Test(graph_repo, cli_build_and_predict)
 {
