@@ -77,19 +77,24 @@ static int update_fusion(const char *repo, const graph_build_opts *o, graph_buil
     return rc;
 }
 
-/* meta build_id: removed when a build starts, a new random one when it
- * completes, so that a cache is stamped (gi_build_stamp) only between
- * builds and each completed build has its own stamp. */
-static void set_build_id(const char *path, int fresh)
+/* meta build_id: removed when a build starts (and when it fails), a new
+ * random one when it completes, so that a cache is stamped
+ * (gi_build_stamp) only between builds and each completed build has its
+ * own stamp.  0, or -1 with *err when an existing cache could not be
+ * changed. */
+static int set_build_id(const char *path, int fresh, char **err)
 {
     sqlite3 *db = NULL;
-    char *err = NULL;
-    if (access(path, F_OK) != 0 || graph_db_open(path, 0, &db, &err) != 0) {
-        free(err);
-        return;
+    char *oerr = NULL;
+    if (access(path, F_OK) != 0) return 0; /* no cache yet: nothing to unstamp */
+    if (graph_db_open(path, 0, &db, &oerr) != 0) {
+        if (err && !*err) *err = oerr;
+        else free(oerr);
+        return -1;
     }
+    int rc;
     if (!fresh) {
-        sqlite3_exec(db, "DELETE FROM meta WHERE key = 'build_id'", NULL, NULL, NULL);
+        rc = sqlite3_exec(db, "DELETE FROM meta WHERE key = 'build_id'", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
     } else {
         uint64_t r;
         if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
@@ -99,9 +104,12 @@ static void set_build_id(const char *path, int fresh)
         }
         char id[17];
         snprintf(id, sizeof id, "%016llx", (unsigned long long)r);
-        graph_db_set_meta(db, "build_id", id);
+        rc = graph_db_set_meta(db, "build_id", id);
     }
+    if (rc != 0 && err && !*err)
+        *err = util_format("%s: cannot %s the build stamp: %s", path, fresh ? "set" : "remove", sqlite3_errmsg(db));
     sqlite3_close(db);
+    return rc;
 }
 
 int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
@@ -109,21 +117,24 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     double t0 = now_ms();
     char *path = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
     if (!path) return -1;
-    set_build_id(path, 0);
-    if (graph_build_cache(repo, o, st, err) != 0) {
+    /* a cache that cannot be unstamped is not changed: its snapshot would
+     * be taken for it */
+    if (set_build_id(path, 0, err) != 0) {
         free(path);
         return -1;
     }
-    int rc = update_fusion(repo, o, st, err);
+    int rc = graph_build_cache(repo, o, st, err);
+    if (rc == 0) rc = update_fusion(repo, o, st, err);
     st->ms = now_ms() - t0;
-    if (rc == 0) {
+    if (rc == 0 && set_build_id(path, 1, NULL) == 0) {
         /* stamped, then loaded once so that the snapshot is there for the
          * next process (a Claude Code prompt hook loads it in milliseconds) */
-        set_build_id(path, 1);
         graph_index *g = NULL;
         char *lerr = NULL;
         if (graph_index_open(repo, o->db_path, &g, &lerr) == 0) graph_index_free(g);
         free(lerr);
+    } else if (rc != 0) {
+        set_build_id(path, 0, NULL); /* left unstamped (a concurrent build may have stamped it) */
     }
     free(path);
     if (getenv("CLARITY_GRAPH_TIMING")) {

@@ -2,7 +2,7 @@
  * (graph/snapshot.c): a build saves it, graph_index_open loads it into the
  * index graph_index_load builds from the cache, and a snapshot that is
  * damaged, of another build, or made while no build had completed is
- * never used. */
+ * never used; a build that cannot unstamp the cache does not change it. */
 #include <criterion/criterion.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -310,4 +310,35 @@ Test(snapshot, none_is_saved_or_used_while_no_build_has_completed)
     cr_assert_gt(file_size(snap), GI_SNAPSHOT_HEADER);
     free(db);
     free(snap);
+}
+
+/* A build that cannot remove the stamp (another connection holds the
+ * cache locked past the busy timeout) changes nothing and says why: its
+ * changes would otherwise be read from the old build's snapshot. */
+Test(snapshot, a_cache_that_cannot_be_unstamped_is_not_rebuilt, .timeout = 60)
+{
+    build();
+    char *db = runproc_join(repo, ".clarity/graph.db");
+    char *before = graphdb_meta(repo, "build_id");
+    cr_assert_not_null(before);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    cr_assert_eq(gitrepo_write(repo, "pkg/late.py", "def late():\n    pass\n"), 0);
+    cr_assert_eq(gitrepo_commit(repo, 1600000400, "late"), 0);
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_neq(graph_build(repo, &o, &st, &err), 0, "the build ran on a locked cache");
+    cr_assert_not_null(err);
+    cr_assert_not_null(strstr(err, "build stamp"), "%s", err);
+    free(err);
+    cr_assert_eq(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    char *after = graphdb_meta(repo, "build_id");
+    cr_assert_str_eq(before, after);
+    cr_assert_eq(graphdb_int(repo, "SELECT COUNT(*) FROM files WHERE path = 'pkg/late.py'"), 0);
+    free(before);
+    free(after);
+    free(db);
 }
