@@ -14,17 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HASH_NONFATAL_OOM 1
-#include <uthash.h>
-
 #include "index.h"
+#include "../util/namefilter.h"
 #include "../util/radix.h"
 
-typedef struct term_ent {
-    char *s;
-    uint32_t id;
-    UT_hash_handle hh;
-} term_ent;
 
 typedef struct triple {
     uint32_t term, doc;
@@ -59,11 +52,49 @@ typedef struct memo_ent {
     uint32_t off, cnt;
 } memo_ent;
 
+/* The terms' table: a hash of the text eight bytes a step, probed
+ * linearly (it replaced a uthash table, whose entries, a malloc each,
+ * were most of a snapshot's load and free, and whose out-of-memory
+ * dropped entries silently). */
+static uint64_t term_hash(const char *s, size_t n) { return name_mix_bytes(NAME_HASH_SEED, s, n); }
+
+/* The slot of s[0, n): its id's, or the free one where it would go. */
+static uint32_t *term_find(const graph_index *g, const char *s, size_t n, uint64_t h)
+{
+    size_t m = g->term_cap - 1;
+    for (size_t j = (size_t)h & m;; j = (j + 1) & m) {
+        uint32_t id = g->term_slot[j];
+        if (id == GI_TERM_EMPTY) return &g->term_slot[j];
+        const char *t = g->term_s[id];
+        if (strncmp(t, s, n) == 0 && t[n] == '\0') return &g->term_slot[j];
+    }
+}
+
+/* Room in the table for one more term (rehashed at half full); -1 out of memory. */
+static int term_reserve(graph_index *g)
+{
+    if ((g->n_terms + 1) * 2 <= g->term_cap) return 0;
+    size_t cap = g->term_cap ? g->term_cap * 2 : 1024;
+    while ((g->n_terms + 1) * 2 > cap) cap *= 2;
+    uint32_t *slot = malloc(cap * sizeof *slot);
+    if (!slot) return -1;
+    memset(slot, 0xff, cap * sizeof *slot); /* GI_TERM_EMPTY */
+    free(g->term_slot);
+    g->term_slot = slot;
+    g->term_cap = cap;
+    for (size_t id = 0; id < g->n_terms; id++) {
+        const char *t = g->term_s[id];
+        size_t n = strlen(t);
+        *term_find(g, t, n, term_hash(t, n)) = (uint32_t)id;
+    }
+    return 0;
+}
+
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
 {
-    term_ent *e;
-    HASH_FIND(hh, g->terms, s, n, e);
-    return e ? (int32_t)e->id : -1;
+    if (!g->term_cap) return -1;
+    uint32_t id = *term_find(g, s, n, term_hash(s, n));
+    return id == GI_TERM_EMPTY ? -1 : (int32_t)id;
 }
 
 static int push_triple(tok_ctx *c, uint32_t term, uint16_t cnt)
@@ -130,21 +161,24 @@ static void content_field(tok_ctx *c, const char *repo, const char *path, char *
     }
 }
 
-/* The term entry of a word, added when new; NULL out of memory. */
-static term_ent *term_of(graph_index *g, const char *s, size_t n)
+/* The id of a word's term, added when new; -1 out of memory. */
+static int32_t term_of(graph_index *g, const char *s, size_t n)
 {
-    term_ent *e;
-    HASH_FIND(hh, g->terms, s, n, e);
-    if (!e) {
-        e = malloc(sizeof *e);
-        if (!e || !(e->s = util_strndup(s, n))) {
-            free(e);
-            return NULL;
-        }
-        e->id = (uint32_t)g->n_terms++;
-        HASH_ADD_KEYPTR(hh, g->terms, e->s, n, e);
+    if (term_reserve(g) != 0) return -1;
+    uint32_t *slot = term_find(g, s, n, term_hash(s, n));
+    if (*slot != GI_TERM_EMPTY) return (int32_t)*slot;
+    if (g->n_terms == g->term_s_cap) {
+        size_t cap = g->term_s_cap ? g->term_s_cap * 2 : 4096;
+        char **v = realloc(g->term_s, cap * sizeof *v);
+        if (!v) return -1;
+        g->term_s = v;
+        g->term_s_cap = cap;
     }
-    return e;
+    char *copy = util_strndup(s, n);
+    if (!copy) return -1;
+    g->term_s[g->n_terms] = copy;
+    *slot = (uint32_t)g->n_terms;
+    return (int32_t)g->n_terms++;
 }
 
 /* Appends id to a growing array; -1 out of memory. */
@@ -161,32 +195,30 @@ static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
     return 0;
 }
 
-int32_t gi_term_add(graph_index *g, const char *s, size_t n)
-{
-    term_ent *e = term_of(g, s, n);
-    return e ? (int32_t)e->id : -1;
-}
+int32_t gi_term_add(graph_index *g, const char *s, size_t n) { return term_of(g, s, n); }
 
 int gi_set_terms(graph_index *g, char *const *s, size_t n)
 {
-    if (g->terms || !(g->term_pool = calloc(n ? n : 1, sizeof(term_ent)))) return -1;
-    for (size_t i = 0; i < n; i++) {
-        term_ent *e = &g->term_pool[i];
-        e->s = s[i];
-        e->id = (uint32_t)i;
-        HASH_ADD_KEYPTR(hh, g->terms, e->s, strlen(s[i]), e);
-        if (HASH_COUNT(g->terms) != i + 1) return -1; /* out of memory (non-fatal in uthash) */
+    if (g->n_terms || !(g->term_s = malloc((n ? n : 1) * sizeof *g->term_s))) return -1;
+    memcpy(g->term_s, s, n * sizeof *s);
+    g->term_s_cap = n ? n : 1;
+    /* the table sized for them all, then each put in */
+    size_t cap = 1024;
+    while (n * 2 > cap) cap *= 2;
+    if (!(g->term_slot = malloc(cap * sizeof *g->term_slot))) return -1;
+    memset(g->term_slot, 0xff, cap * sizeof *g->term_slot);
+    g->term_cap = cap;
+    for (size_t id = 0; id < n; id++) {
+        size_t len = strlen(s[id]);
+        *term_find(g, s[id], len, term_hash(s[id], len)) = (uint32_t)id;
+        g->n_terms = id + 1;
     }
-    g->n_terms = n;
     return 0;
 }
 
 int gi_terms_by_id(const graph_index *g, const char **out)
 {
-    for (const term_ent *e = g->terms; e; e = e->hh.next) {
-        if (e->id >= g->n_terms) return -1;
-        out[e->id] = e->s;
-    }
+    for (size_t id = 0; id < g->n_terms; id++) out[id] = g->term_s[id];
     return 0;
 }
 
@@ -194,20 +226,20 @@ static int on_tok(void *ud, const char *s, size_t n)
 {
     tok_ctx *c = ud;
     graph_index *g = c->g;
-    term_ent *e = term_of(g, s, n);
-    if (!e || (c->record && push_id(&c->mids, &c->nmids, &c->capmids, e->id) != 0)) {
+    int32_t id = term_of(g, s, n);
+    if (id < 0 || (c->record && push_id(&c->mids, &c->nmids, &c->capmids, (uint32_t)id) != 0)) {
         c->oom = 1;
         return 1;
     }
     g->flen[c->field][c->doc] += 1.0f;
     if (c->collect) {
-        if (push_id(&c->ids, &c->nids, &c->capids, e->id) != 0) {
+        if (push_id(&c->ids, &c->nids, &c->capids, (uint32_t)id) != 0) {
             c->oom = 1;
             return 1;
         }
         return 0;
     }
-    return push_triple(c, e->id, 1);
+    return push_triple(c, (uint32_t)id, 1);
 }
 
 /* The memo's slot of s[0, n) with hash h: its entry, or the empty slot. */
@@ -320,8 +352,8 @@ static int content_from_cache(tok_ctx *c, sqlite3 *db, const int32_t *byid, int6
                 if (!(b & 0x80)) break;
             }
             if (rc != 1) break;
-            term_ent *e = term_of(g, w, wl);
-            if (!e || push_triple(c, e->id, (uint16_t)(cnt < 65535 ? cnt : 65535)) != 0) rc = -1;
+            int32_t id = term_of(g, w, wl);
+            if (id < 0 || push_triple(c, (uint32_t)id, (uint16_t)(cnt < 65535 ? cnt : 65535)) != 0) rc = -1;
         }
     }
     sqlite3_finalize(st);
@@ -900,19 +932,12 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
 void graph_index_free(graph_index *g)
 {
     if (!g) return;
-    /* from a snapshot, the strings are in str_pool and the terms in term_pool */
+    /* from a snapshot, the strings are in str_pool */
     for (size_t i = 0; i < g->n && g->paths && !g->str_pool[0]; i++) free(g->paths[i]);
     for (size_t i = 0; i < g->n_syms && !g->str_pool[1]; i++) free(g->syms[i].name);
-    if (g->term_pool) {
-        HASH_CLEAR(hh, g->terms);
-        free(g->term_pool);
-    }
-    term_ent *e, *t;
-    HASH_ITER(hh, g->terms, e, t) {
-        HASH_DEL(g->terms, e);
-        free(e->s);
-        free(e);
-    }
+    for (size_t i = 0; i < g->n_terms && !g->str_pool[2]; i++) free(g->term_s[i]);
+    free(g->term_s);
+    free(g->term_slot);
     for (int k = 0; k < 3; k++) free(g->str_pool[k]);
     for (size_t i = 0; g->co && i < g->n; i++) {
         free(g->co[i].ids);

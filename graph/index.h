@@ -67,14 +67,16 @@ struct graph_index {
     char **paths; /* sorted */
     uint8_t *is_test, *lang;
     char *str_pool[3];           /* from a snapshot: the paths, symbol names, terms (else each its own) */
-    struct term_ent *term_pool;  /* from a snapshot: the terms (else each its own) */
     gsym *syms;
     uint32_t *sym_off;
     int32_t *sym_term; /* each symbol's term: its name's, else its lowercase compound's, else -1 */
     size_t n_syms;
     uint32_t *out_off, *out, *in_off, *in; /* imports, importers */
-    struct term_ent *terms;
-    size_t n_terms;
+    /* the terms: their text by id, and open addressing over them (ids;
+     * GI_TERM_EMPTY in a free slot; at most half the slots used) */
+    char **term_s;
+    uint32_t *term_slot;
+    size_t n_terms, term_s_cap, term_cap;
     uint32_t *post_off;
     gi_posting *post;
     uint32_t post_term_last;
@@ -109,9 +111,9 @@ struct graph_index {
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
 /* The term of s[0, n), added with the next id when new; -1 out of memory. */
 int32_t gi_term_add(graph_index *g, const char *s, size_t n);
-/* The n terms s[id] (borrowed: they must outlive g, in g->str_pool) of
- * an index without terms yet, in one allocation (g->term_pool); -1 out of
- * memory. */
+#define GI_TERM_EMPTY UINT32_MAX
+/* The n terms s[id] (borrowed: they must outlive g, in g->str_pool[2])
+ * of an index without terms yet; -1 out of memory. */
 int gi_set_terms(graph_index *g, char *const *s, size_t n);
 /* out[id] = each term's text (borrowed); -1 when an id is out of range. */
 int gi_terms_by_id(const graph_index *g, const char **out);
