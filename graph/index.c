@@ -812,18 +812,18 @@ static int load_defs(graph_index *g)
     return 0;
 }
 
-/* What queries read lazily or resolve: co-change partners (SQLite, on
- * first use per file), the stored model's text, the import resolver. */
+/* What queries read lazily: co-change partners (SQLite, on first use per
+ * file) and the stored model's text.  The import resolver is made by the
+ * first prompt that names a path or module (query.c). */
 static int load_query_support(graph_index *g)
 {
     g->fus_meta = graph_db_meta(g->db, "fusion"); /* parsed by model.c on first use */
-    if (sqlite3_prepare_v2(g->db,
-                           "SELECT b, w FROM cochange WHERE a = ?1 UNION ALL "
-                           "SELECT a, w FROM cochange WHERE b = ?1",
-                           -1, &g->co_stmt, NULL) != SQLITE_OK)
-        return -1;
-    g->res = graph_resolver_new(g->paths, g->n);
-    return g->res ? 0 : -1;
+    return sqlite3_prepare_v2(g->db,
+                              "SELECT b, w FROM cochange WHERE a = ?1 UNION ALL "
+                              "SELECT a, w FROM cochange WHERE b = ?1",
+                              -1, &g->co_stmt, NULL) == SQLITE_OK
+               ? 0
+               : -1;
 }
 
 graph_index *gi_new(const char *repo, const char *db_path, char **err)

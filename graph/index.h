@@ -87,7 +87,7 @@ struct graph_index {
     double *central;
     double *churn; /* log decayed commit weight, scaled to [0, 1] */
     uint8_t *aux;  /* under a documentation, example, benchmark or release directory */
-    graph_resolver *res;
+    graph_resolver *res; /* made by the first query that names a path or module (query.c) */
     int64_t data_version; /* PRAGMA data_version when loaded */
     gi_def *defs;      /* every symbol by name */
     size_t n_defs;

@@ -298,6 +298,10 @@ static void mentions(graph_index *g, const graph_weights *w, const char *s, size
         size_t b = i;
         while (b > a && (s[b - 1] == '.' || s[b - 1] == '/')) b--;
         if (b - a < 4 || b - a >= sizeof tok || !(slash || dot)) continue;
+        /* the resolver, made for the first prompt that names a path or a
+         * module (a process per prompt mostly has none to resolve; 8 M
+         * instructions for sympy); out of memory, the prompt names none */
+        if (!g->res && !(g->res = graph_resolver_new(g->paths, g->n))) return;
         memcpy(tok, s + a, b - a);
         tok[b - a] = '\0';
         int32_t f = -1;
