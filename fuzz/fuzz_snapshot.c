@@ -55,7 +55,7 @@ static int write_snapshot(const uint8_t *data, size_t size)
         char magic[8];
         uint32_t endian, posting_size;
         uint64_t stamp, bytes, sum;
-    } h = {{'C', 'L', 'R', 'G', 'I', 'X', '0', '2'}, 0x01020304u, (uint32_t)sizeof(gi_posting), 1, size,
+    } h = {{'C', 'L', 'R', 'G', 'I', 'X', '0', '3'}, 0x01020304u, (uint32_t)sizeof(gi_posting), 1, size,
            gi_snapshot_sum(data, size)};
     int ok = sizeof h == GI_SNAPSHOT_HEADER && fwrite(&h, sizeof h, 1, f) == 1 &&
              (size == 0 || fwrite(data, size, 1, f) == 1);

@@ -25,7 +25,7 @@
 
 #include "index.h"
 
-#define SNAP_MAGIC "CLRGIX02" /* its digits change with any change of the layout or checksum */
+#define SNAP_MAGIC "CLRGIX03" /* its digits change with any change of the layout or checksum */
 #define SNAP_ENDIAN 0x01020304u
 /* the largest counts a snapshot may give (a repository of a million files) */
 #define SNAP_MAX_N ((uint64_t)1 << 24)
@@ -174,9 +174,13 @@ static void payload(const graph_index *g, buf *b)
     put_strings(b, str_at, terms, g->n_terms);
     free(terms);
     put(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
-    for (size_t k = 0; k < np; k++) { /* field by field: the struct has padding */
-        put(b, &g->post[k].doc, sizeof g->post[k].doc);
-        put(b, g->post[k].tf, sizeof g->post[k].tf);
+    /* whole structs, their padding zeroed, so that a load copies them at once */
+    for (size_t k = 0; k < np; k++) {
+        gi_posting p;
+        memset(&p, 0, sizeof p);
+        p.doc = g->post[k].doc;
+        memcpy(p.tf, g->post[k].tf, sizeof p.tf);
+        put(b, &p, sizeof p);
     }
     put(b, g->out_off, (n + 1) * sizeof *g->out_off);
     put(b, g->out, g->out_off[n] * sizeof *g->out);
@@ -320,7 +324,7 @@ static int read_payload(graph_index *g, cursor *c)
      * and definition; a term's NUL; a posting), checked before anything
      * is allocated for it */
     if (c->bad || !offsets_ok(g->sym_off, n, ns) || g->sym_off[n] != ns ||
-        (uint64_t)ns * 23 + nt + (uint64_t)np * 14 > c->left)
+        (uint64_t)ns * 23 + nt + (uint64_t)np * sizeof(gi_posting) > c->left)
         return -1;
     g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
     if (!g->syms) return -1;
@@ -347,14 +351,9 @@ static int read_payload(graph_index *g, cursor *c)
     if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;
     for (size_t i = 0; i < ns; i++)
         if (g->sym_term[i] < -1 || g->sym_term[i] >= (int32_t)nt) return -1;
-    g->post = malloc((np ? np : 1) * sizeof *g->post);
-    if (!g->post) return -1;
-    for (size_t i = 0; i < np && !c->bad; i++) {
-        memset(&g->post[i], 0, sizeof g->post[i]);
-        take_into(c, &g->post[i].doc, sizeof g->post[i].doc);
-        take_into(c, g->post[i].tf, sizeof g->post[i].tf);
+    g->post = take_array(c, np, sizeof *g->post);
+    for (size_t i = 0; i < np && !c->bad; i++)
         if (g->post[i].doc >= n) c->bad = 1;
-    }
     g->out_off = take_array(c, n + 1, sizeof *g->out_off);
     g->out = take_array(c, (size_t)k[4], sizeof *g->out);
     g->in_off = take_array(c, n + 1, sizeof *g->in_off);
