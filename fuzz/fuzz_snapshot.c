@@ -55,7 +55,7 @@ static int write_snapshot(const uint8_t *data, size_t size)
         char magic[8];
         uint32_t endian, posting_size;
         uint64_t stamp, bytes, sum;
-    } h = {{'C', 'L', 'R', 'G', 'I', 'X', '0', '3'}, 0x01020304u, (uint32_t)sizeof(gi_posting), 1, size,
+    } h = {{'C', 'L', 'R', 'G', 'I', 'X', '0', '4'}, 0x01020304u, (uint32_t)sizeof(gi_posting), 1, size,
            gi_snapshot_sum(data, size)};
     int ok = sizeof h == GI_SNAPSHOT_HEADER && fwrite(&h, sizeof h, 1, f) == 1 &&
              (size == 0 || fwrite(data, size, 1, f) == 1);
@@ -82,6 +82,12 @@ static void walk(const graph_index *g)
         if (!g->defs[k].name || g->defs[k].file >= g->n) abort();
     const char **s = malloc((g->n_terms ? g->n_terms : 1) * sizeof *s);
     if (s && gi_terms_by_id(g, s) != 0) abort();
+    /* lookups end, whatever the table holds */
+    for (size_t t = 0; s && t < g->n_terms && t < 16; t++) {
+        int32_t id = gi_term_id(g, s[t], strlen(s[t]));
+        if (id < -1 || id >= (int32_t)g->n_terms) abort();
+    }
+    if (gi_term_id(g, "no such term here", 17) >= (int32_t)g->n_terms) abort();
     free(s);
 }
 

@@ -197,14 +197,22 @@ static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
 
 int32_t gi_term_add(graph_index *g, const char *s, size_t n) { return term_of(g, s, n); }
 
-int gi_set_terms(graph_index *g, char *const *s, size_t n)
+int gi_set_terms(graph_index *g, char *const *s, size_t n, uint32_t *slot, size_t cap)
 {
-    if (g->n_terms || !(g->term_s = malloc((n ? n : 1) * sizeof *g->term_s))) return -1;
+    if (g->n_terms || !(g->term_s = malloc((n ? n : 1) * sizeof *g->term_s))) {
+        free(slot);
+        return -1;
+    }
     memcpy(g->term_s, s, n * sizeof *s);
     g->term_s_cap = n ? n : 1;
+    if (slot) { /* the caller checked it: ids below n, at most half the slots used */
+        g->term_slot = slot;
+        g->term_cap = cap;
+        g->n_terms = n;
+        return 0;
+    }
     /* the table sized for them all, then each put in */
-    size_t cap = 1024;
-    while (n * 2 > cap) cap *= 2;
+    for (cap = 1024; n * 2 > cap;) cap *= 2;
     if (!(g->term_slot = malloc(cap * sizeof *g->term_slot))) return -1;
     memset(g->term_slot, 0xff, cap * sizeof *g->term_slot);
     g->term_cap = cap;

@@ -25,7 +25,7 @@
 
 #include "index.h"
 
-#define SNAP_MAGIC "CLRGIX03" /* its digits change with any change of the layout or checksum */
+#define SNAP_MAGIC "CLRGIX04" /* its digits change with the layout, the checksum or the terms' hash */
 #define SNAP_ENDIAN 0x01020304u
 /* the largest counts a snapshot may give (a repository of a million files) */
 #define SNAP_MAX_N ((uint64_t)1 << 24)
@@ -173,6 +173,9 @@ static void payload(const graph_index *g, buf *b)
     }
     put_strings(b, str_at, terms, g->n_terms);
     free(terms);
+    /* their table as it is: a load takes it instead of hashing them all */
+    put_u64(b, g->term_cap);
+    put(b, g->term_slot, g->term_cap * sizeof *g->term_slot);
     put(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
     /* whole structs, their padding zeroed, so that a load copies them at once */
     for (size_t k = 0; k < np; k++) {
@@ -291,6 +294,25 @@ static char *take_pool(cursor *c, size_t n, char **out)
     return pool;
 }
 
+/* A terms table's size: a power of two the file holds, over twice the terms. */
+static int terms_table_ok(const cursor *c, uint64_t cap, size_t nt)
+{
+    return cap >= 2 && (cap & (cap - 1)) == 0 && cap >= 2 * (uint64_t)nt && cap <= c->left / sizeof(uint32_t);
+}
+
+/* Every slot free or a term's id, at most half of them used: a lookup
+ * then always ends (at a free slot), whatever the file holds. */
+static int slots_ok(const uint32_t *slot, size_t cap, size_t nt)
+{
+    size_t used = 0;
+    for (size_t j = 0; j < cap; j++) {
+        if (slot[j] == GI_TERM_EMPTY) continue;
+        if (slot[j] >= nt) return 0;
+        used++;
+    }
+    return used <= cap / 2;
+}
+
 /* Whether v[0, n] rises from 0 to at most max. */
 static int offsets_ok(const uint32_t *v, size_t n, uint64_t max)
 {
@@ -345,7 +367,18 @@ static int read_payload(graph_index *g, cursor *c)
     }
     g->sym_term = take_array(c, ns, sizeof *g->sym_term);
     g->str_pool[2] = take_pool(c, nt, names);
-    if (!c->bad && gi_set_terms(g, names, nt) != 0) c->bad = 1;
+    uint64_t cap = 0;
+    take_into(c, &cap, sizeof cap);
+    uint32_t *slot = NULL;
+    if (c->bad || (cap == 0 && nt == 0)) {
+        /* no terms, no table (one is made) */
+    } else if (!terms_table_ok(c, cap, nt) || !(slot = take_array(c, (size_t)cap, sizeof *slot)) ||
+               !slots_ok(slot, (size_t)cap, nt)) {
+        c->bad = 1;
+        free(slot);
+        slot = NULL;
+    }
+    if (!c->bad && gi_set_terms(g, names, nt, slot, (size_t)cap) != 0) c->bad = 1;
     free(names);
     g->post_off = take_array(c, nt + 1, sizeof *g->post_off);
     if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;

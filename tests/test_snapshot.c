@@ -342,3 +342,31 @@ Test(snapshot, a_cache_that_cannot_be_unstamped_is_not_rebuilt, .timeout = 60)
     free(after);
     free(db);
 }
+
+/* A repository with nothing to index (no source file) has a snapshot too,
+ * and it is what opens. */
+Test(snapshot, one_of_an_empty_index_is_used)
+{
+    char *empty = runproc_mkdtemp("clarity-snapshot-empty");
+    cr_assert_not_null(empty);
+    cr_assert_eq(gitrepo_sh(empty, "git init -q ."), 0);
+    cr_assert_eq(gitrepo_write(empty, "README.txt", "nothing to parse\n"), 0);
+    cr_assert_eq(gitrepo_commit(empty, 1600000000, "init"), 0);
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+    graph_build_stats st;
+    char *err = NULL;
+    cr_assert_eq(graph_build(empty, &o, &st, &err), 0, "%s", err ? err : "");
+    char *db = runproc_join(empty, ".clarity/graph.db");
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, "DROP TABLE files", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    graph_index *g = NULL;
+    cr_assert_eq(graph_index_open(empty, NULL, &g, &err), 0, "the snapshot was not used: %s", err ? err : "");
+    cr_assert_eq(g->n, 0);
+    cr_assert_eq(gi_term_id(g, "anything", 8), -1);
+    graph_index_free(g);
+    free(db);
+    runproc_rmtree(empty);
+    free(empty);
+}
