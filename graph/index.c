@@ -195,8 +195,6 @@ static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
     return 0;
 }
 
-int32_t gi_term_add(graph_index *g, const char *s, size_t n) { return term_of(g, s, n); }
-
 int gi_set_terms(graph_index *g, char *const *s, size_t n, uint32_t *slot, size_t cap)
 {
     if (g->n_terms || !(g->term_s = malloc((n ? n : 1) * sizeof *g->term_s))) {

@@ -109,8 +109,6 @@ struct graph_index {
 };
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
-/* The term of s[0, n), added with the next id when new; -1 out of memory. */
-int32_t gi_term_add(graph_index *g, const char *s, size_t n);
 #define GI_TERM_EMPTY UINT32_MAX
 /* The n terms s[id] (borrowed: they must outlive g, in g->str_pool[2])
  * of an index without terms yet, with their table slot[cap] when given
