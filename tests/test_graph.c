@@ -88,6 +88,19 @@ static void commit(long when, const char *msg)
     cr_assert_eq(gitrepo_commit(tmpdir, when, msg), 0, "commit %s", msg);
 }
 
+/* tmpdir's graph built with the default options (its stats in *st when
+ * given), and its index loaded. */
+static graph_index *build_and_load(graph_build_stats *st)
+{
+    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
+    graph_build_stats own;
+    char *err = NULL;
+    cr_assert_eq(graph_build(tmpdir, &o, st ? st : &own, &err), 0, "%s", err ? err : "");
+    graph_index *g;
+    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    return g;
+}
+
 static void setup_repo(void)
 {
     tmpdir = runproc_mkdtemp("clarity-graph-test");
@@ -317,13 +330,9 @@ Test(graph_repo, bm25f_matches_hand_computed_values)
     write_file("src/auth/session.py", "def login_user():\n    pass\n");
     write_file("lib/db.py", "import os\n\ndef connect():\n    pass\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
+    graph_index *g = build_and_load(&st);
     cr_assert_eq(st.files, 2);
-    graph_index *g;
-    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
     int s = graph_index_find(g, "src/auth/session.py"), d = graph_index_find(g, "lib/db.py");
     cr_assert(s >= 0 && d >= 0);
     graph_weights w;
@@ -431,12 +440,7 @@ Test(graph_repo, package_mentions_and_doc_files_count_less)
     write_file("pkg/sub/impl.py", "def run_impl():\n    pass\n");
     write_file("docs/impl.py", "def run_impl():\n    pass\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
-    graph_index *g;
-    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_index *g = build_and_load(NULL);
     int init = graph_index_find(g, "pkg/sub/__init__.py"), doc = graph_index_find(g, "docs/impl.py");
     cr_assert(init >= 0 && doc >= 0);
     graph_weights w;
@@ -650,12 +654,7 @@ Test(graph_repo, content_words_of_a_large_file)
     free(text);
     write_file("small.py", "# okapi\n");
     commit(1600000000, "init");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
-    graph_index *g;
-    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_index *g = build_and_load(NULL);
     int b = graph_index_find(g, "big.py");
     cr_assert(b >= 0);
     graph_weights w;
@@ -745,12 +744,7 @@ Test(graph_repo, activation_reaches_every_file_of_a_wide_hop, .timeout = 120)
     write_file("hubcenter.py", hub.p);
     buf_free(&hub);
     commit(1600000000, "hub");
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(tmpdir, &o, &st, &err), 0, "%s", err ? err : "");
-    graph_index *g;
-    cr_assert_eq(graph_index_load(tmpdir, NULL, &g, &err), 0, "%s", err ? err : "");
+    graph_index *g = build_and_load(NULL);
     int hubf = graph_index_find(g, "hubcenter.py");
     cr_assert_geq(hubf, 0);
     cr_assert_eq(g->out_off[hubf + 1] - g->out_off[hubf], MODS, "the hub's imports did not resolve");
