@@ -244,14 +244,26 @@ graph_index *gcache_index(const centry *c) { return c->g; }
 
 /* ------------------------------------------------------------ the loader */
 
-/* An incremental build of a stale repository; 1 when it built. */
-static int refresh_stale(graph_cache *gc, const char *repo, graph_build_stats *st, char **err)
+/* An incremental build of a stale repository: the index the build
+ * loaded, or NULL (not stale, the build failed, or its load did). */
+static graph_index *refresh_stale(graph_cache *gc, const char *repo)
 {
-    if (graph_is_stale(repo, NULL) <= 0) return 0;
+    if (graph_is_stale(repo, NULL) <= 0) return NULL;
     graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    if (graph_build(repo, &o, st, err) != 0) return 0;
-    forget_absent(gc);
-    return 1;
+    graph_build_stats st;
+    graph_index *g = NULL;
+    char *err = NULL;
+    int rc = graph_build_index(repo, &o, &st, &err, &g);
+    free(err); /* on failure the cache as it is answers */
+    if (rc == 0) forget_absent(gc);
+    return g;
+}
+
+/* Puts g (the newer index of c) in place of c's, c locked. */
+static void swap_in(centry *c, graph_index *g)
+{
+    graph_index_free(c->g);
+    c->g = g;
 }
 
 /* The job, without locks but to swap the new index in: 0, or -1 when the
@@ -259,22 +271,17 @@ static int refresh_stale(graph_cache *gc, const char *repo, graph_build_stats *s
 static int run_job(graph_cache *gc, centry *c, int job)
 {
     int64_t started = mono_ms();
-    char *err = NULL;
-    if (job == JOB_REFRESH) {
-        graph_build_stats st;
-        refresh_stale(gc, c->repo, &st, &err); /* on failure the cache as it is loads */
+    graph_index *g = job == JOB_REFRESH ? refresh_stale(gc, c->repo) : NULL;
+    int rc = 0;
+    if (!g) { /* not rebuilt (or its load failed): load */
+        char *err = NULL;
+        rc = graph_index_open(c->repo, NULL, &g, &err);
         free(err);
-        err = NULL;
     }
-    graph_index *g = NULL;
-    int rc = graph_index_open(c->repo, NULL, &g, &err);
-    free(err);
     pthread_mutex_lock(&c->mu);
-    graph_index *old = rc == 0 ? c->g : NULL;
-    if (rc == 0) c->g = g;
+    if (rc == 0) swap_in(c, g);
     if (!c->checked_ms) c->checked_ms = started;
     pthread_mutex_unlock(&c->mu);
-    graph_index_free(old);
     return rc;
 }
 
@@ -509,21 +516,17 @@ centry *gcache_acquire(graph_cache *gc, const char *repo_in, int build_if_missin
             int reload = !c->g;
             if (stale < 0 || (stale > 0 && refresh)) {
                 graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-                char *berr = NULL;
-                if (graph_build(repo, &o, &ai->st, &berr) != 0) {
-                    *err = berr;
-                    berr = NULL;
-                } else {
+                graph_index *g = NULL;
+                if (graph_build_index(repo, &o, &ai->st, err, &g) == 0) {
                     ai->refreshed = 1;
                     c->stale = 0;
-                    reload = 1;
                     forget_absent(gc);
+                    reload = !g; /* else the build's own load answers */
+                    if (g) swap_in(c, g);
                 }
-                free(berr);
             }
             if (!*err && reload) {
-                graph_index_free(c->g);
-                c->g = NULL;
+                swap_in(c, NULL);
                 graph_index_open(repo, NULL, &c->g, err);
             }
         }
@@ -545,12 +548,14 @@ int gcache_build(graph_cache *gc, const char *repo, const graph_build_opts *o, g
         wait_idle(gc, c, -1);
         pthread_mutex_lock(&c->mu);
     }
-    int rc = graph_build(repo, o, st, err);
+    graph_index *g = NULL;
+    int rc = graph_build_index(repo, o, st, err, &g);
     if (rc == 0) forget_absent(gc);
     if (c) {
-        graph_index_free(c->g); /* reloaded on next use */
-        c->g = NULL;
+        swap_in(c, g); /* the build's load, or none: loaded on next use */
         entry_release(gc, c);
+    } else {
+        graph_index_free(g);
     }
     return rc;
 }
@@ -565,10 +570,11 @@ void gcache_refresh_if_due(graph_cache *gc, const char *repo_in)
         int64_t now = mono_ms();
         if (now - c->checked_ms >= GRAPH_RECHECK_MS) {
             c->checked_ms = now;
-            graph_build_stats st;
-            char *err = NULL;
-            refresh_stale(gc, repo, &st, &err); /* on failure: the old graph answers */
-            free(err);
+            /* on failure the old graph answers; a loaded one is replaced by
+             * the build's, none is kept loaded for a question the cache answers */
+            graph_index *g = refresh_stale(gc, repo);
+            if (g && c->g) swap_in(c, g);
+            else graph_index_free(g);
         }
         entry_release(gc, c);
     }

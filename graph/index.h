@@ -127,6 +127,12 @@ graph_index *gi_new(const char *repo, const char *db_path, char **err);
  * co-change statement, the resolver) and the data version. */
 int gi_finish(graph_index *g);
 
+/* update.c: graph_build, and when out is given, the index it loaded to
+ * save the snapshot (*out; NULL when it did not load) for a caller that
+ * would load it next. */
+int graph_build_index(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err,
+                      graph_index **out);
+
 /* snapshot.c: the index of the cache at db_path (NULL:
  * <repo>/.clarity/graph.db) as graph_index_load gives it, from the
  * cache's snapshot when one was saved for this build of it, else loaded

@@ -114,6 +114,13 @@ static int set_build_id(const char *path, int fresh, char **err)
 
 int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err)
 {
+    return graph_build_index(repo, o, st, err, NULL);
+}
+
+int graph_build_index(const char *repo, const graph_build_opts *o, graph_build_stats *st, char **err,
+                      graph_index **out)
+{
+    if (out) *out = NULL;
     double t0 = now_ms();
     char *path = o->db_path ? util_strdup(o->db_path) : graph_db_path(repo);
     if (!path) return -1;
@@ -128,10 +135,12 @@ int graph_build(const char *repo, const graph_build_opts *o, graph_build_stats *
     st->ms = now_ms() - t0;
     if (rc == 0 && set_build_id(path, 1, NULL) == 0) {
         /* stamped, then loaded once so that the snapshot is there for the
-         * next process (a Claude Code prompt hook loads it in milliseconds) */
+         * next process (a Claude Code prompt hook loads it in milliseconds);
+         * the index goes to a caller that would load it next */
         graph_index *g = NULL;
         char *lerr = NULL;
-        if (graph_index_open(repo, o->db_path, &g, &lerr) == 0) graph_index_free(g);
+        if (graph_index_open(repo, o->db_path, &g, &lerr) == 0 && out) *out = g;
+        else graph_index_free(g);
         free(lerr);
     } else if (rc != 0) {
         set_build_id(path, 0, NULL); /* left unstamped (a concurrent build may have stamped it) */
