@@ -148,6 +148,10 @@ int gi_snapshot_save(const graph_index *g, uint64_t stamp);
  * snapshot saved for stamp.  0, or -1 (no such snapshot, another stamp,
  * or a file that fails its checks): the caller frees g. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp);
+/* Writes payload[0, n) as the snapshot at path for stamp, under the
+ * header gi_snapshot_save writes (for a fuzzer's arbitrary payloads).
+ * 0, or -1. */
+int gi_snapshot_write(const char *path, uint64_t stamp, const void *payload, size_t n);
 /* The checksum a snapshot's header holds over its payload; the header
  * (its layout is snapshot.c's) takes GI_SNAPSHOT_HEADER bytes. */
 uint64_t gi_snapshot_sum(const void *data, size_t n);

@@ -17,11 +17,11 @@
  * index range-checked, so a torn or foreign file is refused, never
  * trusted: the caller then loads from graph.db.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "../util/fs.h"
 
 #include "index.h"
 
@@ -41,13 +41,6 @@ _Static_assert(sizeof(snap_hdr) == GI_SNAPSHOT_HEADER, "the header's size is par
 static const char *const stamp_keys[] = {"build_id", "built_at", "head", "index_mtime", "schema",
                                          "cochange_head", "fusion"};
 
-static uint64_t mix(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
-    return h;
-}
-
 uint64_t gi_build_stamp(sqlite3 *db)
 {
     char *id = graph_db_meta(db, "build_id");
@@ -56,14 +49,17 @@ uint64_t gi_build_stamp(sqlite3 *db)
         return 0;
     }
     free(id);
-    uint64_t h = 1469598103934665603ULL;
+    buf b; /* each key and its value, NUL-terminated */
+    buf_init(&b);
     for (size_t k = 0; k < sizeof stamp_keys / sizeof *stamp_keys; k++) {
         char *v = graph_db_meta(db, stamp_keys[k]);
-        h = mix(h, stamp_keys[k], strlen(stamp_keys[k]) + 1);
-        h = mix(h, v ? v : "", v ? strlen(v) + 1 : 0);
+        buf_append(&b, stamp_keys[k], strlen(stamp_keys[k]) + 1);
+        buf_append(&b, v ? v : "", v ? strlen(v) + 1 : 0);
         free(v);
     }
-    return h ? h : 1;
+    uint64_t h = buf_failed(&b) ? 0 : graph_fnv64(b.p, b.len);
+    buf_free(&b);
+    return h;
 }
 
 /* The payload's checksum: two lanes of eight bytes a step, so that the
@@ -195,41 +191,49 @@ static void payload(const graph_index *g, buf *b)
     }
 }
 
+/* b: a header's room, then the payload.  The header is filled in and the
+ * whole written to path in place of what is there: 0, or -1 (nothing
+ * written).  Not synced: a cache, and a torn file fails its checksum. */
+static int write_snapshot(const char *path, uint64_t stamp, buf *b)
+{
+    if (buf_failed(b) || b->len < sizeof(snap_hdr)) return -1;
+    snap_hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, SNAP_MAGIC, sizeof h.magic);
+    h.endian = SNAP_ENDIAN;
+    h.posting_size = (uint32_t)sizeof(gi_posting);
+    h.stamp = stamp;
+    h.bytes = b->len - sizeof h;
+    h.sum = gi_snapshot_sum(b->p + sizeof h, b->len - sizeof h);
+    memcpy(b->p, &h, sizeof h);
+    return util_write_file_atomic(path, b->p, b->len, 0644, 0);
+}
+
 int gi_snapshot_save(const graph_index *g, uint64_t stamp)
 {
     buf b;
     buf_init(&b);
-    snap_hdr h;
-    memset(&h, 0, sizeof h);
-    put(&b, &h, sizeof h);
+    snap_hdr room;
+    memset(&room, 0, sizeof room);
+    put(&b, &room, sizeof room);
     payload(g, &b);
-    char *path = snap_path(g), *tmp = path ? util_format("%s.XXXXXX", path) : NULL;
-    int rc = -1;
-    if (!buf_failed(&b) && tmp) {
-        memcpy(h.magic, SNAP_MAGIC, sizeof h.magic);
-        h.endian = SNAP_ENDIAN;
-        h.posting_size = (uint32_t)sizeof(gi_posting);
-        h.stamp = stamp;
-        h.bytes = b.len - sizeof h;
-        h.sum = gi_snapshot_sum((const unsigned char *)b.p + sizeof h, b.len - sizeof h);
-        memcpy(b.p, &h, sizeof h);
-        int fd = mkstemp(tmp);
-        if (fd >= 0) {
-            size_t off = 0;
-            while (off < b.len) {
-                ssize_t w = write(fd, b.p + off, b.len - off);
-                if (w < 0 && errno == EINTR) continue;
-                if (w <= 0) break;
-                off += (size_t)w;
-            }
-            /* a cache: no fsync (a torn file fails its checksum) */
-            if (close(fd) == 0 && off == b.len && rename(tmp, path) == 0) rc = 0;
-            else unlink(tmp);
-        }
-    }
+    char *path = snap_path(g);
+    int rc = path ? write_snapshot(path, stamp, &b) : -1;
     buf_free(&b);
-    free(tmp);
     free(path);
+    return rc;
+}
+
+int gi_snapshot_write(const char *path, uint64_t stamp, const void *payload_bytes, size_t n)
+{
+    buf b;
+    buf_init(&b);
+    snap_hdr room;
+    memset(&room, 0, sizeof room);
+    put(&b, &room, sizeof room);
+    put(&b, payload_bytes, n);
+    int rc = write_snapshot(path, stamp, &b);
+    buf_free(&b);
     return rc;
 }
 

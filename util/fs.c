@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* mkdir on every prefix of p ending before a '/', and on p itself when
  * whole is set; existing directories are fine. */
@@ -72,4 +73,34 @@ char *util_read_file(const char *path, size_t max, size_t *len)
     fclose(f);
     errno = saved;
     return p;
+}
+
+int util_write_file_atomic(const char *path, const void *data, size_t n, mode_t mode, int durable)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 8);
+    if (!tmp) return -1;
+    memcpy(tmp, path, pl);
+    memcpy(tmp + pl, ".XXXXXX", 8);
+    int fd = mkstemp(tmp), rc = -1;
+    if (fd >= 0) {
+        const char *p = data;
+        size_t off = 0;
+        while (off < n) {
+            ssize_t w = write(fd, p + off, n - off);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) break;
+            off += (size_t)w;
+        }
+        rc = off == n && fchmod(fd, mode) == 0 && (!durable || fsync(fd) == 0) ? 0 : -1;
+        if (close(fd) != 0) rc = -1;
+        if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+        if (rc != 0) {
+            int e = errno;
+            unlink(tmp);
+            errno = e;
+        }
+    }
+    free(tmp);
+    return rc;
 }

@@ -184,31 +184,6 @@ static int add_ours(json_t *settings, const char *command)
     return 0;
 }
 
-static int write_atomic(const char *path, const char *text, mode_t mode)
-{
-    buf tmp;
-    buf_init(&tmp);
-    buf_printf(&tmp, "%s.clarity-%ld.tmp", path, (long)getpid());
-    if (buf_failed(&tmp)) return -1;
-    FILE *f = fopen(tmp.p, "w");
-    int rc = -1;
-    if (f) {
-        size_t n = strlen(text);
-        rc = fwrite(text, 1, n, f) == n ? 0 : -1;
-        if (fflush(f) != 0 || fsync(fileno(f)) != 0) rc = -1;
-        if (fclose(f) != 0) rc = -1;
-        if (rc == 0) chmod(tmp.p, mode);
-        if (rc == 0 && rename(tmp.p, path) != 0) rc = -1;
-        if (rc != 0) {
-            int e = errno;
-            unlink(tmp.p);
-            errno = e;
-        }
-    }
-    buf_free(&tmp);
-    return rc;
-}
-
 static char *join(const char *a, const char *b)
 {
     buf x;
@@ -294,9 +269,11 @@ static int update_settings(const char *path, const char *command, int uninstall)
     buf_init(&out);
     buf_printf(&out, "%s\n", text);
     free(text);
-    if (uninstall && removed == 0) {
+    if (buf_failed(&out)) {
+        rc = fail("out of memory");
+    } else if (uninstall && removed == 0) {
         printf("clarity: no clarity hooks in %s\n", path);
-    } else if (util_mkdir_parents(path, 0755) != 0 || write_atomic(path, out.p, mode) != 0) {
+    } else if (util_mkdir_parents(path, 0755) != 0 || util_write_file_atomic(path, out.p, out.len, mode, 1) != 0) {
         rc = fail("cannot write %s: %s", path, strerror(errno));
     } else if (uninstall) {
         printf("clarity: removed %zu clarity hook%s from %s\n", removed, removed == 1 ? "" : "s", path);
@@ -357,7 +334,7 @@ static int update_command(const char *path, cli *c, int uninstall)
     free(exe);
     int rc = EXIT_OK;
     if (buf_failed(&b)) rc = fail("out of memory");
-    else if (util_mkdir_parents(path, 0755) != 0 || write_atomic(path, b.p, 0644) != 0)
+    else if (util_mkdir_parents(path, 0755) != 0 || util_write_file_atomic(path, b.p, b.len, 0644, 1) != 0)
         rc = fail("cannot write %s: %s", path, strerror(errno));
     else printf("clarity: slash command /clarity -> %s\n", path);
     buf_free(&b);
