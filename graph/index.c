@@ -36,64 +36,76 @@ typedef struct tok_ctx {
     int collect;
     uint32_t *ids;
     size_t nids, capids;
-    /* names seen before (tok_memo): their terms, in tokenize order */
+    /* names seen before (tok_memo): memo_s[i] the name, memo_slot its
+     * table (as the terms'), mids[memo_span[i][0], + memo_span[i][1]) its
+     * terms */
     int record;
     uint32_t *mids;
     size_t nmids, capmids;
-    struct memo_ent *memo;
-    size_t memo_cap, memo_n;
+    char **memo_s;
+    uint32_t (*memo_span)[2], *memo_slot;
+    size_t memo_n, memo_cap_s, memo_cap;
 } tok_ctx;
 
-/* A name's tokens, kept by tok_memo: ids[off, off + cnt) of mids. */
-typedef struct memo_ent {
-    uint64_t h; /* 0: empty */
-    char *s;
-    size_t n;
-    uint32_t off, cnt;
-} memo_ent;
+/* The tables of the terms and of tok_memo's names: ids of strings s[],
+ * open addressing (GI_TERM_EMPTY in a free slot, at most half the slots
+ * used), a hash of the text eight bytes a step, probed linearly (it
+ * replaced a uthash table, whose entries, a malloc each, were most of a
+ * snapshot's load and free, and whose out-of-memory dropped entries
+ * silently). */
+static uint64_t str_hash(const char *s, size_t n) { return name_mix_bytes(NAME_HASH_SEED, s, n); }
 
-/* The terms' table: a hash of the text eight bytes a step, probed
- * linearly (it replaced a uthash table, whose entries, a malloc each,
- * were most of a snapshot's load and free, and whose out-of-memory
- * dropped entries silently). */
-static uint64_t term_hash(const char *s, size_t n) { return name_mix_bytes(NAME_HASH_SEED, s, n); }
-
-/* The slot of s[0, n): its id's, or the free one where it would go. */
-static uint32_t *term_find(const graph_index *g, const char *s, size_t n, uint64_t h)
+/* The slot of k[0, n) (hash h): its id's, or the free one where it would go. */
+static uint32_t *str_find(char *const *s, uint32_t *slot, size_t cap, const char *k, size_t n, uint64_t h)
 {
-    size_t m = g->term_cap - 1;
+    size_t m = cap - 1;
     for (size_t j = (size_t)h & m;; j = (j + 1) & m) {
-        uint32_t id = g->term_slot[j];
-        if (id == GI_TERM_EMPTY) return &g->term_slot[j];
-        const char *t = g->term_s[id];
-        if (strncmp(t, s, n) == 0 && t[n] == '\0') return &g->term_slot[j];
+        uint32_t id = slot[j];
+        if (id == GI_TERM_EMPTY || (strncmp(s[id], k, n) == 0 && s[id][n] == '\0')) return &slot[j];
     }
 }
 
-/* Room in the table for one more term (rehashed at half full); -1 out of memory. */
-static int term_reserve(graph_index *g)
+/* Room in a table of n strings for one more (rehashed at half full); -1
+ * out of memory. */
+static int str_reserve(char *const *s, size_t n, uint32_t **slot, size_t *cap)
 {
-    if ((g->n_terms + 1) * 2 <= g->term_cap) return 0;
-    size_t cap = g->term_cap ? g->term_cap * 2 : 1024;
-    while ((g->n_terms + 1) * 2 > cap) cap *= 2;
-    uint32_t *slot = malloc(cap * sizeof *slot);
-    if (!slot) return -1;
-    memset(slot, 0xff, cap * sizeof *slot); /* GI_TERM_EMPTY */
-    free(g->term_slot);
-    g->term_slot = slot;
-    g->term_cap = cap;
-    for (size_t id = 0; id < g->n_terms; id++) {
-        const char *t = g->term_s[id];
-        size_t n = strlen(t);
-        *term_find(g, t, n, term_hash(t, n)) = (uint32_t)id;
+    if ((n + 1) * 2 <= *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 1024;
+    while ((n + 1) * 2 > c) c *= 2;
+    uint32_t *v = malloc(c * sizeof *v);
+    if (!v) return -1;
+    memset(v, 0xff, c * sizeof *v); /* GI_TERM_EMPTY */
+    for (size_t id = 0; id < n; id++) {
+        size_t len = strlen(s[id]);
+        *str_find(s, v, c, s[id], len, str_hash(s[id], len)) = (uint32_t)id;
     }
+    free(*slot);
+    *slot = v;
+    *cap = c;
     return 0;
+}
+
+/* Room for one more string in an array of them; -1 out of memory. */
+static int str_push_room(char ***s, size_t n, size_t *cap)
+{
+    if (n < *cap) return 0;
+    size_t c = *cap ? *cap * 2 : 4096;
+    char **v = realloc(*s, c * sizeof *v);
+    if (!v) return -1;
+    *s = v;
+    *cap = c;
+    return 0;
+}
+
+static uint32_t *term_find(const graph_index *g, const char *s, size_t n, uint64_t h)
+{
+    return str_find(g->term_s, g->term_slot, g->term_cap, s, n, h);
 }
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n)
 {
     if (!g->term_cap) return -1;
-    uint32_t id = *term_find(g, s, n, term_hash(s, n));
+    uint32_t id = *term_find(g, s, n, str_hash(s, n));
     return id == GI_TERM_EMPTY ? -1 : (int32_t)id;
 }
 
@@ -164,17 +176,10 @@ static void content_field(tok_ctx *c, const char *repo, const char *path, char *
 /* The id of a word's term, added when new; -1 out of memory. */
 static int32_t term_of(graph_index *g, const char *s, size_t n)
 {
-    if (term_reserve(g) != 0) return -1;
-    uint32_t *slot = term_find(g, s, n, term_hash(s, n));
+    if (str_reserve(g->term_s, g->n_terms, &g->term_slot, &g->term_cap) != 0) return -1;
+    uint32_t *slot = term_find(g, s, n, str_hash(s, n));
     if (*slot != GI_TERM_EMPTY) return (int32_t)*slot;
-    if (g->n_terms == g->term_s_cap) {
-        size_t cap = g->term_s_cap ? g->term_s_cap * 2 : 4096;
-        char **v = realloc(g->term_s, cap * sizeof *v);
-        if (!v) return -1;
-        g->term_s = v;
-        g->term_s_cap = cap;
-    }
-    char *copy = util_strndup(s, n);
+    char *copy = str_push_room(&g->term_s, g->n_terms, &g->term_s_cap) == 0 ? util_strndup(s, n) : NULL;
     if (!copy) return -1;
     g->term_s[g->n_terms] = copy;
     *slot = (uint32_t)g->n_terms;
@@ -203,23 +208,11 @@ int gi_set_terms(graph_index *g, char *const *s, size_t n, uint32_t *slot, size_
     }
     memcpy(g->term_s, s, n * sizeof *s);
     g->term_s_cap = n ? n : 1;
-    if (slot) { /* the caller checked it: ids below n, at most half the slots used */
-        g->term_slot = slot;
-        g->term_cap = cap;
-        g->n_terms = n;
-        return 0;
-    }
-    /* the table sized for them all, then each put in */
-    for (cap = 1024; n * 2 > cap;) cap *= 2;
-    if (!(g->term_slot = malloc(cap * sizeof *g->term_slot))) return -1;
-    memset(g->term_slot, 0xff, cap * sizeof *g->term_slot);
-    g->term_cap = cap;
-    for (size_t id = 0; id < n; id++) {
-        size_t len = strlen(s[id]);
-        *term_find(g, s[id], len, term_hash(s[id], len)) = (uint32_t)id;
-        g->n_terms = id + 1;
-    }
-    return 0;
+    g->n_terms = n;
+    /* the caller checked a given table: ids below n, at most half the slots used */
+    g->term_slot = slot;
+    g->term_cap = slot ? cap : 0;
+    return slot ? 0 : str_reserve(g->term_s, n, &g->term_slot, &g->term_cap);
 }
 
 int gi_terms_by_id(const graph_index *g, const char **out)
@@ -248,31 +241,6 @@ static int on_tok(void *ud, const char *s, size_t n)
     return push_triple(c, (uint32_t)id, 1);
 }
 
-/* The memo's slot of s[0, n) with hash h: its entry, or the empty slot. */
-static memo_ent *memo_slot(tok_ctx *c, const char *s, size_t n, uint64_t h)
-{
-    size_t j = h & (c->memo_cap - 1);
-    for (; c->memo[j].h; j = (j + 1) & (c->memo_cap - 1))
-        if (c->memo[j].h == h && c->memo[j].n == n && memcmp(c->memo[j].s, s, n) == 0) break;
-    return &c->memo[j];
-}
-
-/* Room for one more entry; -1 out of memory. */
-static int memo_reserve(tok_ctx *c)
-{
-    if ((c->memo_n + 1) * 2 <= c->memo_cap) return 0;
-    size_t cap = c->memo_cap ? c->memo_cap * 2 : 4096;
-    memo_ent *v = calloc(cap, sizeof *v), *old = c->memo;
-    if (!v) return -1;
-    size_t ocap = c->memo_cap;
-    c->memo = v;
-    c->memo_cap = cap;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].h) *memo_slot(c, old[i].s, old[i].n, old[i].h) = old[i];
-    free(old);
-    return 0;
-}
-
 /* graph_tokenize of a name into the current doc and field, each distinct
  * name tokenized once: symbol, import and callee names repeat across
  * files (sympy: 134k of them, 46k distinct), and a repeat takes its terms
@@ -280,35 +248,46 @@ static int memo_reserve(tok_ctx *c)
 static void tok_memo(tok_ctx *c, const char *s, size_t n)
 {
     if (c->oom) return;
-    if (memo_reserve(c) != 0) {
+    if (str_reserve(c->memo_s, c->memo_n, &c->memo_slot, &c->memo_cap) != 0) {
         c->oom = 1;
         return;
     }
-    uint64_t h = graph_fnv64(s, n) | 1;
-    memo_ent *m = memo_slot(c, s, n, h);
-    if (m->h) {
-        for (uint32_t k = 0; k < m->cnt && !c->oom; k++)
-            if (push_triple(c, c->mids[m->off + k], 1) != 0) c->oom = 1;
-        c->g->flen[c->field][c->doc] += (float)m->cnt;
+    uint32_t *slot = str_find(c->memo_s, c->memo_slot, c->memo_cap, s, n, str_hash(s, n));
+    if (*slot != GI_TERM_EMPTY) {
+        uint32_t off = c->memo_span[*slot][0], cnt = c->memo_span[*slot][1];
+        for (uint32_t k = 0; k < cnt && !c->oom; k++)
+            if (push_triple(c, c->mids[off + k], 1) != 0) c->oom = 1;
+        c->g->flen[c->field][c->doc] += (float)cnt;
         return;
     }
-    size_t off = c->nmids;
+    size_t off = c->nmids, i = c->memo_n, cap = c->memo_cap_s;
     c->record = 1;
     graph_tokenize(s, n, 0, on_tok, c);
     c->record = 0;
-    char *copy = c->oom ? NULL : util_strndup(s, n);
+    char *copy = NULL;
+    if (!c->oom && str_push_room(&c->memo_s, i, &c->memo_cap_s) == 0) {
+        /* the spans grow with the names */
+        uint32_t(*sp)[2] = cap == c->memo_cap_s ? c->memo_span : realloc(c->memo_span, c->memo_cap_s * sizeof *sp);
+        if (sp) c->memo_span = sp;
+        copy = sp ? util_strndup(s, n) : NULL;
+    }
     if (!copy) {
         c->oom = 1;
         return;
     }
-    *m = (memo_ent){h, copy, n, (uint32_t)off, (uint32_t)(c->nmids - off)};
+    c->memo_s[i] = copy;
+    c->memo_span[i][0] = (uint32_t)off;
+    c->memo_span[i][1] = (uint32_t)(c->nmids - off);
+    *slot = (uint32_t)i;
     c->memo_n++;
 }
 
 static void tok_memo_free(tok_ctx *c)
 {
-    for (size_t i = 0; i < c->memo_cap; i++) free(c->memo[i].s);
-    free(c->memo);
+    for (size_t i = 0; i < c->memo_n; i++) free(c->memo_s[i]);
+    free(c->memo_s);
+    free(c->memo_span);
+    free(c->memo_slot);
     free(c->mids);
 }
 
