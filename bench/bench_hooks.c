@@ -122,6 +122,20 @@ int mode_hooks(int argc, char **argv)
                  {16777216, 4, 0}};
     const uint64_t *items = g_smoke ? items_smoke : items_full;
     size_t n_items = g_smoke ? 2 : 4;
+    /* hooks --items N --bytes B [--turns T]: one cell, to profile it */
+    uint64_t one_items = 0;
+    size_t one_bytes = 0;
+    int one_turns = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--items")) one_items = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--bytes")) one_bytes = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--turns")) one_turns = atoi(argv[i + 1]);
+        else {
+            fprintf(stderr, "hooks: unknown argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (one_items) items = &one_items, n_items = 1;
     bplug b;
     bp_open_lib(&b, g_plugin_path);
     FILE *f = open_out("hooks.json");
@@ -136,6 +150,8 @@ int mode_hooks(int argc, char **argv)
         rng_seed(&r, 0xC1A5u + items[ii]);
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
             int turns = g_smoke ? sizes[si].turns_smoke : sizes[si].turns_full;
+            if (one_bytes && sizes[si].bytes != one_bytes) continue;
+            if (one_turns > 0) turns = one_turns;
             if (turns <= 0) continue;
             turn_times tt;
             tt_alloc(&tt, (size_t)turns);

@@ -5,6 +5,7 @@
  * Modes (each writes DIR/<mode>.json; see bench/README section in the
  * top-level README and bench/Makefile for how they are chained):
  *   hooks        before_agent_start + agent_end per turn: items x text size
+ *                (--items N --bytes B [--turns T]: that one cell)
  *   prune        scoring + prune (dry run RPC, before_compaction) vs items
  *   persist      per-turn cost of the SQLite store against the memory store
  *   restore      reload of a session with N items from SQLite: first call

@@ -142,18 +142,22 @@ typedef struct ex_memo {
 /* Texts shorter than this are scanned without a memo (it would not pay). */
 #define EX_MEMO_MIN_TEXT 512
 
-#define EX_MEMO_SLOTS_MAX 1024
+/* At most 16,384 slots (384 KiB with the values), for texts of 256 KiB
+ * and more: a long text names many distinct things (thousands of tracked
+ * items), and a smaller direct-mapped memo would keep evicting them. */
+#define EX_MEMO_SLOTS_MAX 16384
 
-/* Where a call's memos live: allocated once at the largest size and kept
- * with the emitter (ex_emitter.memo), so a call allocates nothing.  The
- * keys are all zero between calls but for the slots the last call filled,
- * which the next call clears first (a few hundred at most, where clearing
- * the whole table would write 16 KiB). */
+/* Where a call's memos live: kept with the emitter (ex_emitter.memo) and
+ * grown to the largest memo a call has needed, so a call seldom allocates.
+ * The keys are all zero between calls but for the slots the last call
+ * filled, which the next call clears first (where clearing the whole
+ * table would write up to 256 KiB). */
 typedef struct ex_memo_store {
     uint64_t (*key)[2];
     uint32_t *val;
     uint32_t *used; /* the slots the last call filled */
     size_t nused;
+    size_t cap; /* slots allocated in key and used (and val, when set) */
 } ex_memo_store;
 
 /* A memo for a text of len bytes in st's memory, with a decision per word

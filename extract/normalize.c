@@ -143,24 +143,26 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
     m->val = NULL;
     m->shift = 64;
     if (len < EX_MEMO_MIN_TEXT) return;
-    if (!st->key) {
-        st->key = calloc(EX_MEMO_SLOTS_MAX, sizeof *st->key);
-        st->used = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->used);
-        st->nused = 0;
-        if (!st->key || !st->used) {
-            ex_memo_store_free(st);
-            return;
-        }
-    }
-    for (size_t i = 0; i < st->nused; i++) st->key[st->used[i]][0] = st->key[st->used[i]][1] = 0;
-    st->nused = 0;
-    /* read only where a key was put */
-    if (with_val && !st->val && !(st->val = malloc(EX_MEMO_SLOTS_MAX * sizeof *st->val))) return;
     /* about one slot per 16 bytes of text (a word in two or three, so that
      * a prompt's few dozen distinct words seldom share a slot), 16 to
      * EX_MEMO_SLOTS_MAX slots */
     unsigned bits = 4;
     while (((size_t)1 << bits) < EX_MEMO_SLOTS_MAX && ((size_t)16 << bits) < len) bits++;
+    size_t slots = (size_t)1 << bits;
+    if (st->cap < slots) { /* grown whole: a new table is all zero */
+        ex_memo_store_free(st);
+        st->key = calloc(slots, sizeof *st->key);
+        st->used = malloc(slots * sizeof *st->used);
+        if (!st->key || !st->used) {
+            ex_memo_store_free(st);
+            return;
+        }
+        st->cap = slots;
+    }
+    for (size_t i = 0; i < st->nused; i++) st->key[st->used[i]][0] = st->key[st->used[i]][1] = 0;
+    st->nused = 0;
+    /* read only where a key was put */
+    if (with_val && !st->val && !(st->val = malloc(st->cap * sizeof *st->val))) return;
     m->key = st->key;
     m->val = with_val ? st->val : NULL;
     m->shift = 64 - bits;

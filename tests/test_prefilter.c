@@ -280,6 +280,45 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_long_repetitive_text)
     config_free(&cfg);
 }
 
+/* A long text names thousands of distinct words: the memo grows to its
+ * largest (EX_MEMO_SLOTS_MAX slots) and evicts all along, and the next
+ * short text reuses the grown store.  The hits stay the unfiltered scan's. */
+Test(prefilter, filtered_candidates_equal_unfiltered_on_a_long_text_of_many_names)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    srand(17);
+    size_t total = 0;
+    for (int round = 0; round < 3; round++) {
+        size_t want = round == 1 ? 4000 : 320 * 1024;
+        char *text = malloc(want + 64);
+        size_t len = 0;
+        tracker t;
+        tracker_init(&t, 16);
+        while (len < want) {
+            int r = rand();
+            if (r % 3 == 0) {
+                len += (size_t)sprintf(text + len, "Name%05dPart ", r / 3 % 20000);
+            } else {
+                const char *w = vocab[r % NV];
+                memcpy(text + len, w, strlen(w));
+                len += strlen(w);
+                text[len++] = r % 7 ? ' ' : '\n';
+            }
+        }
+        for (int k = 0; k < 20000; k += 1 + rand() % 4) {
+            char id[32];
+            snprintf(id, sizeof id, "name%05dpart", k);
+            tracker_touch(&t, id, CAT_PROJECT, 0);
+        }
+        for (size_t k = 0; k < NV; k += 3) extract_candidates(ex, vocab[k], strlen(vocab[k]), "/ws", track, &t);
+        total += round_hits(ex, &t, text, len, round);
+    }
+    cr_assert_gt(total, 5000, "only %zu hits: the texts name too little to compare", total);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
 #if EX_AVX2
 __attribute__((target("avx2,bmi,bmi2"))) static void classify_avx2(const char *p, size_t n, ex_cls *c)
 {
