@@ -89,6 +89,7 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
 {
     reset(x);
     t->rank_q = NULL; /* every item's flag is reset below */
+    t->n_rank_q = 0;
     if (reserve(&x->main, &x->cap, t->count) != 0) return -1;
     for (item *it = t->items; it; it = it->hh.next) {
         it->rank_queued = 0;
@@ -152,8 +153,9 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
     if (!x->gen || x->gen != t->rank_gen) {
         rc = rebuild(x, cfg, tables, t);
     } else if (t->rank_q) {
-        size_t from = x->no, m = 0;
-        for (item *it = t->rank_q; it; it = it->rank_next) m++;
+        /* the queue's length is kept: counting it would chase every queued
+         * item's pointer once more, a cache miss each */
+        size_t from = x->no, m = t->n_rank_q;
         if (reserve(&x->over, &x->cap_o, x->no + m) != 0) {
             rc = -1; /* the queue stays; the rebuild after the reset takes it */
         } else {
@@ -162,6 +164,7 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
                 it->rank_queued = 0;
             }
             t->rank_q = NULL;
+            t->n_rank_q = 0;
             rc = merge_new(x, from);
             /* a fold costs O(n), a turn's merge O(overlay): folding once
              * the overlay passes ~20 sqrt(n) balances the two */

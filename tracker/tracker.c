@@ -124,6 +124,20 @@ static unsigned id_hash(const char *id, size_t n)
     return (unsigned)name_mix_bytes(0x452821e638d01377ull ^ n, id, n);
 }
 
+/* uthash doubles its buckets only once a chain reaches 10 items, so a
+ * table of 1,000 items has 256 and a lookup walks three items on average,
+ * each a cache miss on the item (its hash is stored there).  Doubled here
+ * at one item a bucket, a lookup walks one or two; a failed doubling only
+ * leaves the chains longer. */
+static void grow_buckets(tracker *t)
+{
+    UT_hash_table *tbl = t->items->hh.tbl;
+    if (tbl->num_items <= tbl->num_buckets || tbl->noexpand) return;
+    int oom = 0;
+    HASH_EXPAND_BUCKETS(hh, tbl, oom);
+    (void)oom;
+}
+
 /* The item of id[0..n), whose id_hash is h, or NULL. */
 static item *find_hashed(tracker *t, const char *id, size_t n, unsigned h)
 {
@@ -144,6 +158,7 @@ static void rank_note(tracker *t, item *it)
     it->rank_queued = 1;
     it->rank_next = t->rank_q;
     t->rank_q = it;
+    t->n_rank_q++;
 }
 
 static void dirty_link(tracker *t, item *it, uint8_t how)
@@ -196,6 +211,7 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
         return NULL;
     }
     t->count++;
+    grow_buckets(t);
     names_add(t, it);
     /* A previously evicted id that comes back must not be deleted later. */
     for (size_t i = 0; i < t->n_deleted; i++) {
@@ -309,6 +325,7 @@ static void remove_item(tracker *t, item *it, int forget)
      * and the queued flags are reset by that rebuild) */
     t->rank_gen = new_gen();
     t->rank_q = NULL;
+    t->n_rank_q = 0;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
     if (forget && t->n_deleted < t->cap_deleted && (t->deleted[t->n_deleted] = strdup(it->id)))
         t->n_deleted++;

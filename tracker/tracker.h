@@ -86,6 +86,7 @@ typedef struct tracker {
      * items changed since it last looked, and a generation, unique in the
      * process, that changes at init, free and whenever items go away. */
     item *rank_q;
+    size_t n_rank_q; /* its length: the index reserves for it without walking it twice */
     uint64_t rank_gen;
     /* hashes of the last turn keys counted (agent_end's turn_key), a ring */
     uint64_t turn_keys[TRACKER_TURN_KEYS];

@@ -1,0 +1,69 @@
+/* The tracker's item table: its buckets keep up with its items (a lookup
+ * walks a short chain), and every item is found again across the table's
+ * growth, removals and new adds. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "../tracker/tracker.h"
+
+static void id_of(char *out, size_t cap, int i)
+{
+    switch (i % 3) {
+    case 0: snprintf(out, cap, "proj%05dcore", i); break;
+    case 1: snprintf(out, cap, "file:src/mod%d/file%d.ts", i % 50, i); break;
+    default: snprintf(out, cap, "keyword:word%05d", i); break;
+    }
+}
+
+Test(tracker, buckets_keep_up_with_items)
+{
+    tracker t;
+    tracker_init(&t, 8);
+    char id[64];
+    for (int i = 0; i < 10000; i++) {
+        id_of(id, sizeof id, i);
+        cr_assert_not_null(tracker_touch(&t, id, tracker_category_of_id(id), 0));
+        const UT_hash_table *tbl = t.items->hh.tbl;
+        cr_assert_leq(tbl->num_items, tbl->num_buckets, "%u items in %u buckets", tbl->num_items, tbl->num_buckets);
+    }
+    /* a hit walks about 1.5 items of its chain (uthash alone: about 3) */
+    const UT_hash_table *tbl = t.items->hh.tbl;
+    double walk = 0;
+    for (unsigned b = 0; b < tbl->num_buckets; b++)
+        walk += tbl->buckets[b].count * (tbl->buckets[b].count + 1) / 2.0;
+    cr_assert_lt(walk / tbl->num_items, 2.0, "a hit walks %.2f items", walk / tbl->num_items);
+    tracker_free(&t);
+}
+
+Test(tracker, every_item_is_found_across_growth_and_removals)
+{
+    tracker t;
+    tracker_init(&t, 8);
+    char id[64];
+    for (int i = 0; i < 5000; i++) {
+        id_of(id, sizeof id, i);
+        tracker_touch(&t, id, tracker_category_of_id(id), 0);
+    }
+    for (int i = 0; i < 5000; i += 2) {
+        id_of(id, sizeof id, i);
+        item *it = tracker_find(&t, id);
+        cr_assert_not_null(it, "%s", id);
+        tracker_remove(&t, it);
+    }
+    for (int i = 5000; i < 9000; i++) {
+        id_of(id, sizeof id, i);
+        tracker_touch(&t, id, tracker_category_of_id(id), 0);
+    }
+    cr_assert_eq(t.count, 2500 + 4000);
+    for (int i = 0; i < 9000; i++) {
+        id_of(id, sizeof id, i);
+        item *it = tracker_find(&t, id);
+        if (i < 5000 && i % 2 == 0) {
+            cr_assert_null(it, "%s was removed", id);
+        } else {
+            cr_assert_not_null(it, "%s", id);
+            cr_assert_str_eq(it->id, id);
+        }
+    }
+    tracker_free(&t);
+}
