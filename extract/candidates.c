@@ -350,7 +350,7 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
                 if (base + 64 >= EX_ORDER_SAMPLE) order = missed * 4 >= seen * 3 ? EX_MISSES_FIRST : EX_MEMO_FIRST;
             }
         }
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, NULL);
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, 0);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;

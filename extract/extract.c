@@ -906,7 +906,7 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
 
 typedef void ex_classify_fn(const char *p, size_t n, ex_cls *c);
 
-static inline __attribute__((always_inline)) int scan_words_with(const extractor *ex, const char *t, size_t len,
+static inline __attribute__((always_inline)) int scan_words_body(const extractor *ex, const char *t, size_t len,
                                                                  ex_spans *tools, ex_spans *camel, ex_sset *counts,
                                                                  ex_spans *paths, ex_memo *memo,
                                                                  ex_classify_fn *classify)
@@ -923,7 +923,7 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
         if (path_on && block_paths(t, len, base, &c, ts, paths) != 0) return -1;
         /* repeats the memo has decided are counted first; the loop looks at
          * the other words */
-        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, counts);
+        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, 1);
         while (ws) {
             unsigned bit = (unsigned)__builtin_ctzll(ws);
             ws &= ws - 1;
@@ -938,10 +938,11 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
                 uint64_t key[2];
                 size_t slot = ex_memo_slot(memo, t, p, e - p, key);
                 if (ex_memo_has(memo, slot, key)) { /* decided earlier in this block */
-                    ex_count_repeat(counts, memo->val[slot]);
+                    memo->cnt[slot]++;
                     continue;
                 }
                 if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) return -1;
+                ex_memo_flush_slot(memo, slot, counts); /* the word the slot held */
                 ex_memo_put(memo, slot, key);
                 memo->val[slot] = kw;
             } else if (scan_word(ex, t, len, p, e - p, tools, camel, counts, &kw) != 0) {
@@ -950,6 +951,19 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
         }
     }
     return 0;
+}
+
+/* The scan, then the repeats its memo's slots still count added to their
+ * keywords: the slots' counts are all zero again for the next call, even
+ * when the scan stopped. */
+static inline __attribute__((always_inline)) int scan_words_with(const extractor *ex, const char *t, size_t len,
+                                                                 ex_spans *tools, ex_spans *camel, ex_sset *counts,
+                                                                 ex_spans *paths, ex_memo *memo,
+                                                                 ex_classify_fn *classify)
+{
+    int rc = scan_words_body(ex, t, len, tools, camel, counts, paths, memo, classify);
+    ex_memo_flush(memo, counts);
+    return rc;
 }
 
 /* Compiled for each instruction set, with its classifier inlined. */

@@ -134,6 +134,7 @@ static inline int ex_wset_add(ex_wset *w, uint64_t lane, size_t n)
 typedef struct ex_memo {
     uint64_t (*key)[2]; /* NULL: no memo (short text or no memory) */
     uint32_t *val;      /* the scan's decision per slot, when it keeps one */
+    uint32_t *cnt;      /* with val: the slot's repeats not yet added to its keyword (ex_memo_flush) */
     unsigned shift;     /* 64 - log2(slots) */
     struct ex_memo_store *st; /* where the slots this call fills are listed */
 } ex_memo;
@@ -154,7 +155,7 @@ typedef struct ex_memo {
  * table would write up to 256 KiB). */
 typedef struct ex_memo_store {
     uint64_t (*key)[2];
-    uint32_t *val;
+    uint32_t *val, *cnt; /* cnt: all zero between calls, as the keys */
     uint32_t *used; /* the slots the last call filled */
     size_t nused;
     size_t cap; /* slots allocated in key and used (and val, when set) */
@@ -202,22 +203,32 @@ static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2]
     return ((m->key[slot][0] ^ k[0]) | (m->key[slot][1] ^ k[1])) == 0; /* one branch, not two */
 }
 
-/* A repeated word's keyword count moves; at is the memo's value for it
- * (its entry in counts + 1, or 0 when it is no keyword). */
-static inline void ex_count_repeat(ex_sset *counts, uint32_t at)
+/* A word's repeats are counted in its slot (one add per repeat, where
+ * moving its keyword's count took a dozen instructions), and added to the
+ * keyword when the slot takes another word and when the scan ends: the
+ * slot's value is the word's entry in counts + 1, or 0 when it is no
+ * keyword.  The slot's count is then 0 again. */
+static inline void ex_memo_flush_slot(const ex_memo *m, size_t slot, ex_sset *counts)
 {
-    if (at) counts->ents[at - 1].count += counts->ents[at - 1].count < UINT32_MAX;
+    uint32_t n = m->cnt[slot], at = m->val[slot];
+    if (!n) return;
+    m->cnt[slot] = 0;
+    if (!at) return;
+    uint64_t c = (uint64_t)counts->ents[at - 1].count + n;
+    counts->ents[at - 1].count = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
 }
+/* Every slot's repeats into counts, at the end of a scan (normalize.c). */
+void ex_memo_flush(const ex_memo *m, ex_sset *counts);
 
 /* The starts among `cand` (bits of a 64-byte block at t whose word bits
  * are `word`; each with the 16 bytes the memo reads) of words the memo
  * has decided.  Most words of a text are such repeats, so a scan runs
  * this first over each block, with a handful of values live, and its
  * general loop visits only the rest (a word decided earlier in the same
- * block is still found there).  With counts, each hit's keyword count
- * (the memo's value: entry index + 1, or 0) moves, as a repeat's would. */
+ * block is still found there).  When counted, each hit is a repeat in its
+ * slot's count (ex_memo_flush_slot). */
 static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo *m, const char *t, uint64_t cand,
-                                                                   uint64_t word, ex_sset *counts)
+                                                                   uint64_t word, int counted)
 {
     /* the memo's fields in locals: a count's store could alias them */
     const ex_memo at = *m;
@@ -232,7 +243,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         size_t slot = ex_memo_slot(&at, t, bit, n, key);
         if (!ex_memo_has(&at, slot, key)) continue;
         hits |= (uint64_t)1 << bit;
-        if (counts) ex_count_repeat(counts, at.val[slot]);
+        if (counted) at.cnt[slot]++;
     }
     return hits;
 }

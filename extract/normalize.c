@@ -161,18 +161,35 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
     }
     for (size_t i = 0; i < st->nused; i++) st->key[st->used[i]][0] = st->key[st->used[i]][1] = 0;
     st->nused = 0;
-    /* read only where a key was put */
-    if (with_val && !st->val && !(st->val = malloc(st->cap * sizeof *st->val))) return;
+    /* val is read only where a key was put; cnt is all zero */
+    if (with_val && !st->val) {
+        st->val = malloc(st->cap * sizeof *st->val);
+        st->cnt = calloc(st->cap, sizeof *st->cnt);
+        if (!st->val || !st->cnt) {
+            free(st->val);
+            free(st->cnt);
+            st->val = st->cnt = NULL;
+            return;
+        }
+    }
     m->key = st->key;
     m->val = with_val ? st->val : NULL;
+    m->cnt = with_val ? st->cnt : NULL;
     m->shift = 64 - bits;
     m->st = st;
+}
+
+void ex_memo_flush(const ex_memo *m, ex_sset *counts)
+{
+    if (!m->key || !m->cnt) return;
+    for (size_t i = 0; i < m->st->nused; i++) ex_memo_flush_slot(m, m->st->used[i], counts);
 }
 
 void ex_memo_store_free(ex_memo_store *st)
 {
     free(st->key);
     free(st->val);
+    free(st->cnt);
     free(st->used);
     memset(st, 0, sizeof *st);
 }
