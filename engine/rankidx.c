@@ -7,13 +7,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The sorted runs src[a, m) and src[m, b) into dst[a, b), the left's
+ * entries first among equal cores.  The higher half is taken from the
+ * fronts and the lower half from the backs in the same loop: each step's
+ * loads wait for the step before (which entry it took), and two such
+ * chains side by side take half the time of one.  No branch either way:
+ * cores compare at random.  A run a side has used up is not read from
+ * (its index is replaced by a valid one and the choice made without it). */
+static void merge_runs(const rank_slot *src, rank_slot *dst, size_t a, size_t m, size_t b)
+{
+    if (m == b) { /* no right run */
+        memcpy(dst + a, src + a, (b - a) * sizeof *dst);
+        return;
+    }
+    size_t i = a, j = m, k = a;      /* the fronts: next of each run */
+    size_t li = m, rj = b, kb = b;   /* the backs: one past the last left of each run */
+    for (size_t h = (b - a) / 2; h > 0; h--) {
+        size_t ii = i < m ? i : a, jj = j < b ? j : a;
+        int right = (j < b) & ((i >= m) | (src[jj].core > src[ii].core));
+        dst[k++] = src[right ? jj : ii];
+        j += (size_t)right;
+        i += (size_t)!right;
+        size_t bi = li > a ? li - 1 : m, bj = rj > m ? rj - 1 : m;
+        int left = (li > a) & ((rj <= m) | (src[bi].core < src[bj].core));
+        dst[--kb] = src[left ? bi : bj];
+        li -= (size_t)left;
+        rj -= (size_t)!left;
+    }
+    if ((b - a) & 1) { /* the middle entry: the one the backs have not taken */
+        size_t bi = li > a ? li - 1 : m, bj = rj > m ? rj - 1 : m;
+        int left = (li > a) & ((rj <= m) | (src[bi].core < src[bj].core));
+        dst[--kb] = src[left ? bi : bj];
+    }
+}
+
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
  * through tmp (n entries).  A turn's few entries: insertion sort of runs
  * of 4, then bottom-up merges, each step choosing its entry without a
  * branch (cores compare at random, so a branch would miss half the time).
  * A whole index: the radix sort of the scores' order (util_radix_order), also
  * stable; it falls back to the merges without memory for its keys. */
-static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
+void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
 {
     if (n >= RANK_RADIX_MIN) {
         uint64_t *k = malloc(n * sizeof *k);
@@ -44,15 +78,7 @@ static void sort_slots(rank_slot *v, size_t n, rank_slot *tmp)
     for (size_t w = run; w < n; w *= 2) {
         for (size_t a = 0; a < n; a += 2 * w) {
             size_t m = a + w < n ? a + w : n, b = a + 2 * w < n ? a + 2 * w : n;
-            size_t i = a, j = m, k = a;
-            while (i < m && j < b) {
-                int right = src[j].core > src[i].core;
-                dst[k++] = src[right ? j : i];
-                j += (size_t)right;
-                i += (size_t)!right;
-            }
-            while (i < m) dst[k++] = src[i++];
-            while (j < b) dst[k++] = src[j++];
+            merge_runs(src, dst, a, m, b);
         }
         rank_slot *sw = src;
         src = dst;
@@ -99,7 +125,7 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
      * a small one in x->tmp) */
     rank_slot *tmp = x->n > 1 ? malloc(x->n * sizeof *tmp) : NULL;
     if (x->n > 1 && !tmp) return -1;
-    sort_slots(x->main, x->n, tmp);
+    rankidx_sort(x->main, x->n, tmp);
     free(tmp);
     x->gen = t->rank_gen;
     return 0;
@@ -136,7 +162,7 @@ static int merge_new(rankidx *x, size_t from)
 {
     size_t m = x->no - from;
     if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
-    sort_slots(x->over + from, m, x->tmp);
+    rankidx_sort(x->over + from, m, x->tmp);
     rank_slot *add = x->tmp;
     memcpy(add, x->over + from, m * sizeof *add);
     size_t i = from, j = m, k = x->no;

@@ -41,6 +41,10 @@ typedef struct rankidx {
 int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t);
 void rankidx_free(rankidx *x);
 
+/* Sorts v[0, n) by core, highest first, equal cores in their order, with
+ * tmp (n entries) as scratch.  What the index sorts its entries with. */
+void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp);
+
 /* Walks the entries highest first, skipping superseded ones. */
 typedef struct rankidx_iter {
     const rankidx *x;

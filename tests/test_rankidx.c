@@ -157,3 +157,40 @@ Test(rankidx, indexed_block_equals_the_full_scan_original_model_many_items)
             "\"context\":{\"maxItems\":40,\"minScore\":0}}",
             6000);
 }
+
+/* The index's sort is stable, highest core first: against qsort of the same
+ * entries ordered by (core descending, original position), for sizes on
+ * both sides of its radix threshold, with many ties and with none. */
+static int by_core_then_position(const void *x, const void *y)
+{
+    const rank_slot *a = x, *b = y;
+    if (a->core != b->core) return a->core > b->core ? -1 : 1;
+    return (a->ver > b->ver) - (a->ver < b->ver);
+}
+
+Test(rankidx, sort_is_stable_and_highest_first)
+{
+    srand(29);
+    enum { MAX = 1500 };
+    rank_slot *v = malloc(MAX * sizeof *v), *w = malloc(MAX * sizeof *w), *tmp = malloc(MAX * sizeof *tmp);
+    cr_assert(v && w && tmp);
+    for (int round = 0; round < 3000; round++) {
+        size_t n = round % 3 ? (size_t)(rand() % 130) : (size_t)(rand() % MAX);
+        int range = round % 2 ? 1 + rand() % 6 : 1000000; /* ties, or (nearly) none */
+        for (size_t i = 0; i < n; i++) {
+            v[i].core = (double)(rand() % range) / 7.0;
+            v[i].it = NULL;
+            v[i].ver = (uint32_t)i; /* the original position */
+        }
+        memcpy(w, v, n * sizeof *v);
+        rankidx_sort(v, n, tmp);
+        qsort(w, n, sizeof *w, by_core_then_position);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(v[i].core == w[i].core && v[i].ver == w[i].ver,
+                      "round %d, %zu entries: entry %zu is (%g, %u), not (%g, %u)", round, n, i, v[i].core,
+                      v[i].ver, w[i].core, w[i].ver);
+    }
+    free(v);
+    free(w);
+    free(tmp);
+}
