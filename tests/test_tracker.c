@@ -15,17 +15,23 @@ static void id_of(char *out, size_t cap, int i)
     }
 }
 
+/* Items from .. to - 1 tracked, the table's buckets checked after each. */
+static void touch_range(tracker *t, int from, int to)
+{
+    char id[64];
+    for (int i = from; i < to; i++) {
+        id_of(id, sizeof id, i);
+        cr_assert_not_null(tracker_touch(t, id, tracker_category_of_id(id), 0));
+        const UT_hash_table *tbl = t->items->hh.tbl;
+        cr_assert_leq(tbl->num_items, tbl->num_buckets, "%u items in %u buckets", tbl->num_items, tbl->num_buckets);
+    }
+}
+
 Test(tracker, buckets_keep_up_with_items)
 {
     tracker t;
     tracker_init(&t, 8);
-    char id[64];
-    for (int i = 0; i < 10000; i++) {
-        id_of(id, sizeof id, i);
-        cr_assert_not_null(tracker_touch(&t, id, tracker_category_of_id(id), 0));
-        const UT_hash_table *tbl = t.items->hh.tbl;
-        cr_assert_leq(tbl->num_items, tbl->num_buckets, "%u items in %u buckets", tbl->num_items, tbl->num_buckets);
-    }
+    touch_range(&t, 0, 10000);
     /* a hit walks about 1.5 items of its chain (uthash alone: about 3) */
     const UT_hash_table *tbl = t.items->hh.tbl;
     double walk = 0;
@@ -39,21 +45,15 @@ Test(tracker, every_item_is_found_across_growth_and_removals)
 {
     tracker t;
     tracker_init(&t, 8);
+    touch_range(&t, 0, 5000);
     char id[64];
-    for (int i = 0; i < 5000; i++) {
-        id_of(id, sizeof id, i);
-        tracker_touch(&t, id, tracker_category_of_id(id), 0);
-    }
     for (int i = 0; i < 5000; i += 2) {
         id_of(id, sizeof id, i);
         item *it = tracker_find(&t, id);
         cr_assert_not_null(it, "%s", id);
         tracker_remove(&t, it);
     }
-    for (int i = 5000; i < 9000; i++) {
-        id_of(id, sizeof id, i);
-        tracker_touch(&t, id, tracker_category_of_id(id), 0);
-    }
+    touch_range(&t, 5000, 9000);
     cr_assert_eq(t.count, 2500 + 4000);
     for (int i = 0; i < 9000; i++) {
         id_of(id, sizeof id, i);
