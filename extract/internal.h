@@ -143,7 +143,7 @@ typedef struct ex_memo {
 /* Texts shorter than this are scanned without a memo (it would not pay). */
 #define EX_MEMO_MIN_TEXT 512
 
-/* At most 16,384 slots (384 KiB with the values), for texts of 256 KiB
+/* At most 16,384 slots (448 KiB with the values and counts), for texts of 256 KiB
  * and more: a long text names many distinct things (thousands of tracked
  * items), and a smaller direct-mapped memo would keep evicting them. */
 #define EX_MEMO_SLOTS_MAX 16384
@@ -158,7 +158,7 @@ typedef struct ex_memo_store {
     uint32_t *val, *cnt; /* cnt: all zero between calls, as the keys */
     uint32_t *used; /* the slots the last call filled */
     size_t nused;
-    size_t cap; /* slots allocated in key and used (and val, when set) */
+    size_t cap; /* slots allocated in key and used (and val and cnt, when set) */
 } ex_memo_store;
 
 /* A memo for a text of len bytes in st's memory, with a decision per word
@@ -204,10 +204,10 @@ static inline int ex_memo_has(const ex_memo *m, size_t slot, const uint64_t k[2]
 }
 
 /* A word's repeats are counted in its slot (one add per repeat, where
- * moving its keyword's count took a dozen instructions), and added to the
- * keyword when the slot takes another word and when the scan ends: the
- * slot's value is the word's entry in counts + 1, or 0 when it is no
- * keyword.  The slot's count is then 0 again. */
+ * moving its keyword's count was a chain of three dependent loads), and
+ * added to the keyword when the slot takes another word and when the scan
+ * ends: the slot's value is the word's entry in counts + 1, or 0 when it
+ * is no keyword.  The slot's count is then 0 again. */
 static inline void ex_memo_flush_slot(const ex_memo *m, size_t slot, ex_sset *counts)
 {
     uint32_t n = m->cnt[slot], at = m->val[slot];

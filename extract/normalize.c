@@ -140,7 +140,7 @@ const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] = {
 void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
 {
     m->key = NULL;
-    m->val = NULL;
+    m->val = m->cnt = NULL;
     m->shift = 64;
     if (len < EX_MEMO_MIN_TEXT) return;
     /* about one slot per 16 bytes of text (a word in two or three, so that
