@@ -131,45 +131,59 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
     return 0;
 }
 
+/* Merges b[0, nb) into v[0, nv), both by core highest first, giving
+ * v[0, nv + nb) (v has the room); of equal cores v's come first.  v's
+ * entries below all of b's only move up by nb: one memmove, found by a
+ * binary search.  That is most of v: the entries a turn adds were mostly
+ * just mentioned and rank above those before them, and moving them one at
+ * a time was most of a turn's merge. */
+static void merge_back(rank_slot *v, size_t nv, const rank_slot *b, size_t nb)
+{
+    if (nb == 0) return;
+    double low = b[nb - 1].core;
+    size_t lo = 0, hi = nv; /* the first of v below low */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].core < low) hi = mid;
+        else lo = mid + 1;
+    }
+    memmove(v + lo + nb, v + lo, (nv - lo) * sizeof *v);
+    size_t i = lo, j = nb, k = lo + nb;
+    while (j > 0) {
+        if (i > 0 && v[i - 1].core < b[j - 1].core) v[--k] = v[--i];
+        else v[--k] = b[--j];
+    }
+}
+
+/* The live entries of v[0, n) moved to its front, in order; how many. */
+static size_t live_only(rank_slot *v, size_t n)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].ver == v[i].it->rank_ver) v[live++] = v[i];
+    return live;
+}
+
 /* The overlay into the main array, superseded entries dropped. */
 static int fold(rankidx *x)
 {
-    size_t live = 0;
-    for (size_t i = 0; i < x->n; i++)
-        if (x->main[i].ver == x->main[i].it->rank_ver) x->main[live++] = x->main[i];
-    x->n = live;
+    x->n = live_only(x->main, x->n);
+    x->no = live_only(x->over, x->no);
     if (reserve(&x->main, &x->cap, x->n + x->no) != 0) return -1;
-    /* merge from the back, in place */
-    size_t i = x->n, j = x->no, k = x->n + x->no;
-    while (j > 0) {
-        const rank_slot *o = &x->over[j - 1];
-        if (o->ver != o->it->rank_ver) {
-            j--;
-            continue;
-        }
-        if (i > 0 && x->main[i - 1].core < o->core) x->main[--k] = x->main[--i];
-        else x->main[--k] = x->over[--j];
-    }
-    /* k - i slots were left by superseded overlay entries: close the gap */
-    if (k > i) memmove(x->main + i, x->main + k, (x->n + x->no - k) * sizeof *x->main);
-    x->n = i + (x->n + x->no - k);
+    merge_back(x->main, x->n, x->over, x->no);
+    x->n += x->no;
     x->no = 0;
     return 0;
 }
 
-/* over[from, no) are new: sorted, then merged with over[0, from) from the back. */
+/* over[from, no) are new: sorted, then merged with over[0, from). */
 static int merge_new(rankidx *x, size_t from)
 {
     size_t m = x->no - from;
     if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
     rankidx_sort(x->over + from, m, x->tmp);
-    rank_slot *add = x->tmp;
-    memcpy(add, x->over + from, m * sizeof *add);
-    size_t i = from, j = m, k = x->no;
-    while (j > 0) {
-        if (i > 0 && x->over[i - 1].core < add[j - 1].core) x->over[--k] = x->over[--i];
-        else x->over[--k] = add[--j];
-    }
+    memcpy(x->tmp, x->over + from, m * sizeof *x->tmp);
+    merge_back(x->over, from, x->tmp, m);
     return 0;
 }
 
