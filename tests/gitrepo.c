@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runproc.h"
+
 int gitrepo_sh(const char *dir, const char *fmt, ...)
 {
     char cmd[8192];
@@ -43,4 +45,14 @@ int gitrepo_commit(const char *dir, long when, const char *msg)
                       "git add -A && GIT_AUTHOR_DATE='@%ld +0000' GIT_COMMITTER_DATE='@%ld +0000' "
                       "git commit -q -m '%s'",
                       when, when, msg);
+}
+
+char *gitrepo_new(const char *prefix)
+{
+    char *dir = runproc_mkdtemp(prefix);
+    if (dir && gitrepo_sh(dir, "git init -q .") != 0) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
 }

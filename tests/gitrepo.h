@@ -3,6 +3,9 @@
 #ifndef TESTS_GITREPO_H
 #define TESTS_GITREPO_H
 
+/* A new temporary directory (runproc_mkdtemp) holding an empty
+ * repository, or NULL.  The caller frees the path. */
+char *gitrepo_new(const char *prefix);
 /* Runs a shell command in dir (HOME = dir); returns its exit status. */
 int gitrepo_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Writes dir/rel (parent directories made); 0 on success. */

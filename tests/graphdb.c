@@ -50,3 +50,16 @@ void graphdb_set_meta(const char *repo, const char *key, const char *value)
     sqlite3_finalize(st);
     sqlite3_close(h);
 }
+
+void graphdb_exec(const char *repo, const char *sql)
+{
+    char db[4300];
+    snprintf(db, sizeof db, "%s/.clarity/graph.db", repo);
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK, "%s", db);
+    char *msg = NULL;
+    int rc = sqlite3_exec(h, sql, NULL, NULL, &msg);
+    cr_assert_eq(rc, SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+    sqlite3_free(msg);
+    sqlite3_close(h);
+}

@@ -9,5 +9,7 @@ long long graphdb_int(const char *repo, const char *sql);
 /* meta[key] (malloc'ed; the caller frees), or NULL. */
 char *graphdb_meta(const char *repo, const char *key);
 void graphdb_set_meta(const char *repo, const char *key, const char *value);
+/* Runs sql (statements without rows) on the cache. */
+void graphdb_exec(const char *repo, const char *sql);
 
 #endif

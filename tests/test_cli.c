@@ -659,9 +659,8 @@ Test(cli, minimal_host_example)
  * commands had a parser of their own that only looked at argv[1]). */
 Test(cli, options_before_any_subcommand)
 {
-    char *repo = runproc_mkdtemp("clarity-cli-graph");
+    char *repo = gitrepo_new("clarity-cli-graph");
     cr_assert_not_null(repo);
-    cr_assert_eq(gitrepo_sh(repo, "git init -q ."), 0);
     cr_assert_eq(gitrepo_write(repo, "src/auth/session.py", "class SessionStore:\n    def login(self):\n        pass\n"), 0);
     cr_assert_eq(gitrepo_commit(repo, 1700000000, "init"), 0);
     runproc_result r;

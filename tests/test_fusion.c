@@ -21,9 +21,8 @@ static char *dir;
 
 static void setup(void)
 {
-    dir = runproc_mkdtemp("clarity-fusion-test");
+    dir = gitrepo_new("clarity-fusion-test");
     cr_assert_not_null(dir);
-    cr_assert_eq(gitrepo_sh(dir, "git init -q ."), 0);
 }
 
 static void teardown(void)

@@ -103,9 +103,8 @@ static graph_index *build_and_load(graph_build_stats *st)
 
 static void setup_repo(void)
 {
-    tmpdir = runproc_mkdtemp("clarity-graph-test");
+    tmpdir = gitrepo_new("clarity-graph-test");
     cr_assert_not_null(tmpdir);
-    sh("git init -q .");
 }
 
 static void teardown_repo(void)

@@ -21,9 +21,8 @@ static void put(const char *rel, const char *text) { cr_assert_eq(gitrepo_write(
 
 static void setup(void)
 {
-    repo = runproc_mkdtemp("clarity-intel-test");
+    repo = gitrepo_new("clarity-intel-test");
     cr_assert_not_null(repo);
-    cr_assert_eq(gitrepo_sh(repo, "git init -q ."), 0);
     put("pkg/core.py", "\"\"\"Core.\"\"\"\n__all__ = [\"Parser\", \"parse\"]\n\n\nclass Parser:\n"
                        "    \"\"\"Parses things.\"\"\"\n\n    def parse(self, text):\n        \"\"\"Parse text.\"\"\"\n"
                        "        return helper(text)\n\n    def _internal(self):\n        pass\n\n\n"

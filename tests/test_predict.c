@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gitrepo.h"
 #include "runproc.h"
 #include "testhost.h"
 
@@ -46,9 +47,8 @@ static void put(const char *rel, const char *text)
 
 static void setup(void)
 {
-    repo = runproc_mkdtemp("clarity-predict-test");
+    repo = gitrepo_new("clarity-predict-test");
     cr_assert_not_null(repo);
-    sh("git init -q .");
     put("src/auth/session.py", "class SessionStore:\n    def login(self):\n        pass\n");
     put("src/db/pool.py", "def connect():\n    pass\n\ndef pool_size():\n    return 3\n");
     put("src/api.py", "from src.db.pool import connect\n\ndef handler():\n    connect()\n");

@@ -23,9 +23,8 @@ static char *repo;
 
 static void setup(void)
 {
-    repo = runproc_mkdtemp("clarity-snapshot-test");
+    repo = gitrepo_new("clarity-snapshot-test");
     cr_assert_not_null(repo);
-    cr_assert_eq(gitrepo_sh(repo, "git init -q ."), 0);
     cr_assert_eq(gitrepo_write(repo, "pkg/__init__.py", ""), 0);
     cr_assert_eq(gitrepo_write(repo, "pkg/models.py", "class Request:\n    def send(self):\n        pass\n"), 0);
     cr_assert_eq(gitrepo_write(repo, "pkg/api.py",
@@ -50,12 +49,20 @@ static void teardown(void)
 
 TestSuite(snapshot, .init = setup, .fini = teardown);
 
-static void build(void)
+/* A build of dir (cache_only: graph_build_cache, which loads and saves no
+ * index); its return code, *err its message. */
+static int build_of(const char *dir, int cache_only, char **err)
 {
     graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
     graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(repo, &o, &st, &err), 0, "%s", err ? err : "");
+    *err = NULL;
+    return cache_only ? graph_build_cache(dir, &o, &st, err) : graph_build(dir, &o, &st, err);
+}
+
+static void build(void)
+{
+    char *err;
+    cr_assert_eq(build_of(repo, 0, &err), 0, "%s", err ? err : "");
 }
 
 static char *snap_path(void)
@@ -193,11 +200,7 @@ Test(snapshot, a_build_saves_one_that_loads_as_the_cache_does)
     graph_index_free(fast);
     /* it is what opens: with the symbols table gone the cache cannot load,
      * yet the index opens, and ranks as before */
-    sqlite3 *h;
-    char *db = runproc_join(repo, ".clarity/graph.db");
-    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, "DROP TABLE symbols", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(h);
+    graphdb_exec(repo, "DROP TABLE symbols");
     char *err = NULL;
     graph_index *none = NULL;
     cr_assert_neq(graph_index_load(repo, NULL, &none, &err), 0, "the cache still loads");
@@ -205,7 +208,6 @@ Test(snapshot, a_build_saves_one_that_loads_as_the_cache_does)
     graph_index *g = open_index();
     cr_assert_geq(graph_index_find(g, "pkg/models.py"), 0);
     graph_index_free(g);
-    free(db);
     free(snap);
 }
 
@@ -285,18 +287,12 @@ Test(snapshot, none_is_saved_or_used_while_no_build_has_completed)
 {
     build();
     char *snap = snap_path();
-    char *db = runproc_join(repo, ".clarity/graph.db");
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, "DELETE FROM meta WHERE key = 'build_id'", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(h);
+    graphdb_exec(repo, "DELETE FROM meta WHERE key = 'build_id'");
     /* the snapshot that is there is not used */
     cr_assert_eq(gitrepo_write(repo, "pkg/extra.py", "def extra():\n    pass\n"), 0);
     cr_assert_eq(gitrepo_commit(repo, 1600000300, "extra"), 0);
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build_cache(repo, &o, &st, &err), 0, "%s", err ? err : ""); /* no build_id set */
+    char *err;
+    cr_assert_eq(build_of(repo, 1, &err), 0, "%s", err ? err : ""); /* no build_id set */
     graph_index *g = open_index();
     cr_assert_geq(graph_index_find(g, "pkg/extra.py"), 0, "a snapshot was used without a build_id");
     graph_index_free(g);
@@ -308,7 +304,6 @@ Test(snapshot, none_is_saved_or_used_while_no_build_has_completed)
     /* the next completed build stamps and saves again */
     build();
     cr_assert_gt(file_size(snap), GI_SNAPSHOT_HEADER);
-    free(db);
     free(snap);
 }
 
@@ -326,10 +321,8 @@ Test(snapshot, a_cache_that_cannot_be_unstamped_is_not_rebuilt, .timeout = 60)
     cr_assert_eq(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
     cr_assert_eq(gitrepo_write(repo, "pkg/late.py", "def late():\n    pass\n"), 0);
     cr_assert_eq(gitrepo_commit(repo, 1600000400, "late"), 0);
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_neq(graph_build(repo, &o, &st, &err), 0, "the build ran on a locked cache");
+    char *err;
+    cr_assert_neq(build_of(repo, 0, &err), 0, "the build ran on a locked cache");
     cr_assert_not_null(err);
     cr_assert_not_null(strstr(err, "build stamp"), "%s", err);
     free(err);
@@ -347,26 +340,18 @@ Test(snapshot, a_cache_that_cannot_be_unstamped_is_not_rebuilt, .timeout = 60)
  * and it is what opens. */
 Test(snapshot, one_of_an_empty_index_is_used)
 {
-    char *empty = runproc_mkdtemp("clarity-snapshot-empty");
+    char *empty = gitrepo_new("clarity-snapshot-empty");
     cr_assert_not_null(empty);
-    cr_assert_eq(gitrepo_sh(empty, "git init -q ."), 0);
     cr_assert_eq(gitrepo_write(empty, "README.txt", "nothing to parse\n"), 0);
     cr_assert_eq(gitrepo_commit(empty, 1600000000, "init"), 0);
-    graph_build_opts o = {GRAPH_PARSER_AUTO, 0, 0, NULL, 0};
-    graph_build_stats st;
-    char *err = NULL;
-    cr_assert_eq(graph_build(empty, &o, &st, &err), 0, "%s", err ? err : "");
-    char *db = runproc_join(empty, ".clarity/graph.db");
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, "DROP TABLE files", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(h);
+    char *err;
+    cr_assert_eq(build_of(empty, 0, &err), 0, "%s", err ? err : "");
+    graphdb_exec(empty, "DROP TABLE files");
     graph_index *g = NULL;
     cr_assert_eq(graph_index_open(empty, NULL, &g, &err), 0, "the snapshot was not used: %s", err ? err : "");
     cr_assert_eq(g->n, 0);
     cr_assert_eq(gi_term_id(g, "anything", 8), -1);
     graph_index_free(g);
-    free(db);
     runproc_rmtree(empty);
     free(empty);
 }
