@@ -30,19 +30,30 @@
  * crosses 1000 pages, a multi-millisecond stall in some agent_end.  Here a
  * WAL hook only signals a background thread, which runs a PASSIVE
  * checkpoint on its own connection while the hooks go on writing; the
- * next commit after one that caught up starts the WAL over.  Only a stream
- * of commits with no gap for a checkpoint to catch up in (thousands a
- * second) lets the WAL reach CKPT_HARD_PAGES, where the committing thread
- * checkpoints the tail itself: one stall of two fsyncs per 4000 pages.
+ * next commit after one that caught up starts the WAL over.
+ *
+ * The thread is paced.  A checkpoint that starts while commits keep coming
+ * cannot catch up, and each costs two fsyncs; run after every commit past
+ * CKPT_PAGES (as it once was), a busy gateway's back-to-back turns kept the
+ * disk syncing once every two or three commits, which took 15-20 us off
+ * every turn's hook (bench_turn on SQLite).  So once the WAL is past
+ * CKPT_PAGES the thread waits for CKPT_QUIET_MS without a commit (a turn's
+ * gap: the checkpoint then catches up) or for the WAL to grow by another
+ * CKPT_PAGES since its last checkpoint, whichever comes first.  Only a
+ * stream of commits with no such gap lets the WAL reach CKPT_HARD_PAGES,
+ * where the committing thread checkpoints the tail itself: one stall of
+ * two fsyncs per 4000 pages.
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../util/buf.h"
@@ -56,6 +67,7 @@
 #define ITER_PAGE_BYTES (1u << 20)
 #define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
 #define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
+#define CKPT_QUIET_MS 10     /* a pause in the commits long enough to checkpoint in */
 
 typedef struct sq {
     sqlite3 *db;
@@ -68,8 +80,13 @@ typedef struct sq {
     pthread_t ckpt;
     int ckpt_started, ckpt_pending, ckpt_running, ckpt_stop;
     pthread_mutex_t ckpt_mu;
-    pthread_cond_t ckpt_cv;
+    pthread_cond_t ckpt_cv; /* on CLOCK_MONOTONIC */
     store_ckpt_stats ckpt_stats; /* under ckpt_mu */
+    /* set by the WAL hook, read by the thread without the mutex: */
+    atomic_ulong commits;   /* commits so far */
+    atomic_int wal_pages;   /* the WAL's size after the last one */
+    atomic_int ckpt_wanted; /* the thread was woken and has not started its checkpoint */
+    int ckpt_at;            /* the thread's: the WAL's size when its last checkpoint began */
 } sq;
 
 static sq *SQ(store *s) { return s->impl; }
@@ -402,16 +419,19 @@ static int open_fail(sq *q, char **err, const char *what)
  * only rewinds when a checkpoint has caught up with the last commit; under
  * a continuous stream of commits the background thread never does, so past
  * a hard size the committing thread checkpoints itself, as SQLite's own
- * automatic checkpoint would. */
+ * automatic checkpoint would.  The thread is woken once, not at every
+ * commit: it waits for the commits to pause by itself (ckpt_wait). */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
     sq *q = arg;
+    atomic_fetch_add_explicit(&q->commits, 1, memory_order_relaxed);
+    atomic_store_explicit(&q->wal_pages, pages, memory_order_relaxed);
     if (pages >= CKPT_HARD_PAGES) {
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&q->ckpt_mu);
         q->ckpt_stats.on_commit++;
         pthread_mutex_unlock(&q->ckpt_mu);
-    } else if (pages >= CKPT_PAGES) {
+    } else if (pages >= CKPT_PAGES && !atomic_exchange(&q->ckpt_wanted, 1)) {
         pthread_mutex_lock(&q->ckpt_mu);
         q->ckpt_pending = 1;
         pthread_cond_signal(&q->ckpt_cv);
@@ -421,6 +441,35 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 }
 
 static int exec1(sqlite3 *db, const char *sql, char **text);
+
+/* The WAL's growth since the thread's last checkpoint began (after a
+ * rewind, its whole size). */
+static int wal_growth(const sq *q)
+{
+    int pages = atomic_load_explicit(&q->wal_pages, memory_order_relaxed);
+    return pages >= q->ckpt_at ? pages - q->ckpt_at : pages;
+}
+
+/* With ckpt_mu held: waits until a checkpoint is worth starting (the
+ * commits paused for CKPT_QUIET_MS, or the WAL grew by CKPT_PAGES since
+ * the last one).  Returns 1 when the store is closing instead. */
+static int ckpt_wait(sq *q)
+{
+    while (!q->ckpt_stop && wal_growth(q) < CKPT_PAGES) {
+        unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += CKPT_QUIET_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = 0;
+        while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
+        if (atomic_load_explicit(&q->commits, memory_order_relaxed) == before) break;
+    }
+    return q->ckpt_stop;
+}
 
 static void *ckpt_main(void *arg)
 {
@@ -440,9 +489,11 @@ static void *ckpt_main(void *arg)
     pthread_mutex_lock(&q->ckpt_mu);
     for (;;) {
         while (!q->ckpt_pending && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
-        if (q->ckpt_stop) break;
+        if (q->ckpt_stop || ckpt_wait(q)) break;
         q->ckpt_pending = 0;
         q->ckpt_running = 1;
+        q->ckpt_at = atomic_load_explicit(&q->wal_pages, memory_order_relaxed);
+        atomic_store(&q->ckpt_wanted, 0); /* commits from here on may wake it again */
         pthread_mutex_unlock(&q->ckpt_mu);
         int copied = 0;
         if (db) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, &copied);
@@ -460,8 +511,15 @@ static void *ckpt_main(void *arg)
  * automatic checkpoint when the thread cannot be had. */
 static void ckpt_start(sq *q)
 {
+    atomic_init(&q->commits, 0);
+    atomic_init(&q->wal_pages, 0);
+    atomic_init(&q->ckpt_wanted, 0);
     if (pthread_mutex_init(&q->ckpt_mu, NULL) != 0) return;
-    if (pthread_cond_init(&q->ckpt_cv, NULL) != 0) {
+    pthread_condattr_t ca;
+    int ok = pthread_condattr_init(&ca) == 0;
+    ok = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&q->ckpt_cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!ok) {
         pthread_mutex_destroy(&q->ckpt_mu);
         return;
     }

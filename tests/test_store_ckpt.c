@@ -98,6 +98,40 @@ Test(store_ckpt, paced_commits_never_checkpoint_on_the_committing_thread, .timeo
     th_unlink_db(db);
 }
 
+/* Commits back to back, as a busy gateway's turns come: the background
+ * thread checkpoints in steps of the WAL's growth, not after every commit
+ * (each checkpoint is two fsyncs, which the hooks' commits then wait
+ * behind).  ~3 pages a commit: 3,000 commits write ~9,000 pages, a dozen
+ * checkpoints' worth; run after every commit past 1,000 pages, the thread
+ * ran hundreds. */
+Test(store_ckpt, back_to_back_commits_checkpoint_in_steps, .timeout = 120)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    char val[3000], key[32];
+    memset(val, 'v', sizeof val);
+    for (int t = 0; t < 3000; t++) {
+        cr_assert_eq(store_begin(s), CLARITY_OK);
+        for (int k = 0; k < 3; k++) {
+            snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
+            cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
+        }
+        cr_assert_eq(store_commit(s), CLARITY_OK);
+    }
+    store_ckpt_stats st;
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_gt(st.background + st.on_commit, 0, "no checkpoint ran over ~9,000 pages of WAL");
+    /* a pause of the test thread (a loaded machine) is a quiet spell the
+     * thread checkpoints in: room for many, far from one a commit */
+    cr_assert_lt(st.background, 100, "the background thread ran %lu checkpoints for 3,000 commits",
+                 st.background);
+    store_close(s);
+    th_unlink_db(db);
+}
+
 Test(store_ckpt, stats_are_sqlite_only)
 {
     store *s = NULL;
