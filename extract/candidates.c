@@ -28,6 +28,13 @@ static int emit_lower(ex_emitter *e, const char *prefix, const char *s, size_t n
     return ex_em_emit_scratch(e, cat, 0);
 }
 
+static int has_upper(const char *s, size_t n)
+{
+    int up = 0;
+    for (size_t i = 0; i < n; i++) up |= s[i] >= 'A' && s[i] <= 'Z';
+    return up;
+}
+
 /* Whether the filter may hold the path or one of its tails: an absolute
  * path may be tracked relative to an unknown workspace, and a memory
  * file's id is its name or its memory/ or docs/ tail in any folder. */
@@ -58,7 +65,10 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
             buf_append(&e->id, np->p, np->len);
             if (r == 0 && ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
         }
-        if (r == 0 && ex_has_md_ext(np->p, np->len) && emit_lower(e, "file:", np->p, np->len, 0, CAT_FILE) < 0)
+        /* the lowercase form of a .md path: one of the two above unless
+         * the path has an uppercase letter */
+        if (r == 0 && ex_has_md_ext(np->p, np->len) && has_upper(np->p, np->len) &&
+            emit_lower(e, "file:", np->p, np->len, 0, CAT_FILE) < 0)
             r = -1;
         if (np->p[0] == '/')
             for (size_t i = 1; r == 0 && i + 1 < np->len; i++)

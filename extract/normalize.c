@@ -352,17 +352,14 @@ static const char *const CODE_EXT[] = {
 };
 
 /* Extension of the last path component (after its last '.', with a
- * non-empty stem), or NULL. */
+ * non-empty stem), or NULL.  One walk back from the end: asked about every
+ * path token of every turn, whose extensions are a few bytes long. */
 static const char *file_ext(const char *p, size_t n, size_t *elen)
 {
-    /* memrchr: paths run to dozens of bytes, asked about on every path
-     * token of every turn */
-    const char *slash = n ? memrchr(p, '/', n) : NULL;
-    size_t b = slash ? (size_t)(slash - p) + 1 : 0;
-    const char *dot = n > b ? memrchr(p + b, '.', n - b) : NULL;
-    if (!dot) return NULL;
-    size_t d = (size_t)(dot - p) + 1;
-    if (d <= b + 1 || d == n) return NULL; /* empty stem or empty ext */
+    size_t d = n;
+    while (d > 0 && p[d - 1] != '.' && p[d - 1] != '/') d--;
+    /* d: one past the last '.' or '/'; an empty stem is "/.x", ".x" or a '.' before */
+    if (d == 0 || p[d - 1] != '.' || d == n || d < 2 || p[d - 2] == '/') return NULL;
     *elen = n - d;
     return p + d;
 }
@@ -379,38 +376,49 @@ static uint64_t pack_ext(const char *e, size_t n)
     return v;
 }
 
-static uint64_t code_ext_packed[sizeof CODE_EXT / sizeof CODE_EXT[0]];
+/* The code extensions by packed value, open-addressed: a probe is a
+ * multiply and one or two compares, where a binary search over 44 took
+ * six calls of a comparison function. */
+#define CODE_EXT_SLOTS 128
+static uint64_t code_ext_slot[CODE_EXT_SLOTS];
 static pthread_once_t code_ext_once = PTHREAD_ONCE_INIT;
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+static size_t code_ext_home(uint64_t v) { return (size_t)((v * 0x9e3779b97f4a7c15ull) >> 57); }
 
 static void code_ext_init(void)
 {
-    for (size_t k = 0; k < sizeof CODE_EXT / sizeof CODE_EXT[0]; k++)
-        code_ext_packed[k] = pack_ext(CODE_EXT[k], strlen(CODE_EXT[k]));
-    qsort(code_ext_packed, sizeof CODE_EXT / sizeof CODE_EXT[0], sizeof(uint64_t), cmp_u64);
+    for (size_t k = 0; k < sizeof CODE_EXT / sizeof CODE_EXT[0]; k++) {
+        uint64_t v = pack_ext(CODE_EXT[k], strlen(CODE_EXT[k]));
+        size_t i = code_ext_home(v);
+        while (code_ext_slot[i] && code_ext_slot[i] != v) i = (i + 1) % CODE_EXT_SLOTS;
+        code_ext_slot[i] = v;
+    }
+}
+
+static int code_ext_packed(const char *e, size_t el)
+{
+    if (el > 6) return 0;
+    pthread_once(&code_ext_once, code_ext_init);
+    uint64_t v = pack_ext(e, el);
+    for (size_t i = code_ext_home(v); code_ext_slot[i]; i = (i + 1) % CODE_EXT_SLOTS)
+        if (code_ext_slot[i] == v) return 1;
+    return 0;
 }
 
 int ex_has_code_ext(const char *p, size_t n)
 {
     size_t el;
     const char *e = file_ext(p, n, &el);
-    if (!e || el > 6) return 0;
-    pthread_once(&code_ext_once, code_ext_init);
-    uint64_t key = pack_ext(e, el);
-    return bsearch(&key, code_ext_packed, sizeof CODE_EXT / sizeof CODE_EXT[0], sizeof(uint64_t),
-                   cmp_u64) != NULL;
+    return e && code_ext_packed(e, el);
 }
+
+static int is_md_ext(const char *e, size_t el) { return e && el == 2 && e[0] == 'm' && e[1] == 'd'; }
 
 int ex_has_md_ext(const char *p, size_t n)
 {
-    size_t el;
+    size_t el = 0;
     const char *e = file_ext(p, n, &el);
-    return e && el == 2 && e[0] == 'm' && e[1] == 'd';
+    return is_md_ext(e, el);
 }
 
 static int starts_with(const char *p, size_t n, const char *pre)
@@ -433,7 +441,9 @@ static int upper_md_name(const char *p, size_t n)
 int ex_file_id(const char *np, size_t n, buf *out)
 {
     if (n == 0 || (n == 1 && (np[0] == '.' || np[0] == '/'))) return FILE_NONE;
-    if (ex_has_md_ext(np, n)) {
+    size_t el = 0;
+    const char *ext = file_ext(np, n, &el);
+    if (is_md_ext(ext, el)) {
         if (starts_with(np, n, "memory/") || starts_with(np, n, "docs/")) {
             buf_puts(out, "file:");
             ex_append_lower(out, np, n);
@@ -458,5 +468,5 @@ int ex_file_id(const char *np, size_t n, buf *out)
     }
     buf_puts(out, "file:");
     buf_append(out, np, n);
-    return ex_has_code_ext(np, n) ? FILE_SOURCE : FILE_OTHER;
+    return ext && code_ext_packed(ext, el) ? FILE_SOURCE : FILE_OTHER;
 }
