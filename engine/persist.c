@@ -913,6 +913,7 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
     int rc = CLARITY_OK;
     size_t d = 0, i = 0;
     while (rc == CLARITY_OK && (d < p->n_del || i < p->n_rows)) {
+        if (d + i > 0) store_yield(e->st); /* a turn's commit goes between two chunks */
         rc = store_begin(e->st);
         if (rc != CLARITY_OK) break;
         for (size_t k = 0; rc == CLARITY_OK && k < chunk && (d < p->n_del || i < p->n_rows); k++) {
@@ -923,7 +924,10 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
         if (rc == CLARITY_OK) rc = store_commit(e->st);
         else store_rollback(e->st);
     }
-    if (rc == CLARITY_OK) rc = store_begin(e->st);
+    if (rc == CLARITY_OK) {
+        store_yield(e->st);
+        rc = store_begin(e->st);
+    }
     if (rc == CLARITY_OK) {
         if (!p->leave) rc = del_slots(e, s, p->from, p->seq, p->every);
         if (rc == CLARITY_OK) rc = store_put(e->st, s->ns, "meta", p->meta.p, p->meta.len);

@@ -21,10 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Stores are told apart by a unique id rather than by address, so that a
  * new store allocated where a closed one was never shows its message. */
 static atomic_ulong next_id = 1;
+
+#define STORE_YIELD_SPINS 50 /* store_yield waits at most 50 x 20 us */
+#define STORE_YIELD_AFTER_NS 1000000LL /* a wait store_yield ends: 1 ms */
 
 static _Thread_local struct {
     unsigned long id; /* store the message belongs to; 0: none */
@@ -47,6 +51,8 @@ int store_create(const store_vt *vt, void *impl, store **out)
         free(s);
         return CLARITY_ESTORE;
     }
+    atomic_init(&s->waiting, 0);
+    atomic_init(&s->waiting_since, 0);
     s->vt = vt;
     s->impl = impl;
     s->id = atomic_fetch_add(&next_id, 1);
@@ -94,8 +100,45 @@ char *store_dup_val(const char *src, size_t len)
     return p;
 }
 
-static void lock(store *s) { pthread_mutex_lock(&s->mu); }
+static long long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A thread that has to wait says so, and since when (store_yield). */
+static void lock(store *s)
+{
+    if (pthread_mutex_trylock(&s->mu) == 0) return;
+    long long none = 0;
+    atomic_compare_exchange_strong(&s->waiting_since, &none, mono_ns());
+    atomic_fetch_add(&s->waiting, 1);
+    pthread_mutex_lock(&s->mu);
+    if (atomic_fetch_sub(&s->waiting, 1) == 1) atomic_store(&s->waiting_since, 0);
+}
 static void unlock(store *s) { pthread_mutex_unlock(&s->mu); }
+
+/* A mutex is not fair: a thread that unlocks and locks again at once
+ * (the fold worker between two transactions) takes it back before the
+ * thread it woke runs, so a turn waiting to commit waited for the whole
+ * fold, however long (2 ms at 1,000 items, 20 ms and more at 10,000).
+ * The caller lets a thread that has waited STORE_YIELD_AFTER_NS have the
+ * store first: a short fold still goes in one go (one turn waits for it,
+ * where letting every waiter in between chunks made every turn of the
+ * fold's span wait for a chunk), a long one is cut into waits of about
+ * that length.  Bounded: a stream of waiters does not stop the caller for
+ * good. */
+void store_yield(store *s)
+{
+    if (!s || atomic_load(&s->waiting) == 0) return;
+    long long since = atomic_load(&s->waiting_since);
+    if (since == 0 || mono_ns() - since < STORE_YIELD_AFTER_NS) return;
+    for (int i = 0; i < STORE_YIELD_SPINS && atomic_load(&s->waiting) > 0; i++) {
+        struct timespec ts = {0, 20000}; /* 20 us */
+        nanosleep(&ts, NULL);
+    }
+}
 
 const char *store_backend_name(const store *s) { return s ? s->vt->name : "none"; }
 

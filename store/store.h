@@ -53,6 +53,9 @@ int store_iter(store *s, const char *ns, const char *prefix, store_iter_cb cb, v
 int store_begin(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
+/* Between two transactions of a long run of them (a fold's chunks): lets
+ * the threads waiting for the store have it first (up to ~1 ms). */
+void store_yield(store *s);
 /* Reads between these two see one state of the store, whatever other
  * processes commit meanwhile (SQLite: a read transaction).  A session's
  * load reads its meta, rows and records apart; a fold committed between

@@ -9,6 +9,7 @@
 #define STORE_STORE_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,8 @@ struct store {
     const store_vt *vt;
     void *impl;         /* backend state */
     pthread_mutex_t mu; /* recursive; held from store_begin to commit/rollback */
+    atomic_int waiting; /* threads blocked on mu (store_yield) */
+    atomic_llong waiting_since; /* when the first of them began to wait (monotonic ns), 0: none waits */
     int in_txn;         /* only read/written with mu held */
     int in_read;        /* between store_begin_read and store_end_read */
     unsigned long id;   /* unique per store, for the thread-local error */

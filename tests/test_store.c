@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../store/store.h"
+#include "../store/store_impl.h"
 #include "redisserver.h"
 #include "runproc.h"
 #include "testhost.h"
@@ -1462,6 +1463,58 @@ Test(store, memory_stores_are_separate)
     store_close(a);
     store_close(b);
     store_close(NULL); /* harmless */
+}
+
+/* store_yield between two transactions lets a thread that has waited for
+ * the store (1 ms or more) have it before the caller's next transaction (a
+ * fold's chunks and a turn's commit).  Without it the caller, running,
+ * takes the mutex back before the thread it woke is scheduled. */
+typedef struct yield_waiter {
+    store *s;
+    atomic_int began; /* 1: its transaction began */
+    int failed;       /* a store call failed (asserted by the test's thread) */
+} yield_waiter;
+
+static void *yield_wait(void *arg)
+{
+    yield_waiter *w = arg;
+    if (store_begin(w->s) != CLARITY_OK) {
+        w->failed = 1;
+        return NULL;
+    }
+    atomic_store(&w->began, 1);
+    if (store_put(w->s, "n", "waiter", "x", 1) != CLARITY_OK) w->failed = 1;
+    if (store_commit(w->s) != CLARITY_OK) w->failed = 1;
+    return NULL;
+}
+
+Test(store, yield_lets_a_waiting_thread_commit_between_two_transactions, .timeout = 60)
+{
+    store *s = open_kind(K_MEMORY);
+    int first = 0; /* rounds where the waiting thread went first */
+    for (int round = 0; round < 20; round++) {
+        yield_waiter w = {s, 0, 0};
+        cr_assert_eq(store_begin(s), CLARITY_OK);
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, yield_wait, &w), 0);
+        /* until the thread is blocked on the store (up to 10 s), then 2 ms
+         * more: past the wait store_yield ends */
+        for (int i = 0; i < 100000 && atomic_load(&s->waiting) == 0; i++) usleep(100);
+        cr_assert_eq(atomic_load(&s->waiting), 1, "the thread never waited for the store");
+        usleep(2000);
+        cr_assert_eq(store_commit(s), CLARITY_OK);
+        store_yield(s);
+        cr_assert_eq(store_begin(s), CLARITY_OK);
+        first += atomic_load(&w.began);
+        store_rollback(s);
+        pthread_join(th, NULL);
+        cr_assert_not(w.failed, "round %d: the waiting thread's transaction failed", round);
+    }
+    /* one call waits ~1 ms at most for the thread to run: a loaded machine
+     * may miss some rounds; without the yield it misses them all */
+    cr_assert_geq(first, 10, "the waiting thread went first in %d rounds of 20", first);
+    store_yield(s); /* nobody waits: returns at once */
+    store_close(s);
 }
 
 /* A read snapshot sees none of what another connection commits while it
