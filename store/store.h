@@ -87,12 +87,13 @@ int store_open_redis(const char *url, const char *prefix, int timeout_ms, store 
  * many the background thread ran, in how many of those the WAL held
  * frames copied into the database (a run that copies nothing is one that
  * could not run), how many a commit ran on its own thread because the WAL
- * outgrew the hard bound (a stall in that hook), and whether the
- * background thread has one asked for or running.  CLARITY_DECLINED for
- * the other backends. */
+ * outgrew the hard bound (a stall in that hook), whether the background
+ * thread has one asked for or running, and whether it was started (at the
+ * first checkpoint needed).  CLARITY_DECLINED for the other backends. */
 typedef struct store_ckpt_stats {
     unsigned long background, background_copied, on_commit;
     int busy;
+    int thread;
 } store_ckpt_stats;
 int store_sqlite_ckpt_stats(store *s, store_ckpt_stats *out);
 

@@ -132,6 +132,49 @@ Test(store_ckpt, back_to_back_commits_checkpoint_in_steps, .timeout = 120)
     th_unlink_db(db);
 }
 
+/* A store that never fills 1,000 pages of WAL (a process that runs one
+ * hook and exits) starts no checkpoint thread: its own connection was
+ * most of the cost of opening and closing the store.  The first
+ * checkpoint needed starts it. */
+Test(store_ckpt, the_thread_starts_at_the_first_checkpoint_needed, .timeout = 120)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    store *s = NULL;
+    char *err = NULL;
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    char val[3000], key[32];
+    memset(val, 'v', sizeof val);
+    store_ckpt_stats st;
+    for (int t = 0; t < 20; t++) {
+        snprintf(key, sizeof key, "i:%d", t);
+        cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
+    }
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_eq(st.thread, 0, "a thread was started for 20 commits");
+    store_close(s);
+    /* reopened: what the first store wrote is there */
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    char *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(store_get(s, "ns", "i:19", &v, &n), CLARITY_OK);
+    cr_assert_eq(n, sizeof val);
+    free(v);
+    /* ~3 pages a put: past 1,000 pages the thread starts and checkpoints
+     * (under the hard bound, 4,000, where a commit would) */
+    for (int t = 0; t < 500; t++) {
+        snprintf(key, sizeof key, "i:%d", t % 600);
+        cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
+    }
+    wait_ckpt_idle(s);
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_eq(st.thread, 1, "no thread after 500 commits");
+    cr_assert_gt(st.background, 0, "the thread ran no checkpoint");
+    cr_assert_eq(st.on_commit, 0, "%lu commits checkpointed on their own thread", st.on_commit);
+    store_close(s);
+    th_unlink_db(db);
+}
+
 Test(store_ckpt, stats_are_sqlite_only)
 {
     store *s = NULL;
