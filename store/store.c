@@ -28,7 +28,7 @@
 static atomic_ulong next_id = 1;
 
 #define STORE_YIELD_SPINS 50 /* store_yield waits at most 50 x 20 us */
-#define STORE_YIELD_AFTER_NS 1000000LL /* a wait store_yield ends: 1 ms */
+#define STORE_YIELD_AFTER_NS 3000000LL /* a wait store_yield ends: 3 ms */
 
 static _Thread_local struct {
     unsigned long id; /* store the message belongs to; 0: none */
@@ -122,13 +122,13 @@ static void unlock(store *s) { pthread_mutex_unlock(&s->mu); }
 /* A mutex is not fair: a thread that unlocks and locks again at once
  * (the fold worker between two transactions) takes it back before the
  * thread it woke runs, so a turn waiting to commit waited for the whole
- * fold, however long (2 ms at 1,000 items, 20 ms and more at 10,000).
- * The caller lets a thread that has waited STORE_YIELD_AFTER_NS have the
- * store first: a short fold still goes in one go (one turn waits for it,
- * where letting every waiter in between chunks made every turn of the
- * fold's span wait for a chunk), a long one is cut into waits of about
- * that length.  Bounded: a stream of waiters does not stop the caller for
- * good. */
+ * fold, however long (2 ms at 1,000 items, 30 ms at 10,000).  The caller
+ * lets a thread that has waited STORE_YIELD_AFTER_NS have the store
+ * first: a fold of a few ms still goes in one go (one turn waits for it;
+ * letting every waiter in between chunks, or after 1 ms, made every turn
+ * of the fold's span wait, and the p99 of back-to-back turns with it), a
+ * long one is cut into waits of about that length.  Bounded: a stream of
+ * waiters does not stop the caller for good. */
 void store_yield(store *s)
 {
     if (!s || atomic_load(&s->waiting) == 0) return;

@@ -54,7 +54,8 @@ int store_begin(store *s);
 int store_commit(store *s);
 void store_rollback(store *s);
 /* Between two transactions of a long run of them (a fold's chunks): lets
- * the threads waiting for the store have it first (up to ~1 ms). */
+ * a thread that has waited 3 ms for the store have it first (the caller
+ * waits up to ~1 ms for it). */
 void store_yield(store *s);
 /* Reads between these two see one state of the store, whatever other
  * processes commit meanwhile (SQLite: a read transaction).  A session's

@@ -1466,7 +1466,7 @@ Test(store, memory_stores_are_separate)
 }
 
 /* store_yield between two transactions lets a thread that has waited for
- * the store (1 ms or more) have it before the caller's next transaction (a
+ * the store (3 ms or more) have it before the caller's next transaction (a
  * fold's chunks and a turn's commit).  Without it the caller, running,
  * takes the mutex back before the thread it woke is scheduled. */
 typedef struct yield_waiter {
@@ -1497,11 +1497,11 @@ Test(store, yield_lets_a_waiting_thread_commit_between_two_transactions, .timeou
         cr_assert_eq(store_begin(s), CLARITY_OK);
         pthread_t th;
         cr_assert_eq(pthread_create(&th, NULL, yield_wait, &w), 0);
-        /* until the thread is blocked on the store (up to 10 s), then 2 ms
+        /* until the thread is blocked on the store (up to 10 s), then 4 ms
          * more: past the wait store_yield ends */
         for (int i = 0; i < 100000 && atomic_load(&s->waiting) == 0; i++) usleep(100);
         cr_assert_eq(atomic_load(&s->waiting), 1, "the thread never waited for the store");
-        usleep(2000);
+        usleep(4000);
         cr_assert_eq(store_commit(s), CLARITY_OK);
         store_yield(s);
         cr_assert_eq(store_begin(s), CLARITY_OK);
