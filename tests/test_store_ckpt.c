@@ -9,27 +9,42 @@
 #include "../store/store.h"
 #include "testhost.h"
 
-/* Removes a database and its WAL and shared-memory files. */
-Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
+#define VAL_BYTES 3000
+
+/* A new SQLite store in a temporary file, whose path goes to db. */
+static store *open_tmp(char db[256])
 {
-    char db[256], wal[300];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(db, 256, "%s", th_tmp_path(".db"));
     store *s = NULL;
     char *err = NULL;
     cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
-    char val[3000], key[32];
+    return s;
+}
+
+/* Commit t: three values of VAL_BYTES (about 3 pages of WAL), keys
+ * cycling over 600, each value's first byte from t. */
+static void commit3(store *s, int t)
+{
+    char val[VAL_BYTES], key[32];
     memset(val, 'v', sizeof val);
+    val[0] = (char)('a' + t % 26);
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    for (int k = 0; k < 3; k++) {
+        snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
+        cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
+    }
+    cr_assert_eq(store_commit(s), CLARITY_OK);
+}
+
+Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
+{
+    char db[256], wal[300];
+    store *s = open_tmp(db);
+    snprintf(wal, sizeof wal, "%s-wal", db);
     off_t biggest = 0;
     /* ~3 pages a commit: 8000 commits would leave a ~96 MB WAL unchecked */
     for (int t = 0; t < 8000; t++) {
-        cr_assert_eq(store_begin(s), CLARITY_OK);
-        for (int k = 0; k < 3; k++) {
-            snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
-            val[0] = (char)('a' + t % 26);
-            cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
-        }
-        cr_assert_eq(store_commit(s), CLARITY_OK);
+        commit3(s, t);
         if (t % 500 == 0) {
             struct stat st;
             if (stat(wal, &st) == 0 && st.st_size > biggest) biggest = st.st_size;
@@ -44,7 +59,7 @@ Test(store_ckpt, wal_stays_bounded_over_many_commits, .timeout = 120)
     char *v = NULL;
     size_t n = 0;
     cr_assert_eq(store_get(s, "ns", "i:599", &v, &n), CLARITY_OK);
-    cr_assert_eq(n, sizeof val);
+    cr_assert_eq(n, VAL_BYTES);
     cr_assert_eq(v[0], (char)('a' + 7999 % 26));
     free(v);
     store_close(s);
@@ -72,21 +87,11 @@ static void wait_ckpt_idle(store *s)
 Test(store_ckpt, paced_commits_never_checkpoint_on_the_committing_thread, .timeout = 120)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    store *s = NULL;
-    char *err = NULL;
-    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
-    char val[3000], key[32];
-    memset(val, 'v', sizeof val);
+    store *s = open_tmp(db);
     /* ~3 pages a commit: 1,600 commits write past the hard bound (4,000
      * pages) unless the background thread rewinds the WAL */
     for (int t = 0; t < 1600; t++) {
-        cr_assert_eq(store_begin(s), CLARITY_OK);
-        for (int k = 0; k < 3; k++) {
-            snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
-            cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
-        }
-        cr_assert_eq(store_commit(s), CLARITY_OK);
+        commit3(s, t);
         wait_ckpt_idle(s);
     }
     store_ckpt_stats st;
@@ -107,20 +112,8 @@ Test(store_ckpt, paced_commits_never_checkpoint_on_the_committing_thread, .timeo
 Test(store_ckpt, back_to_back_commits_checkpoint_in_steps, .timeout = 120)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    store *s = NULL;
-    char *err = NULL;
-    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
-    char val[3000], key[32];
-    memset(val, 'v', sizeof val);
-    for (int t = 0; t < 3000; t++) {
-        cr_assert_eq(store_begin(s), CLARITY_OK);
-        for (int k = 0; k < 3; k++) {
-            snprintf(key, sizeof key, "i:%d", (t * 3 + k) % 600);
-            cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
-        }
-        cr_assert_eq(store_commit(s), CLARITY_OK);
-    }
+    store *s = open_tmp(db);
+    for (int t = 0; t < 3000; t++) commit3(s, t);
     store_ckpt_stats st;
     cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
     cr_assert_gt(st.background + st.on_commit, 0, "no checkpoint ran over ~9,000 pages of WAL");
@@ -139,33 +132,23 @@ Test(store_ckpt, back_to_back_commits_checkpoint_in_steps, .timeout = 120)
 Test(store_ckpt, the_thread_starts_at_the_first_checkpoint_needed, .timeout = 120)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    store *s = NULL;
-    char *err = NULL;
-    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
-    char val[3000], key[32];
-    memset(val, 'v', sizeof val);
+    store *s = open_tmp(db);
     store_ckpt_stats st;
-    for (int t = 0; t < 20; t++) {
-        snprintf(key, sizeof key, "i:%d", t);
-        cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
-    }
+    for (int t = 0; t < 20; t++) commit3(s, t);
     cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
     cr_assert_eq(st.thread, 0, "a thread was started for 20 commits");
     store_close(s);
     /* reopened: what the first store wrote is there */
-    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
-    char *v = NULL;
+    char *err = NULL, *v = NULL;
     size_t n = 0;
-    cr_assert_eq(store_get(s, "ns", "i:19", &v, &n), CLARITY_OK);
-    cr_assert_eq(n, sizeof val);
+    cr_assert_eq(store_open_sqlite(db, 0, &s, &err), CLARITY_OK, "%s", err ? err : "");
+    cr_assert_eq(store_get(s, "ns", "i:59", &v, &n), CLARITY_OK);
+    cr_assert_eq(n, VAL_BYTES);
+    cr_assert_eq(v[0], (char)('a' + 19 % 26));
     free(v);
-    /* ~3 pages a put: past 1,000 pages the thread starts and checkpoints
-     * (under the hard bound, 4,000, where a commit would) */
-    for (int t = 0; t < 500; t++) {
-        snprintf(key, sizeof key, "i:%d", t % 600);
-        cr_assert_eq(store_put(s, "ns", key, val, sizeof val), CLARITY_OK);
-    }
+    /* ~3 pages a commit: past 1,000 pages the thread starts and
+     * checkpoints (under the hard bound, 4,000, where a commit would) */
+    for (int t = 0; t < 500; t++) commit3(s, t);
     wait_ckpt_idle(s);
     cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
     cr_assert_eq(st.thread, 1, "no thread after 500 commits");
