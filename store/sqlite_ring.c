@@ -84,13 +84,44 @@ int sq_ring_open(sq_ring *r, sqlite3 *db)
     return SQLITE_OK;
 }
 
+static void forget_cells(struct sq_ring_ns *c)
+{
+    free(c->cells);
+    c->cells = NULL;
+    c->ncells = 0;
+}
+
 static void forget(sq_ring *r)
 {
     for (size_t i = 0; i < SQ_RING_CACHE; i++) {
         free(r->cache[i].ns);
         r->cache[i].ns = NULL;
+        forget_cells(&r->cache[i]);
     }
     r->tentative = 0;
+}
+
+/* The size of the cell written in slot (0: not known). */
+static size_t cell_known(const struct sq_ring_ns *c, int slot)
+{
+    return c && (size_t)slot < c->ncells ? c->cells[slot] : 0;
+}
+
+/* Remembers the size of the cell written in slot (0: not known); a hint,
+ * so an allocation failure only forgets it. */
+static void cell_note(struct sq_ring_ns *c, int slot, size_t size)
+{
+    if (!c) return;
+    if ((size_t)slot >= c->ncells) {
+        if (!size) return;
+        size_t n = (size_t)slot + 1 < 64 ? 64 : (size_t)slot + 1;
+        uint32_t *p = realloc(c->cells, n * sizeof *p);
+        if (!p) return;
+        memset(p + c->ncells, 0, (n - c->ncells) * sizeof *p);
+        c->cells = p;
+        c->ncells = n;
+    }
+    c->cells[slot] = size <= UINT32_MAX ? (uint32_t)size : 0;
 }
 
 void sq_ring_close(sq_ring *r)
@@ -110,6 +141,7 @@ void sq_ring_close(sq_ring *r)
 void sq_ring_rollback(sq_ring *r)
 {
     if (r->tentative) forget(r);
+    for (size_t i = 0; i < SQ_RING_CACHE; i++) forget_cells(&r->cache[i]);
 }
 
 void sq_ring_committed(sq_ring *r) { r->tentative = 0; }
@@ -129,14 +161,14 @@ static size_t cache_at(const char *ns)
 
 /* ns's number: SQLITE_ROW with *id, SQLITE_DONE when it has none (and add
  * is 0), or an error.  With add, a namespace without one gets one.
- * *fresh (when fresh): its cache entry's known-absent slots, or NULL. */
-static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, int **fresh)
+ * *ent (when ent): its cache entry, or NULL. */
+static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_ring_ns **ent)
 {
     size_t at = cache_at(ns);
-    if (fresh) *fresh = NULL;
+    if (ent) *ent = NULL;
     if (r->cache[at].ns && strcmp(r->cache[at].ns, ns) == 0) {
         *id = r->cache[at].id;
-        if (fresh) *fresh = &r->cache[at].fresh;
+        if (ent) *ent = &r->cache[at];
         return SQLITE_ROW;
     }
     int made = 0; /* a new number: none of its slots exists */
@@ -161,10 +193,11 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, int **fresh)
     char *copy = strdup(ns);
     if (copy) { /* else only not cached */
         free(r->cache[at].ns);
+        forget_cells(&r->cache[at]);
         r->cache[at].ns = copy;
         r->cache[at].id = *id;
         r->cache[at].fresh = made ? 0 : -1;
-        if (fresh) *fresh = &r->cache[at].fresh;
+        if (ent) *ent = &r->cache[at];
     }
     return SQLITE_ROW;
 }
@@ -203,19 +236,19 @@ void sq_ring_get_done(sq_ring *r) { reset(r->get); }
 int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len)
 {
     int64_t id;
-    int *fresh;
-    int rc = ns_id(r, ns, 1, &id, &fresh);
+    struct sq_ring_ns *ent;
+    int rc = ns_id(r, ns, 1, &id, &ent);
     if (rc != SQLITE_ROW) return rc;
     if (len > UINT32_MAX - r->page * 2) return SQLITE_TOOBIG;
     sqlite3_int64 key = id << SLOT_BITS | slot;
-    size_t size = cell_size(r, len), old = 0;
+    size_t size = cell_size(r, len), old = cell_known(ent, slot);
     /* the slot's cell as it is, when it holds the value and is not more
      * than twice what it needs (sizes near a class's edge would move the
      * cell between classes, a reallocation each time); not looked for in
      * a namespace this connection numbered and has not filled so far (a
-     * new session's first records) */
-    int absent = fresh && *fresh >= 0 && slot >= *fresh;
-    if (!absent) {
+     * new session's first records), nor where this connection wrote it */
+    int absent = ent && ent->fresh >= 0 && slot >= ent->fresh;
+    if (!absent && !old) {
         rc = sqlite3_bind_int64(r->size, 1, key);
         if (rc == SQLITE_OK && (rc = sqlite3_step(r->size)) == SQLITE_ROW)
             old = (size_t)sqlite3_column_int64(r->size, 0);
@@ -235,15 +268,18 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
         reset(st);
         if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
     }
-    if (rc == SQLITE_DONE && absent) *fresh = slot + 1;
+    if (rc == SQLITE_DONE && absent) ent->fresh = slot + 1;
+    cell_note(ent, slot, rc == SQLITE_DONE ? size : 0);
     return rc;
 }
 
 int sq_ring_del(sq_ring *r, const char *ns, int slot)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id, NULL);
+    struct sq_ring_ns *ent;
+    int rc = ns_id(r, ns, 0, &id, &ent);
     if (rc != SQLITE_ROW) return rc;
+    cell_note(ent, slot, 0);
     rc = sqlite3_bind_int64(r->del, 1, id << SLOT_BITS | slot);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del);
     reset(r->del);
@@ -260,8 +296,10 @@ static int bind_range(sqlite3_stmt *st, int64_t id)
 int sq_ring_del_ns(sq_ring *r, const char *ns)
 {
     int64_t id;
-    int rc = ns_id(r, ns, 0, &id, NULL);
+    struct sq_ring_ns *ent;
+    int rc = ns_id(r, ns, 0, &id, &ent);
     if (rc != SQLITE_ROW) return rc;
+    if (ent) forget_cells(ent);
     rc = bind_range(r->del_ns, id);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del_ns);
     reset(r->del_ns);

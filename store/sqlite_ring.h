@@ -42,10 +42,15 @@ typedef struct sq_ring {
     size_t page;             /* the file's page size */
     unsigned char *cell;     /* a padded value being written, zero past cell_end */
     size_t cell_cap, cell_end;
-    struct {
+    struct sq_ring_ns {
         char *ns;
         int64_t id;
         int fresh; /* slots from this one on are known absent (-1: none known) */
+        /* the cell size this connection last wrote in each slot, 0 when
+         * not known (a hint: another process may have written since, and a
+         * rewrite of another size is only not in place) */
+        uint32_t *cells;
+        size_t ncells;
     } cache[SQ_RING_CACHE];
     int tentative; /* a number was inserted in the open write transaction */
 } sq_ring;
@@ -56,7 +61,8 @@ extern const char *const sq_ring_schema[2];
 /* Prepares the statements: SQLITE_OK or SQLite's error. */
 int sq_ring_open(sq_ring *r, sqlite3 *db);
 void sq_ring_close(sq_ring *r);
-/* A write transaction ended without committing: numbers it inserted go. */
+/* A write transaction ended without committing: numbers it inserted go,
+ * and the cell sizes it wrote are forgotten. */
 void sq_ring_rollback(sq_ring *r);
 /* ... or committed: they stay. */
 void sq_ring_committed(sq_ring *r);

@@ -1142,6 +1142,38 @@ Test(store, sqlite_a_slot_is_rewritten_in_place)
 /* A number given to a namespace in a transaction that rolled back is
  * forgotten with it: another connection may take that number, and the
  * slots of both namespaces stay apart. */
+/* A connection remembers the cell size it wrote in each slot, to rewrite
+ * it without asking SQLite first.  Another connection (another process)
+ * may rewrite or delete the slot meanwhile, and a rolled-back write leaves
+ * the old cell: the slot still holds what was written last. */
+Test(store, sqlite_a_slot_written_by_another_connection_is_read_back)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "twoconn.db");
+    store *a = open_sqlite_at(p), *b = open_sqlite_at(p);
+    char *small = pattern(500, 1), *big = pattern(9000, 2), *mid = pattern(2500, 3);
+    cr_assert_eq(store_put(a, "r", "l:0005", small, 500), CLARITY_OK, "%s", store_errmsg(a));
+    cr_assert_eq(store_put(b, "r", "l:0005", big, 9000), CLARITY_OK, "%s", store_errmsg(b));
+    cr_assert_eq(store_put(a, "r", "l:0005", mid, 2500), CLARITY_OK, "%s", store_errmsg(a));
+    expect_bytes(b, "r", "l:0005", mid, 2500);
+    cr_assert_eq(store_del(b, "r", "l:0005"), CLARITY_OK, "%s", store_errmsg(b));
+    cr_assert_eq(store_put(a, "r", "l:0005", small, 500), CLARITY_OK, "%s", store_errmsg(a));
+    expect_bytes(b, "r", "l:0005", small, 500);
+    /* a rewrite rolled back: the next one still lands */
+    cr_assert_eq(store_begin(a), CLARITY_OK);
+    cr_assert_eq(store_put(a, "r", "l:0005", big, 9000), CLARITY_OK, "%s", store_errmsg(a));
+    store_rollback(a);
+    expect_bytes(b, "r", "l:0005", small, 500);
+    cr_assert_eq(store_put(a, "r", "l:0005", mid, 2500), CLARITY_OK, "%s", store_errmsg(a));
+    expect_bytes(b, "r", "l:0005", mid, 2500);
+    expect_bytes(a, "r", "l:0005", mid, 2500);
+    store_close(a);
+    store_close(b);
+    free(small);
+    free(big);
+    free(mid);
+}
+
 Test(store, sqlite_a_rolled_back_namespace_number_is_forgotten)
 {
     char p[128];
