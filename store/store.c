@@ -111,9 +111,9 @@ static long long mono_ns(void)
 static void lock(store *s)
 {
     if (pthread_mutex_trylock(&s->mu) == 0) return;
+    atomic_fetch_add(&s->waiting, 1);
     long long none = 0;
     atomic_compare_exchange_strong(&s->waiting_since, &none, mono_ns());
-    atomic_fetch_add(&s->waiting, 1);
     pthread_mutex_lock(&s->mu);
     if (atomic_fetch_sub(&s->waiting, 1) == 1) atomic_store(&s->waiting_since, 0);
 }
@@ -133,7 +133,11 @@ void store_yield(store *s)
 {
     if (!s || atomic_load(&s->waiting) == 0) return;
     long long since = atomic_load(&s->waiting_since);
-    if (since == 0 || mono_ns() - since < STORE_YIELD_AFTER_NS) return;
+    if (since == 0) { /* a waiter's time lost to the last one leaving: from now */
+        atomic_compare_exchange_strong(&s->waiting_since, &since, mono_ns());
+        return;
+    }
+    if (mono_ns() - since < STORE_YIELD_AFTER_NS) return;
     for (int i = 0; i < STORE_YIELD_SPINS && atomic_load(&s->waiting) > 0; i++) {
         struct timespec ts = {0, 20000}; /* 20 us */
         nanosleep(&ts, NULL);
