@@ -100,7 +100,7 @@ char *store_dup_val(const char *src, size_t len)
     return p;
 }
 
-static long long mono_ns(void)
+long long store_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -113,7 +113,7 @@ static void lock(store *s)
     if (pthread_mutex_trylock(&s->mu) == 0) return;
     atomic_fetch_add(&s->waiting, 1);
     long long none = 0;
-    atomic_compare_exchange_strong(&s->waiting_since, &none, mono_ns());
+    atomic_compare_exchange_strong(&s->waiting_since, &none, store_now_ns());
     pthread_mutex_lock(&s->mu);
     if (atomic_fetch_sub(&s->waiting, 1) == 1) atomic_store(&s->waiting_since, 0);
 }
@@ -134,10 +134,10 @@ void store_yield(store *s)
     if (!s || atomic_load(&s->waiting) == 0) return;
     long long since = atomic_load(&s->waiting_since);
     if (since == 0) { /* a waiter's time lost to the last one leaving: from now */
-        atomic_compare_exchange_strong(&s->waiting_since, &since, mono_ns());
+        atomic_compare_exchange_strong(&s->waiting_since, &since, store_now_ns());
         return;
     }
-    if (mono_ns() - since < STORE_YIELD_AFTER_NS) return;
+    if (store_now_ns() - since < STORE_YIELD_AFTER_NS) return;
     for (int i = 0; i < STORE_YIELD_SPINS && atomic_load(&s->waiting) > 0; i++) {
         struct timespec ts = {0, 20000}; /* 20 us */
         nanosleep(&ts, NULL);

@@ -73,4 +73,7 @@ void store_open_err(char **err, const char *fmt, ...) __attribute__((format(prin
  * store_get hands out.  NULL when out of memory. */
 char *store_dup_val(const char *src, size_t len);
 
+/* The monotonic clock in ns: the backends' timers and waits. */
+long long store_now_ns(void);
+
 #endif

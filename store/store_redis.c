@@ -64,12 +64,7 @@ typedef struct rds {
 
 static rds *R(store *s) { return s->impl; }
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return store_now_ns() / 1000000; }
 
 /* ---- the URL ------------------------------------------------------------ */
 

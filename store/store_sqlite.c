@@ -483,13 +483,8 @@ static int ckpt_wait(sq *q)
 {
     while (!q->ckpt_stop && wal_growth(q) < CKPT_PAGES) {
         unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += CKPT_QUIET_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        long long end = store_now_ns() + CKPT_QUIET_MS * 1000000LL;
+        struct timespec until = {(time_t)(end / 1000000000LL), (long)(end % 1000000000LL)};
         int rc = 0;
         while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
         if (atomic_load_explicit(&q->commits, memory_order_relaxed) == before) break;
