@@ -82,14 +82,15 @@ typedef struct sq {
     int ckpt_ready;   /* the mutex and condition exist, the WAL hook is ours */
     int ckpt_started; /* the thread runs (under ckpt_mu; started by the first need) */
     int ckpt_failed;  /* it could not be started: commits checkpoint themselves */
-    int ckpt_pending, ckpt_running, ckpt_stop;
+    int ckpt_running, ckpt_stop;
     pthread_mutex_t ckpt_mu;
     pthread_cond_t ckpt_cv; /* on CLOCK_MONOTONIC */
     store_ckpt_stats ckpt_stats; /* under ckpt_mu */
     /* set by the WAL hook, read by the thread without the mutex: */
     atomic_ulong commits;   /* commits so far */
     atomic_int wal_pages;   /* the WAL's size after the last one */
-    atomic_int ckpt_wanted; /* the thread was woken and has not started its checkpoint */
+    atomic_int ckpt_wanted; /* a checkpoint asked for and not started (set without the mutex,
+                             * then signalled under it) */
     int ckpt_at;            /* the thread's: the WAL's size when its last checkpoint began */
 } sq;
 
@@ -446,21 +447,20 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
     sq *q = arg;
     atomic_fetch_add_explicit(&q->commits, 1, memory_order_relaxed);
     atomic_store_explicit(&q->wal_pages, pages, memory_order_relaxed);
-    if (pages >= CKPT_HARD_PAGES || (pages >= CKPT_PAGES && q->ckpt_failed)) {
+    if (pages < CKPT_PAGES) return SQLITE_OK;
+    if (pages < CKPT_HARD_PAGES && !atomic_exchange(&q->ckpt_wanted, 1)) {
+        pthread_mutex_lock(&q->ckpt_mu);
+        int up = ckpt_thread(q);
+        if (up) pthread_cond_signal(&q->ckpt_cv);
+        else atomic_store(&q->ckpt_wanted, 0);
+        pthread_mutex_unlock(&q->ckpt_mu);
+        if (up) return SQLITE_OK;
+    }
+    /* (ckpt_failed is only written here, under the store's mutex) */
+    if (pages >= CKPT_HARD_PAGES || q->ckpt_failed) { /* as SQLite's automatic checkpoint would */
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
         pthread_mutex_lock(&q->ckpt_mu);
         q->ckpt_stats.on_commit++;
-        pthread_mutex_unlock(&q->ckpt_mu);
-    } else if (pages >= CKPT_PAGES && !atomic_exchange(&q->ckpt_wanted, 1)) {
-        pthread_mutex_lock(&q->ckpt_mu);
-        if (ckpt_thread(q)) {
-            q->ckpt_pending = 1;
-            pthread_cond_signal(&q->ckpt_cv);
-        } else { /* no thread: as SQLite's automatic checkpoint would */
-            sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-            q->ckpt_stats.on_commit++;
-            atomic_store(&q->ckpt_wanted, 0);
-        }
         pthread_mutex_unlock(&q->ckpt_mu);
     }
     return SQLITE_OK;
@@ -509,9 +509,8 @@ static void *ckpt_main(void *arg)
     }
     pthread_mutex_lock(&q->ckpt_mu);
     for (;;) {
-        while (!q->ckpt_pending && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
+        while (!atomic_load(&q->ckpt_wanted) && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
         if (q->ckpt_stop || ckpt_wait(q)) break;
-        q->ckpt_pending = 0;
         q->ckpt_running = 1;
         q->ckpt_at = atomic_load_explicit(&q->wal_pages, memory_order_relaxed);
         atomic_store(&q->ckpt_wanted, 0); /* commits from here on may wake it again */
@@ -559,7 +558,7 @@ int store_sqlite_ckpt_stats(store *s, store_ckpt_stats *out)
     if (!q->ckpt_ready) return CLARITY_OK;
     pthread_mutex_lock(&q->ckpt_mu);
     *out = q->ckpt_stats;
-    out->busy = q->ckpt_pending || q->ckpt_running;
+    out->busy = atomic_load(&q->ckpt_wanted) || q->ckpt_running;
     out->thread = q->ckpt_started;
     pthread_mutex_unlock(&q->ckpt_mu);
     return CLARITY_OK;
