@@ -913,7 +913,7 @@ static int plan_write(engine *e, session *s, const fold_plan *p, size_t chunk)
     int rc = CLARITY_OK;
     size_t d = 0, i = 0;
     while (rc == CLARITY_OK && (d < p->n_del || i < p->n_rows)) {
-        if (d + i > 0) store_yield(e->st); /* a turn's commit goes between two chunks */
+        store_yield(e->st); /* a turn waiting to commit goes between two chunks */
         rc = store_begin(e->st);
         if (rc != CLARITY_OK) break;
         for (size_t k = 0; rc == CLARITY_OK && k < chunk && (d < p->n_del || i < p->n_rows); k++) {

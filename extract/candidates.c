@@ -158,7 +158,7 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
     /* a tool argument under a path key had its forms emitted whole */
     int path_emitted = t == e->path_done && n == e->path_done_n;
     if (!url && !path_emitted && n <= EX_MAX_PATH &&
-        (slash || (dot && (ex_has_code_ext(t, n) || ex_has_md_ext(t, n)))))
+        (slash || (dot && ex_has_file_ext(t, n))))
         if (emit_path_forms(e, t, n) < 0) return -1;
     size_t i = 0, run_start = 0, run_words = 0;
     while (i < n) {

@@ -332,8 +332,9 @@ void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *ou
 /* Normalized workspace (malloc()ed) or NULL when ws is NULL, empty or relative.
  * *oom is set when allocation failed. */
 char *ex_norm_workspace(const char *ws, int *oom);
-/* Non-zero when the file name ends with one of the code extensions. */
-int ex_has_code_ext(const char *p, size_t n);
+/* Non-zero when the file name ends with one of the code extensions or
+ * .md (a dotted token that may name a file), or with .md. */
+int ex_has_file_ext(const char *p, size_t n);
 int ex_has_md_ext(const char *p, size_t n);
 
 enum { FILE_NONE = 0, FILE_MEMORY, FILE_SOURCE, FILE_OTHER };

@@ -405,14 +405,14 @@ static int code_ext_packed(const char *e, size_t el)
     return 0;
 }
 
-int ex_has_code_ext(const char *p, size_t n)
-{
-    size_t el;
-    const char *e = file_ext(p, n, &el);
-    return e && code_ext_packed(e, el);
-}
-
 static int is_md_ext(const char *e, size_t el) { return e && el == 2 && e[0] == 'm' && e[1] == 'd'; }
+
+int ex_has_file_ext(const char *p, size_t n)
+{
+    size_t el = 0;
+    const char *e = file_ext(p, n, &el);
+    return e && (is_md_ext(e, el) || code_ext_packed(e, el));
+}
 
 int ex_has_md_ext(const char *p, size_t n)
 {
