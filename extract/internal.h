@@ -241,9 +241,10 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         if (n > EX_MEMO_MAX) continue;
         uint64_t key[2];
         size_t slot = ex_memo_slot(&at, t, bit, n, key);
-        if (!ex_memo_has(&at, slot, key)) continue;
-        hits |= (uint64_t)1 << bit;
-        if (counted) at.cnt[slot]++;
+        /* no branch on the outcome: hits and misses come in no order */
+        uint64_t hit = (uint64_t)ex_memo_has(&at, slot, key);
+        hits |= hit << bit;
+        if (counted) at.cnt[slot] += (uint32_t)hit;
     }
     return hits;
 }
