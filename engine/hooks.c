@@ -154,18 +154,49 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
 
 /* ---- agent_end --------------------------------------------------------- */
 
+/* The references a turn's text yields are looked up in batches
+ * (tracker_find_many: with many items, a lookup alone waits for two or
+ * three cache misses in a row).  The ids wait in `q` until the batch is
+ * full, or until something else is to change the tracker (a tool call's
+ * file, the end of a message), which sends the batch first: the
+ * references land in the same order as one at a time. */
+#define REF_QUEUE_BYTES 2048
+
 typedef struct ref_ctx {
     engine *e;
     session *s;
     int64_t now;
     size_t refs;
     int oom;
+    size_t nq, used; /* ids waiting, and their bytes in q */
+    size_t at[TRACKER_FIND_MANY], len[TRACKER_FIND_MANY];
+    char q[REF_QUEUE_BYTES];
 } ref_ctx;
+
+static void send_refs(ref_ctx *r)
+{
+    if (!r->nq) return;
+    const char *ids[TRACKER_FIND_MANY];
+    item *its[TRACKER_FIND_MANY];
+    for (size_t i = 0; i < r->nq; i++) ids[i] = r->q + r->at[i];
+    tracker_find_many(&r->s->t, r->nq, ids, r->len, its);
+    for (size_t i = 0; i < r->nq; i++)
+        if (its[i]) r->refs += (size_t)tracker_reference(&r->s->t, its[i]);
+    r->nq = r->used = 0;
+}
 
 static void reference_id(ref_ctx *r, const char *id, size_t n)
 {
-    item *it = tracker_find_n(&r->s->t, id, n);
-    if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
+    if (r->nq == TRACKER_FIND_MANY || n > REF_QUEUE_BYTES - r->used) send_refs(r);
+    if (n > REF_QUEUE_BYTES) { /* a long path: alone, after those before it */
+        item *it = tracker_find_n(&r->s->t, id, n);
+        if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
+        return;
+    }
+    memcpy(r->q + r->used, id, n);
+    r->at[r->nq] = r->used;
+    r->len[r->nq++] = n;
+    r->used += n;
 }
 
 static int on_candidate(void *ud, const char *id, int category)
@@ -189,6 +220,7 @@ static int on_word(void *ud, const char *w, size_t n, unsigned forms)
 static int on_tool_file(void *ud, const char *id, int category)
 {
     ref_ctx *r = ud;
+    send_refs(r); /* the references before it land first */
     item *it = tracker_touch(&r->s->t, id, CAT_FILE, r->now);
     if (!it) {
         r->oom = 1;
@@ -227,6 +259,7 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
         id[5 + n] = '\0';
         on_candidate(r, id, CAT_TOOL);
     }
+    send_refs(r);
 }
 
 /* The turn's messages in order: the assistant's for items, the tools'
@@ -281,7 +314,13 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
         engine_release(e, s);
         return CLARITY_OK;
     }
-    ref_ctx r = {e, s, engine_now_ms(e), 0, 0};
+    ref_ctx r;
+    r.e = e;
+    r.s = s;
+    r.now = engine_now_ms(e);
+    r.refs = 0;
+    r.oom = 0;
+    r.nq = r.used = 0;
     scan_turn(&r, msgs, n);
     hints_update(e, s);
     if (r.oom) rc = CLARITY_ENOMEM;

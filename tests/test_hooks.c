@@ -208,3 +208,52 @@ Test(hooks, a_64_mib_prompt_is_handled, .timeout = 120)
     free(block);
     free(big);
 }
+
+/* A turn's references are looked up in batches (hooks.c's ref_ctx): more
+ * of them than one batch holds, a tool call's new file between them, an
+ * id longer than the batch's room, and a name only the turn's last
+ * message gives each count once, as one at a time. */
+Test(hooks, references_in_batches_count_as_one_by_one)
+{
+    enum { N = 100 };
+    char prompt[N * 8 + 16], text[N * 16 + 1];
+    size_t pl = 0;
+    for (int i = 0; i < N; i++) /* CamelCase names: fooba, foobb, ... */
+        pl += (size_t)snprintf(prompt + pl, sizeof prompt - pl, "Foo%c%c ", 'B' + i / 26, 'a' + i % 26);
+    memcpy(text, prompt, pl);
+    memcpy(text + pl, prompt, pl); /* named twice over: counted once */
+    text[2 * pl] = '\0';
+    memcpy(prompt + pl, "ZetaCore", 9);
+    cr_assert_eq(th_before(&h, "b", "/ws", prompt, pl + 8, NULL), 0);
+    /* a file id of 3,000 bytes, more than the batch holds: a tool call's
+     * path, the one way to an id that long (text's are shorter) */
+    char path[3000], args[3100];
+    memset(path, 'd', sizeof path);
+    for (size_t i = 100; i + 1 < sizeof path; i += 100) path[i] = '/';
+    strcpy(path + sizeof path - 5, ".zzz");
+    snprintf(args, sizeof args, "{\"file_path\":\"/ws/%s\"}", path);
+    const clarity_message msgs[] = {
+        {sizeof(clarity_message), "assistant", text, strlen(text), NULL, NULL},
+        {sizeof(clarity_message), "assistant", "and lib/new.py", 14, "Read",
+         "{\"file_path\":\"/ws/lib/new.py\",\"note\":\"lib/new.py\"}"},
+        {sizeof(clarity_message), "assistant", "", 0, "Read", args},
+        {sizeof(clarity_message), "assistant", "ZetaCore it is", 14, NULL, NULL},
+    };
+    cr_assert_eq(th_end_msgs(&h, "b", msgs, sizeof msgs / sizeof *msgs), 0);
+    json_t *j = scores("b");
+    for (int i = 0; i < N; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "foo%c%c", 'b' + i / 26, 'a' + i % 26);
+        json_t *it = th_item(j, id);
+        cr_assert_not_null(it, "%s", id);
+        cr_assert_eq(ival(it, "referenceCount"), 1, "%s", id);
+    }
+    cr_assert_eq(ival(th_item(j, "file:lib/new.py"), "referenceCount"), 1);
+    cr_assert_eq(ival(th_item(j, "zetacore"), "referenceCount"), 1, "named by the last message only");
+    char long_id[3100];
+    snprintf(long_id, sizeof long_id, "file:%s", path);
+    json_t *lf = th_item(j, long_id);
+    cr_assert_not_null(lf, "the tool call's file is tracked");
+    cr_assert_eq(ival(lf, "referenceCount"), 1);
+    json_decref(j);
+}

@@ -67,3 +67,44 @@ Test(tracker, every_item_is_found_across_growth_and_removals)
     }
     tracker_free(&t);
 }
+
+/* tracker_find_many answers as tracker_find_n does, id by id: present and
+ * absent ids mixed, batches of one, of its size, and longer (done in
+ * batches), on a table with removals in it and on an empty one. */
+Test(tracker, find_many_answers_as_find_one_by_one)
+{
+    tracker t;
+    tracker_init(&t, 8);
+    item *none[1];
+    const char *absent = "proj00000core";
+    size_t absent_n = strlen(absent);
+    tracker_find_many(&t, 1, &absent, &absent_n, none);
+    cr_assert_null(none[0], "an empty table finds nothing");
+    touch_range(&t, 0, 3000);
+    char id[64];
+    for (int i = 0; i < 3000; i += 3) {
+        id_of(id, sizeof id, i);
+        tracker_remove(&t, tracker_find(&t, id));
+    }
+    enum { N = 100 };
+    char ids[N][64];
+    const char *p[N];
+    size_t lens[N];
+    item *out[N];
+    for (size_t n = 1; n <= N; n = n < 32 ? n * 2 : n + 34) {
+        for (size_t i = 0; i < n; i++) {
+            /* ids 0..5999: half beyond the table, a third of the rest removed */
+            id_of(ids[i], sizeof ids[i], (int)((i * 7919 + n * 31) % 6000));
+            p[i] = ids[i];
+            lens[i] = strlen(ids[i]);
+        }
+        tracker_find_many(&t, n, p, lens, out);
+        size_t found = 0;
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(out[i], tracker_find_n(&t, p[i], lens[i]), "%s in a batch of %zu", p[i], n);
+            found += out[i] != NULL;
+        }
+        if (n >= 32) cr_assert(found > 0 && found < n, "%zu of %zu found: both kinds are asked", found, n);
+    }
+    tracker_free(&t);
+}

@@ -107,6 +107,15 @@ int tracker_category_of_id(const char *id);
 item *tracker_find(tracker *t, const char *id);
 /* The same for id[0..n) (no NUL needed). */
 item *tracker_find_n(tracker *t, const char *id, size_t n);
+
+/* Looks up n ids: out[i] is the item of ids[i][0, lens[i]), or NULL.  The
+ * same answers as tracker_find_n one by one, but the memory each lookup
+ * reads (its bucket, then its item) is requested for a batch of
+ * TRACKER_FIND_MANY before any is waited for: with more items than the
+ * caches hold, a lookup alone waits for two or three misses in a row, and
+ * a turn's references are a few dozen of them. */
+#define TRACKER_FIND_MANY 32
+void tracker_find_many(tracker *t, size_t n, const char *const *ids, const size_t *lens, item **out);
 /* Finds or creates the item.  Returns NULL on allocation failure (state unchanged). */
 item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms);
 /* Records a mention in the current turn.  An item counts at most one
