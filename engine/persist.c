@@ -536,9 +536,18 @@ int persist_load(engine *e, session *s)
  * its "every" the snapshotEvery of the records that follow it. */
 static void meta_json(const engine *e, const session *s, uint64_t seq, buf *b)
 {
-    buf_printf(b, "{\"v\":%d,\"currentTurn\":%lld,\"lastPersistAt\":%lld,\"seq\":%llu,\"every\":%d,\"workspace\":",
-               PERSIST_VERSION, (long long)s->t.current_turn, (long long)s->t.last_persist_ms,
-               (unsigned long long)seq, e->cfg.storage.snapshot_every);
+    /* without printf: a turn that changes the meta writes it */
+    buf_puts(b, "{\"v\":");
+    buf_put_i64(b, PERSIST_VERSION);
+    buf_puts(b, ",\"currentTurn\":");
+    buf_put_i64(b, (long long)s->t.current_turn);
+    buf_puts(b, ",\"lastPersistAt\":");
+    buf_put_i64(b, (long long)s->t.last_persist_ms);
+    buf_puts(b, ",\"seq\":");
+    buf_put_u64(b, (unsigned long long)seq);
+    buf_puts(b, ",\"every\":");
+    buf_put_i64(b, e->cfg.storage.snapshot_every);
+    buf_puts(b, ",\"workspace\":");
     if (s->workspace) buf_json_str(b, s->workspace, strlen(s->workspace));
     else buf_puts(b, "null");
     size_t n = s->t.n_turn_keys < TRACKER_TURN_KEYS ? s->t.n_turn_keys : TRACKER_TURN_KEYS;
@@ -562,7 +571,7 @@ static void meta_json(const engine *e, const session *s, uint64_t seq, buf *b)
             if (i) buf_putc(b, ',');
             buf_json_str(b, s->reinject[i], strlen(s->reinject[i]));
         }
-        buf_printf(b, "],\"shown\":%s}", s->reinject_shown ? "true" : "false");
+        buf_puts(b, s->reinject_shown ? "],\"shown\":true}" : "],\"shown\":false}");
     }
     if (s->progress) {
         buf_puts(b, ",\"progress\":");

@@ -1,6 +1,7 @@
 /* test_util.c: what the plugin and the CLI share through util/: the names
  * of the return codes and the default state database. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "../include/clarity.h"
+#include "../util/buf.h"
 #include "../util/errors.h"
 #include "../util/endian.h"
 #include "../util/memfind.h"
@@ -261,4 +263,28 @@ Test(util, radix_order_is_a_stable_sort_by_key)
             free(k);
             free(x);
         }
+}
+
+/* The printf-free decimals (buf_put_i64, buf_put_u64) print what %lld and
+ * %llu print, the extremes included. */
+Test(util, decimals_print_as_printf_does)
+{
+    const long long is[] = {0, 1, -1, 9, 10, -10, 1234567890123LL, LLONG_MAX, LLONG_MIN};
+    const unsigned long long us[] = {0, 7, 100, 18446744073709551615ULL, 9223372036854775808ULL};
+    char want[32];
+    buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < sizeof is / sizeof *is; i++) {
+        buf_reset(&b);
+        buf_put_i64(&b, is[i]);
+        snprintf(want, sizeof want, "%lld", is[i]);
+        cr_assert_str_eq(b.p, want);
+    }
+    for (size_t i = 0; i < sizeof us / sizeof *us; i++) {
+        buf_reset(&b);
+        buf_put_u64(&b, us[i]);
+        snprintf(want, sizeof want, "%llu", us[i]);
+        cr_assert_str_eq(b.p, want);
+    }
+    buf_free(&b);
 }

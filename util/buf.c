@@ -62,18 +62,24 @@ void buf_printf(buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
-void buf_put_i64(buf *b, long long v)
+static void put_decimal(buf *b, unsigned long long u, int neg)
 {
     char tmp[24];
     size_t i = sizeof tmp;
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
     do {
         tmp[--i] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
-    if (v < 0) tmp[--i] = '-';
+    if (neg) tmp[--i] = '-';
     buf_append(b, tmp + i, sizeof tmp - i);
 }
+
+void buf_put_i64(buf *b, long long v)
+{
+    put_decimal(b, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
+void buf_put_u64(buf *b, unsigned long long v) { put_decimal(b, v, 0); }
 
 /* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)

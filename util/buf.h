@@ -43,6 +43,7 @@ void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends a decimal integer (no printf: this runs per item per turn). */
 void buf_put_i64(buf *b, long long v);
+void buf_put_u64(buf *b, unsigned long long v);
 /* Appends s as a JSON string literal with quotes (invalid UTF-8 bytes become U+FFFD). */
 void buf_json_str(buf *b, const char *s, size_t n);
 /* Transfers ownership of the bytes to the caller (never NULL unless oom). */
