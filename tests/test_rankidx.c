@@ -194,3 +194,47 @@ Test(rankidx, sort_is_stable_and_highest_first)
     free(w);
     free(tmp);
 }
+
+/* A fold (the overlay merged into the main array) keeps exactly one entry
+ * per item, its current one, in order: items changed once or many times
+ * between folds, a few of them in most rounds. */
+Test(rankidx, a_fold_keeps_each_items_current_entry_only)
+{
+    engine *e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
+    tracker t;
+    tracker_init(&t, 8);
+    rankidx x;
+    memset(&x, 0, sizeof x);
+    char id[32];
+    enum { N = 2000 };
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "keyword:w%05d", i);
+        tracker_mention(&t, id, CAT_KEYWORD, 0);
+    }
+    cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+    cr_assert_eq(x.n, (size_t)N);
+    size_t folds = 0;
+    srand(5);
+    for (int round = 0; round < 40; round++) {
+        tracker_advance_turn(&t);
+        for (int k = 0; k < 150; k++) { /* some items changed twice in a round, some in many */
+            snprintf(id, sizeof id, "keyword:w%05d", rand() % (k % 3 ? N : 50));
+            item *it = tracker_find(&t, id);
+            if (k % 2) tracker_reference(&t, it);
+            else tracker_anchor(&t, it, "test", 0);
+        }
+        size_t before = x.n;
+        cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+        if (x.no != 0) continue;
+        folds++;
+        cr_assert_eq(x.n, (size_t)N, "round %d: %zu entries after a fold of %zu", round, x.n, before);
+        for (size_t i = 0; i < x.n; i++) {
+            cr_assert_eq(x.main[i].ver, x.main[i].it->rank_ver, "round %d: a superseded entry kept", round);
+            cr_assert(i == 0 || x.main[i - 1].core >= x.main[i].core, "round %d: out of order", round);
+        }
+    }
+    cr_assert_geq(folds, (size_t)3, "only %zu folds", folds);
+    rankidx_free(&x);
+    tracker_free(&t);
+    engine_free(e);
+}
