@@ -161,6 +161,7 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
  * file, the end of a message), which sends the batch first: the
  * references land in the same order as one at a time. */
 #define REF_QUEUE_BYTES 2048
+_Static_assert(EXTRACT_FORM_ID_MAX <= REF_QUEUE_BYTES, "a word's form is built in the queue");
 
 typedef struct ref_ctx {
     engine *e;
@@ -185,18 +186,32 @@ static void send_refs(ref_ctx *r)
     r->nq = r->used = 0;
 }
 
-static void reference_id(ref_ctx *r, const char *id, size_t n)
+/* Where the next id of at most n bytes is to be written in the queue (the
+ * batch sent first when it is full), or NULL when n is more than it holds. */
+static char *ref_room(ref_ctx *r, size_t n)
 {
     if (r->nq == TRACKER_FIND_MANY || n > REF_QUEUE_BYTES - r->used) send_refs(r);
-    if (n > REF_QUEUE_BYTES) { /* a long path: alone, after those before it */
+    return n <= REF_QUEUE_BYTES ? r->q + r->used : NULL;
+}
+
+/* The id of n bytes written at ref_room's place joins the batch. */
+static void ref_queued(ref_ctx *r, size_t n)
+{
+    r->at[r->nq] = r->used;
+    r->len[r->nq++] = n;
+    r->used += n;
+}
+
+static void reference_id(ref_ctx *r, const char *id, size_t n)
+{
+    char *to = ref_room(r, n);
+    if (!to) { /* a long path: alone, after those before it */
         item *it = tracker_find_n(&r->s->t, id, n);
         if (it) r->refs += (size_t)tracker_reference(&r->s->t, it);
         return;
     }
-    memcpy(r->q + r->used, id, n);
-    r->at[r->nq] = r->used;
-    r->len[r->nq++] = n;
-    r->used += n;
+    memcpy(to, id, n);
+    ref_queued(r, n);
 }
 
 static int on_candidate(void *ud, const char *id, int category)
@@ -209,9 +224,10 @@ static int on_candidate(void *ud, const char *id, int category)
  * deduplicating each id (a reference is counted once per turn anyway). */
 static int on_word(void *ud, const char *w, size_t n, unsigned forms)
 {
-    char id[EXTRACT_FORM_ID_MAX];
+    ref_ctx *r = ud;
     for (unsigned f = EXTRACT_FORM_PROJECT; f <= EXTRACT_FORM_KEYWORD; f <<= 1)
-        if (forms & f) reference_id(ud, id, extract_form_id(f, w, n, id));
+        if (forms & f) /* built in the queue itself */
+            ref_queued(r, extract_form_id(f, w, n, ref_room(r, EXTRACT_FORM_ID_MAX)));
     return 0;
 }
 
