@@ -330,7 +330,7 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
         engine_release(e, s);
         return CLARITY_OK;
     }
-    ref_ctx r;
+    ref_ctx r; /* field by field: the queue's 2 KiB need no clearing (only [0, used) is read) */
     r.e = e;
     r.s = s;
     r.now = engine_now_ms(e);
