@@ -170,7 +170,7 @@ typedef struct ref_ctx {
     size_t refs;
     int oom;
     size_t nq, used; /* ids waiting, and their bytes in q */
-    size_t at[TRACKER_FIND_MANY], len[TRACKER_FIND_MANY];
+    size_t len[TRACKER_FIND_MANY]; /* theirs, one after the other in q */
     char q[REF_QUEUE_BYTES];
 } ref_ctx;
 
@@ -179,7 +179,7 @@ static void send_refs(ref_ctx *r)
     if (!r->nq) return;
     const char *ids[TRACKER_FIND_MANY];
     item *its[TRACKER_FIND_MANY];
-    for (size_t i = 0; i < r->nq; i++) ids[i] = r->q + r->at[i];
+    for (size_t i = 0, at = 0; i < r->nq; at += r->len[i++]) ids[i] = r->q + at;
     tracker_find_many(&r->s->t, r->nq, ids, r->len, its);
     for (size_t i = 0; i < r->nq; i++)
         if (its[i]) r->refs += (size_t)tracker_reference(&r->s->t, its[i]);
@@ -197,7 +197,6 @@ static char *ref_room(ref_ctx *r, size_t n)
 /* The id of n bytes written at ref_room's place joins the batch. */
 static void ref_queued(ref_ctx *r, size_t n)
 {
-    r->at[r->nq] = r->used;
     r->len[r->nq++] = n;
     r->used += n;
 }

@@ -334,7 +334,7 @@ void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *ou
  * *oom is set when allocation failed. */
 char *ex_norm_workspace(const char *ws, int *oom);
 /* Non-zero when the file name ends with one of the code extensions or
- * .md (a dotted token that may name a file), or with .md. */
+ * with .md: a dotted token that may name a file. */
 int ex_has_file_ext(const char *p, size_t n);
 int ex_has_md_ext(const char *p, size_t n);
 
