@@ -464,26 +464,33 @@ static void park_free(ex_park *pk)
     free(pk);
 }
 
-static int has_prefix(const char *id, size_t n, const char *p)
-{
-    size_t l = strlen(p);
-    return n >= l && memcmp(id, p, l) == 0;
-}
+#define HAS_PREFIX(id, n, lit) ((n) >= sizeof lit - 1 && memcmp(id, lit, sizeof lit - 1) == 0)
+#define IS_WORD(id, n, lit) ((n) == sizeof lit - 1 && memcmp(id, lit, sizeof lit - 1) == 0)
 
-/* Model and provider names are never items. */
+/* Model and provider names are never items.  Led by the first byte: this
+ * runs for every id a turn emits, and few start as these names do. */
 static int builtin_excluded(const char *id, size_t n)
 {
-    static const char *const pre[] = {"claude_", "gpt_", "sonnet", "opus", "haiku",
-                                      "github_copilot", "githubcopilot"};
     static const char *const kw[] = {"claude", "sonnet", "opus", "haiku", "gpt", "copilot"};
-    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
-        if (has_prefix(id, n, pre[i])) return 1;
-    if ((n == 6 && memcmp(id, "claude", 6) == 0) || (n == 3 && memcmp(id, "gpt", 3) == 0)) return 1;
-    if (has_prefix(id, n, "keyword:"))
+    if (n == 0) return 0;
+    switch (id[0]) {
+    case 'c': return HAS_PREFIX(id, n, "claude_") || IS_WORD(id, n, "claude");
+    case 'g':
+        return HAS_PREFIX(id, n, "gpt_") || IS_WORD(id, n, "gpt") || HAS_PREFIX(id, n, "github_copilot") ||
+               HAS_PREFIX(id, n, "githubcopilot");
+    case 's': return HAS_PREFIX(id, n, "sonnet");
+    case 'o': return HAS_PREFIX(id, n, "opus");
+    case 'h': return HAS_PREFIX(id, n, "haiku");
+    case 'k':
+        if (!HAS_PREFIX(id, n, "keyword:")) return 0;
         for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
             if (util_memfind(id + 8, n - 8, kw[i], strlen(kw[i]))) return 1;
-    return 0;
+        return 0;
+    default: return 0;
+    }
 }
+#undef HAS_PREFIX
+#undef IS_WORD
 
 static int excluded(ex_emitter *e, const char *id, size_t n)
 {

@@ -369,6 +369,26 @@ Test(mentions, exclusions)
     extract_free(ex);
 }
 
+/* Each built-in rule (model and provider names are never items), and
+ * names that only come near one. */
+Test(mentions, builtin_exclusions_each_rule)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    extractor *ex = new_ex(&cfg);
+    col *c = mentions(ex,
+                      "claude-code gpt-4o github-copilot GithubCopilot SonnetRunner OpusMagnum HaikuBot "
+                      "claudette claudette claudette gptish gptish gptish "
+                      "clauDe-x gp-tool son-net opu-s haik-u github-copi GitHubPilot KeyWordish keepword keepword keepword",
+                      NULL);
+    cr_assert_eq(c->n, 8, "got: %s", dump(c));
+    const char *want[] = {"gp_tool", "son_net", "opu_s", "haik_u", "github_copi", "githubpilot", "keywordish",
+                          "keyword:keepword"};
+    for (size_t i = 0; i < 8; i++) cr_assert_str_eq(c->ids[i], want[i], "got: %s", dump(c));
+    col_free(c);
+    extract_free(ex);
+}
+
 Test(mentions, short_pattern_ids_dropped)
 {
     clarity_config cfg;
