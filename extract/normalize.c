@@ -266,12 +266,28 @@ void ex_append_lower(buf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *out)
+/* Whether the path p[0, n) is its own normal form: no empty, "." or ".."
+ * component and no '/' at the end.  Most paths a text or a tool call
+ * names are, and are then copied whole rather than a component at a
+ * time. */
+static int is_normal_path(const char *p, size_t n)
 {
-    const char *nul = memchr(p, '\0', n);
-    if (nul) n = (size_t)(nul - p);
-    size_t start = out->len;
-    int abs = n > 0 && p[0] == '/';
+    if (n == 0 || p[n - 1] == '/') return 0;
+    size_t i = p[0] == '/';
+    for (;;) { /* at a component's start */
+        if (i == n || p[i] == '/') return 0;
+        if (p[i] == '.' && (i + 1 == n || p[i + 1] == '/' || (p[i + 1] == '.' && (i + 2 == n || p[i + 2] == '/'))))
+            return 0;
+        while (i < n && p[i] != '/') i++;
+        if (i == n) return 1;
+        i++;
+    }
+}
+
+/* The components of p[0, n) (absolute when abs) to out from start:
+ * empty and "." ones dropped, ".." taking the one before it. */
+static void norm_components(const char *p, size_t n, int abs, size_t start, buf *out)
+{
     size_t base = start + (abs ? 1 : 0); /* where the first component goes */
     size_t ncomp = 0, ndotdot = 0;       /* components written, leading ".." among them */
     if (abs) buf_putc(out, '/');
@@ -298,6 +314,16 @@ void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *ou
         buf_append(out, p + a, cl);
         ncomp++;
     }
+}
+
+void ex_norm_path(const char *p, size_t n, const char *ws, size_t wslen, buf *out)
+{
+    const char *nul = memchr(p, '\0', n);
+    if (nul) n = (size_t)(nul - p);
+    size_t start = out->len;
+    int abs = n > 0 && p[0] == '/';
+    if (is_normal_path(p, n)) buf_append(out, p, n);
+    else norm_components(p, n, abs, start, out);
     if (buf_failed(out)) return;
     if (out->len == start) buf_putc(out, '.');
     if (!abs || !ws || wslen == 0) return;

@@ -903,6 +903,73 @@ Test(normalize, paths)
     free(p);
 }
 
+/* A second normalizer, written apart for the test below: the components
+ * split on '/', empty and "." ones dropped, ".." taking back a real one
+ * (at the root, dropped), then the workspace's prefix taken off. */
+static void norm_reference(const char *in, const char *ws, char *out)
+{
+    char comp[64][64];
+    int n = 0, ups = 0, abs = in[0] == '/';
+    for (const char *s = in; *s;) {
+        while (*s == '/') s++;
+        const char *a = s;
+        while (*s && *s != '/') s++;
+        size_t l = (size_t)(s - a);
+        if (l == 0 || (l == 1 && a[0] == '.')) continue;
+        if (l == 2 && a[0] == '.' && a[1] == '.') {
+            if (n > ups) { n--; continue; }
+            if (abs) continue;
+            ups++;
+        }
+        memcpy(comp[n], a, l);
+        comp[n++][l] = '\0';
+    }
+    out[0] = '\0';
+    if (abs) strcat(out, "/");
+    for (int i = 0; i < n; i++) {
+        if (i) strcat(out, "/");
+        strcat(out, comp[i]);
+    }
+    if (!out[0]) strcpy(out, ".");
+    if (!abs || !ws) return;
+    char w[64];
+    norm_reference(ws, NULL, w);
+    size_t wl = strlen(w), ol = strlen(out);
+    size_t skip = wl == 1 ? 1 : ol >= wl && !memcmp(out, w, wl) ? (ol == wl ? wl : out[wl] == '/' ? wl + 1 : 0) : 0;
+    memmove(out, out + skip, ol - skip + 1);
+    if (!out[0]) strcpy(out, ".");
+}
+
+/* Every path of up to 9 bytes over "a", ".", "/" (and a few workspaces):
+ * the paths already normal (copied whole) and the others (rebuilt) give
+ * what the second normalizer gives. */
+Test(normalize, every_short_path_as_a_second_normalizer_does)
+{
+    static const char alpha[] = "a./";
+    static const char *const wss[] = {NULL, "/a", "/", "/a/./a/"};
+    char in[16], want[64];
+    size_t checked = 0, normal = 0;
+    for (int len = 1; len <= 9; len++) {
+        int total = 1;
+        for (int k = 0; k < len; k++) total *= 3;
+        for (int code = 0; code < total; code++) {
+            for (int k = 0, c = code; k < len; k++, c /= 3) in[k] = alpha[c % 3];
+            in[len] = '\0';
+            for (size_t w = 0; w < sizeof wss / sizeof *wss; w++) {
+                char *got = extract_normalize_path(in, (size_t)len, wss[w]);
+                cr_assert_not_null(got);
+                norm_reference(in, wss[w], want);
+                cr_assert_str_eq(got, want, "normalize(%s, %s)", in, wss[w] ? wss[w] : "NULL");
+                normal += w == 0 && strcmp(got, in) == 0;
+                free(got);
+                checked++;
+            }
+        }
+    }
+    cr_assert_gt(normal, 1000, "few paths were already normal: the copy went untested");
+    cr_assert_gt(checked, 100000);
+}
+
 /* -------------------------------------------------------- lookup forms */
 
 Test(lookup, order_and_prefixes)
