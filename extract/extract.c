@@ -471,7 +471,12 @@ static void park_free(ex_park *pk)
  * runs for every id a turn emits, and few start as these names do. */
 static int builtin_excluded(const char *id, size_t n)
 {
-    static const char *const kw[] = {"claude", "sonnet", "opus", "haiku", "gpt", "copilot"};
+#define KW(s) {s, sizeof s - 1}
+    static const struct {
+        const char *s;
+        size_t n;
+    } kw[] = {KW("claude"), KW("sonnet"), KW("opus"), KW("haiku"), KW("gpt"), KW("copilot")};
+#undef KW
     if (n == 0) return 0;
     switch (id[0]) {
     case 'c': return HAS_PREFIX(id, n, "claude_") || IS_WORD(id, n, "claude");
@@ -484,7 +489,7 @@ static int builtin_excluded(const char *id, size_t n)
     case 'k':
         if (!HAS_PREFIX(id, n, "keyword:")) return 0;
         for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++)
-            if (util_memfind(id + 8, n - 8, kw[i], strlen(kw[i]))) return 1;
+            if (util_memfind(id + 8, n - 8, kw[i].s, kw[i].n)) return 1;
         return 0;
     default: return 0;
     }
