@@ -8,6 +8,8 @@
 
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "../util/endian.h"
+#include "../util/memfind.h"
 #include "classify.h"
 #include "internal.h"
 #include "stopwords.h"
@@ -150,11 +152,21 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
 {
     while (n > 0 && t[n - 1] == '.') n--;
     if (n == 0) return 0;
-    int dot = 0, slash = 0;
-    for (size_t k = 0; k < n; k++) {
-        dot |= t[k] == '.';
-        slash |= t[k] == '/';
+    /* whether it holds a '.' and a '/': eight bytes at a time (tokens of
+     * code and logs run long) */
+    uint64_t dots = 0, slashes = 0;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        uint64_t x = util_load_le64(t + k);
+        dots |= util_bytes_eq(x, '.');
+        slashes |= util_bytes_eq(x, '/');
     }
+    if (k < n) { /* zero-padded: the padding is neither */
+        uint64_t x = util_load_le_tail(t + k, n - k);
+        dots |= util_bytes_eq(x, '.');
+        slashes |= util_bytes_eq(x, '/');
+    }
+    int dot = dots != 0, slash = slashes != 0;
     /* a tool argument under a path key had its forms emitted whole */
     int path_emitted = t == e->path_done && n == e->path_done_n;
     if (!url && !path_emitted && n <= EX_MAX_PATH &&

@@ -871,6 +871,40 @@ Test(mentions, one_pass_scan_equals_the_passes_on_long_repetitive_text, .timeout
     cr_assert_gt(ids, 300, "the texts named nothing: the comparison proved nothing");
 }
 
+/* A token is a path when it holds a '/' anywhere, or a '.' before a file
+ * extension: found wherever the byte falls against the eight-byte steps
+ * the token is read in, and in tokens of every length up to 40. */
+Test(candidates, a_path_byte_anywhere_in_the_token)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    extractor *ex = new_ex(&cfg);
+    char tok[64], id[80];
+    for (int n = 2; n <= 40; n++) {
+        for (int p = 1; p < n - 1; p++) {
+            memset(tok, 'q', (size_t)n);
+            tok[p] = '/';
+            tok[n] = '\0';
+            col *c = candidates(ex, tok, NULL);
+            snprintf(id, sizeof id, "file:%s", tok);
+            cr_assert(has(c, id), "'/' at %d of %d: got %s", p, n, dump(c));
+            col_free(c);
+        }
+        memset(tok, 'q', (size_t)n);
+        strcpy(tok + n, ".py"); /* the dot at n, the token n + 3 long */
+        col *c = candidates(ex, tok, NULL);
+        snprintf(id, sizeof id, "file:%s", tok);
+        cr_assert(has(c, id), "'.' at %d: got %s", n, dump(c));
+        col_free(c);
+        memset(tok, 'q', (size_t)n);
+        tok[n] = '\0';
+        c = candidates(ex, tok, NULL);
+        for (size_t i = 0; i < c->n; i++) cr_assert(strncmp(c->ids[i], "file:", 5) != 0, "no path in %s", tok);
+        col_free(c);
+    }
+    extract_free(ex);
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)
