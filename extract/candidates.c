@@ -485,11 +485,11 @@ int extract_candidates_filtered(const extractor *ex, const char *text, size_t le
                                 void *ud)
 {
     if (!ex || !cb) return CLARITY_ERR;
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
-    set_filter(&e, f);
-    if (text) scan_text(&e, text, len);
-    return ex_em_finish(&e);
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, 0);
+    if (!e) return CLARITY_ENOMEM;
+    set_filter(e, f);
+    if (text) scan_text(e, text, len);
+    return ex_em_close(e);
 }
 
 int extract_candidates(const extractor *ex, const char *text, size_t len, const char *workspace,
@@ -571,12 +571,12 @@ static int walk_with(const extractor *ex, json_t *root, const char *json, size_t
                      const char *workspace, const extract_filter *f, extract_cb cb, void *ud,
                      int files_only)
 {
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
-    set_filter(&e, f);
-    if (root) walk(&e, root, NULL, files_only);
-    else if (!files_only) scan_text(&e, json, len);
-    return ex_em_finish(&e);
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, files_only);
+    if (!e) return CLARITY_ENOMEM;
+    set_filter(e, f);
+    if (root) walk(e, root, NULL, files_only);
+    else if (!files_only) scan_text(e, json, len);
+    return ex_em_close(e);
 }
 
 static int run_json(const extractor *ex, const char *json, const char *workspace, extract_cb cb, void *ud,
@@ -608,27 +608,27 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
 static int visit_strings(const extractor *ex, const ex_json_str *v, size_t n, const char *workspace,
                          const extract_filter *f, extract_cb cb, void *ud, int files_only)
 {
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, files_only) != 0) return CLARITY_ENOMEM;
-    set_filter(&e, f);
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, files_only);
+    if (!e) return CLARITY_ENOMEM;
+    set_filter(e, f);
     buf dec;
     buf_init(&dec);
-    for (size_t i = 0; i < n && !e.stop; i++) {
+    for (size_t i = 0; i < n && !e->stop; i++) {
         const char *s = v[i].s;
         size_t len = v[i].len;
         if (v[i].esc) {
             ex_json_unescape(s, len, &dec);
             if (buf_failed(&dec)) {
-                ex_em_error(&e, CLARITY_ENOMEM);
+                ex_em_error(e, CLARITY_ENOMEM);
                 break;
             }
             s = dec.p;
             len = dec.len;
         }
-        visit_string(&e, s, len, is_path_key_n(v[i].key, v[i].key_len), files_only);
+        visit_string(e, s, len, is_path_key_n(v[i].key, v[i].key_len), files_only);
     }
     buf_free(&dec);
-    return ex_em_finish(&e);
+    return ex_em_close(e);
 }
 
 int extract_tool_call(const extractor *ex, const char *json, const char *workspace,
@@ -664,8 +664,8 @@ int extract_lookup_forms(const extractor *ex, const char *name, const char *work
     size_t n = strlen(name);
     while (n > 0 && (name[n - 1] == ' ' || (name[n - 1] >= '\t' && name[n - 1] <= '\r'))) n--;
     if (n == 0) return 0;
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, 0) != 0) return CLARITY_ENOMEM;
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, 0);
+    if (!e) return CLARITY_ENOMEM;
 
     const char *colon = memchr(name, ':', n);
     int cat = -1;
@@ -683,40 +683,40 @@ int extract_lookup_forms(const extractor *ex, const char *name, const char *work
         size_t pn = n - (size_t)(p - name);
         buf np;
         buf_init(&np);
-        ex_norm_path(p, pn, e.ws, e.wslen, &np);
+        ex_norm_path(p, pn, e->ws, e->wslen, &np);
         if (buf_failed(&np)) {
-            ex_em_error(&e, CLARITY_ENOMEM);
+            ex_em_error(e, CLARITY_ENOMEM);
         } else {
-            buf_puts(&e.id, "file:");
-            buf_append(&e.id, np.p, np.len);
-            if (ex_em_emit_scratch(&e, CAT_FILE, 0) >= 0 && ex_file_id(np.p, np.len, &e.id) != FILE_NONE)
-                ex_em_emit_scratch(&e, CAT_FILE, 0);
-            buf_reset(&e.id);
+            buf_puts(&e->id, "file:");
+            buf_append(&e->id, np.p, np.len);
+            if (ex_em_emit_scratch(e, CAT_FILE, 0) >= 0 && ex_file_id(np.p, np.len, &e->id) != FILE_NONE)
+                ex_em_emit_scratch(e, CAT_FILE, 0);
+            buf_reset(&e->id);
         }
         buf_free(&np);
     } else if (cat >= 0) {
-        ex_em_emit(&e, name, n, cat, 0);
+        ex_em_emit(e, name, n, cat, 0);
     } else {
         int pathy = memchr(name, '/', n) || memchr(name, '.', n);
-        if (emit_lower(&e, "", name, n, 1, CAT_PROJECT) >= 0 && pathy) {
+        if (emit_lower(e, "", name, n, 1, CAT_PROJECT) >= 0 && pathy) {
             buf np;
             buf_init(&np);
-            ex_norm_path(name, n, e.ws, e.wslen, &np);
+            ex_norm_path(name, n, e->ws, e->wslen, &np);
             if (buf_failed(&np)) {
-                ex_em_error(&e, CLARITY_ENOMEM);
+                ex_em_error(e, CLARITY_ENOMEM);
             } else {
-                buf_puts(&e.id, "file:");
-                buf_append(&e.id, np.p, np.len);
-                if (ex_em_emit_scratch(&e, CAT_FILE, 0) >= 0 && ex_has_md_ext(np.p, np.len) &&
-                    emit_lower(&e, "file:", np.p, np.len, 0, CAT_FILE) >= 0 &&
-                    ex_file_id(np.p, np.len, &e.id) == FILE_MEMORY)
-                    ex_em_emit_scratch(&e, CAT_FILE, 0);
-                buf_reset(&e.id);
+                buf_puts(&e->id, "file:");
+                buf_append(&e->id, np.p, np.len);
+                if (ex_em_emit_scratch(e, CAT_FILE, 0) >= 0 && ex_has_md_ext(np.p, np.len) &&
+                    emit_lower(e, "file:", np.p, np.len, 0, CAT_FILE) >= 0 &&
+                    ex_file_id(np.p, np.len, &e->id) == FILE_MEMORY)
+                    ex_em_emit_scratch(e, CAT_FILE, 0);
+                buf_reset(&e->id);
             }
             buf_free(&np);
         }
-        if (!e.stop && emit_lower(&e, "tool:", name, n, 0, CAT_TOOL) >= 0)
-            emit_lower(&e, "keyword:", name, n, 0, CAT_KEYWORD);
+        if (!e->stop && emit_lower(e, "tool:", name, n, 0, CAT_TOOL) >= 0)
+            emit_lower(e, "keyword:", name, n, 0, CAT_KEYWORD);
     }
-    return ex_em_finish(&e);
+    return ex_em_close(e);
 }

@@ -335,6 +335,9 @@ static void em_release(ex_emitter *e)
     ex_memo_store_free(&e->memo);
     buf_free(&e->id);
     buf_free(&e->np);
+    free(e->ws_in);
+    free(e->ws_norm);
+    e->ws_in = e->ws_norm = NULL;
     pcre2_match_data_free(e->md);
     e->md = NULL;
 }
@@ -395,14 +398,38 @@ static void em_clear(ex_emitter *e)
     buf_reuse(&e->np);
 }
 
-int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extract_cb cb, void *ud,
-            int filter)
+/* e's workspace for this call: the normal form of ws, kept from the call
+ * before when ws is the same (a session's calls all give one).  -1
+ * without memory. */
+static int use_workspace(ex_emitter *e, const char *ws)
 {
-    ex_emitter *home = park_take(ex->park);
-    if (home) {
-        *e = *home; /* cleared when it was parked */
-    } else {
-        memset(e, 0, sizeof *e);
+    e->ws = NULL;
+    e->wslen = 0;
+    if (!ws || ws[0] != '/') return 0; /* no workspace to make paths relative to */
+    if (!e->ws_in || strcmp(e->ws_in, ws) != 0) {
+        int oom;
+        char *norm = ex_norm_workspace(ws, &oom), *in = norm ? strdup(ws) : NULL;
+        if (!in) {
+            free(norm);
+            return -1;
+        }
+        free(e->ws_in);
+        free(e->ws_norm);
+        e->ws_in = in;
+        e->ws_norm = norm;
+        e->ws_norm_len = strlen(norm);
+    }
+    e->ws = e->ws_norm;
+    e->wslen = e->ws_norm_len;
+    return 0;
+}
+
+ex_emitter *ex_em_open(const extractor *ex, const char *workspace, extract_cb cb, void *ud, int filter)
+{
+    ex_emitter *e = park_take(ex->park); /* cleared when it was parked */
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) return NULL;
         ex_sset_init(&e->seen, ex->seed);
         ex_sset_init(&e->tokens, ex->seed);
         ex_sset_init(&e->counts, ex->seed);
@@ -410,7 +437,6 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
         buf_init(&e->id);
         buf_init(&e->np);
     }
-    e->home = home;
     e->ex = ex;
     e->cb = cb;
     e->ud = ud;
@@ -418,35 +444,28 @@ int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extrac
     e->nf = NULL;
     e->word = NULL;
     e->path_done = NULL;
+    e->path_done_n = 0;
     e->stop = 0;
     e->rc = 0;
-    int oom;
-    e->ws = ex_norm_workspace(workspace, &oom);
-    e->wslen = e->ws ? strlen(e->ws) : 0;
     if (!e->md) e->md = pcre2_match_data_create(1, NULL);
-    if (oom || !e->md) {
-        ex_em_finish(e);
-        return CLARITY_ENOMEM;
+    if (!e->md || use_workspace(e, workspace) != 0) {
+        em_release(e);
+        free(e);
+        return NULL;
     }
-    return 0;
+    return e;
 }
 
-int ex_em_finish(ex_emitter *e)
+int ex_em_close(ex_emitter *e)
 {
     int rc = e->rc;
-    free(e->ws);
-    e->ws = NULL;
     em_clear(e);
-    ex_emitter *home = e->home ? e->home : malloc(sizeof *home);
-    if (home) {
-        *home = *e;
-        home->home = NULL;
-        home->cb = NULL;
-        home->ud = NULL;
-        if (park_put(e->ex->park, home)) return rc;
-        free(home);
-    }
+    e->cb = NULL;
+    e->ud = NULL;
+    e->ws = NULL;
+    if (park_put(e->ex->park, e)) return rc;
     em_release(e);
+    free(e);
     return rc;
 }
 
@@ -1103,22 +1122,22 @@ int extract_mentions(const extractor *ex, const char *text, size_t len, const ch
     /* tool names that are not plain words need their regex: the passes */
     if (ex->tool_names && ex->re_tools && !ex->tool_words)
         return extract_mentions_reference(ex, text, len, workspace, cb, ud);
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, 1);
+    if (!e) return CLARITY_ENOMEM;
     ex_memo memo;
-    ex_memo_init(&memo, len, 1, &e.memo);
-    if (scan_words(ex, text, len, &e.tools, &e.camel, &e.counts, &e.paths, &memo) != 0) {
-        ex_em_error(&e, CLARITY_ENOMEM);
+    ex_memo_init(&memo, len, 1, &e->memo);
+    if (scan_words(ex, text, len, &e->tools, &e->camel, &e->counts, &e->paths, &memo) != 0) {
+        ex_em_error(e, CLARITY_ENOMEM);
     } else {
         /* the order of the passes: tools, files, projects, custom, keywords */
-        for (size_t i = 0; i < e.tools.n && !e.stop; i++)
-            emit_tool(&e, text + e.tools.v[i].at, e.tools.v[i].n);
-        if (!e.stop && (ex->memory_files || ex->source_files)) emit_files(&e, text, len, &e.paths);
-        if (!e.stop && ex->projects) emit_projects(&e, text, len, &e.camel);
-        if (!e.stop) ex_pass_custom(&e, text, len, 1);
-        if (!e.stop && ex->keywords && ex->max_keywords > 0) emit_keywords(&e, &e.counts);
+        for (size_t i = 0; i < e->tools.n && !e->stop; i++)
+            emit_tool(e, text + e->tools.v[i].at, e->tools.v[i].n);
+        if (!e->stop && (ex->memory_files || ex->source_files)) emit_files(e, text, len, &e->paths);
+        if (!e->stop && ex->projects) emit_projects(e, text, len, &e->camel);
+        if (!e->stop) ex_pass_custom(e, text, len, 1);
+        if (!e->stop && ex->keywords && ex->max_keywords > 0) emit_keywords(e, &e->counts);
     }
-    return ex_em_finish(&e);
+    return ex_em_close(e);
 }
 
 /* The passes one by one, with PCRE2 for CamelCase: what extract_mentions
@@ -1130,12 +1149,12 @@ int extract_mentions_reference(const extractor *ex, const char *text, size_t len
 {
     if (!ex || !cb) return CLARITY_ERR;
     if (!text) len = 0;
-    ex_emitter e;
-    if (ex_em_init(&e, ex, workspace, cb, ud, 1) != 0) return CLARITY_ENOMEM;
-    if (ex->tool_names && ex->re_tools) pass_tools(&e, text, len);
-    if (!e.stop && (ex->memory_files || ex->source_files)) pass_files(&e, text, len);
-    if (!e.stop && ex->projects) pass_projects(&e, text, len);
-    if (!e.stop) ex_pass_custom(&e, text, len, 1);
-    if (!e.stop && ex->keywords) pass_keywords(&e, text, len);
-    return ex_em_finish(&e);
+    ex_emitter *e = ex_em_open(ex, workspace, cb, ud, 1);
+    if (!e) return CLARITY_ENOMEM;
+    if (ex->tool_names && ex->re_tools) pass_tools(e, text, len);
+    if (!e->stop && (ex->memory_files || ex->source_files)) pass_files(e, text, len);
+    if (!e->stop && ex->projects) pass_projects(e, text, len);
+    if (!e->stop) ex_pass_custom(e, text, len, 1);
+    if (!e->stop && ex->keywords) pass_keywords(e, text, len);
+    return ex_em_close(e);
 }

@@ -356,7 +356,7 @@ typedef struct ex_spans {
 
 /* A call's state.  Its sets, buffers and lists outlive the call: finishing
  * clears them and parks the emitter with its extractor, and the next call
- * takes it back (ex_em_init), so a warm turn allocates nothing. */
+ * takes it back (ex_em_open), so a warm turn allocates nothing. */
 typedef struct ex_emitter {
     const extractor *ex;
     extract_cb cb;
@@ -370,9 +370,10 @@ typedef struct ex_emitter {
     buf id;                /* scratch for building ids */
     buf np;                /* scratch for a normalized path */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
-    struct ex_emitter *home; /* the parked copy this one came from, or NULL */
-    char *ws;              /* normalized workspace or NULL */
+    char *ws;              /* this call's normalized workspace (ws_norm) or NULL */
     size_t wslen;
+    char *ws_in, *ws_norm; /* the last workspace given and its normal form, kept for the next call */
+    size_t ws_norm_len;
     int filter;            /* mentions: drop short pattern ids and excluded ids */
     const name_filter *nf; /* candidates: skip names no tracked item has */
     extract_word_cb word;  /* candidates: whole words' forms go here (extract.h) */
@@ -382,11 +383,13 @@ typedef struct ex_emitter {
     int rc;                /* sticky CLARITY_ENOMEM / CLARITY_ERR */
 } ex_emitter;
 
-/* 0 or CLARITY_ENOMEM. */
-int ex_em_init(ex_emitter *e, const extractor *ex, const char *workspace, extract_cb cb, void *ud,
-            int filter);
-/* Returns e->rc (0 when all went well). */
-int ex_em_finish(ex_emitter *e);
+/* An emitter for one call: a parked one, with the sets, buffers and
+ * normalized workspace of an earlier call, or a new one.  NULL without
+ * memory. */
+ex_emitter *ex_em_open(const extractor *ex, const char *workspace, extract_cb cb, void *ud, int filter);
+/* Ends e's call (parks e, or frees it when every slot is taken); returns
+ * e->rc (0 when all went well). */
+int ex_em_close(ex_emitter *e);
 /* Reports id once per call.  pattern_id: subject to the min-length rule.
  * Returns 1 when reported, 0 when dropped or already seen, -1 when
  * processing must stop (e->stop). */

@@ -905,6 +905,27 @@ Test(candidates, a_path_byte_anywhere_in_the_token)
     extract_free(ex);
 }
 
+/* An emitter keeps the last workspace it was given, normalized, for the
+ * next call: a call with another workspace, or none, must not use it. */
+Test(candidates, each_call_with_its_own_workspace)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    extractor *ex = new_ex(&cfg);
+    static const struct {
+        const char *ws, *want;
+    } calls[] = {{"/ws1", "file:src/a.py"}, {"/ws1/", "file:src/a.py"}, {"/ws2", "file:/ws1/src/a.py"},
+                 {NULL, "file:/ws1/src/a.py"}, {"/ws1/./", "file:src/a.py"}, {"relative", "file:/ws1/src/a.py"},
+                 {"/", "file:ws1/src/a.py"}, {"/ws1", "file:src/a.py"}};
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+            col *c = candidates(ex, "see /ws1/src/a.py", calls[i].ws);
+            cr_assert(has(c, calls[i].want), "workspace %s: got %s", calls[i].ws ? calls[i].ws : "NULL", dump(c));
+            col_free(c);
+        }
+    extract_free(ex);
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)
