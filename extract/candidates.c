@@ -425,9 +425,15 @@ static inline __attribute__((always_inline)) void scan_filtered_with(ex_emitter 
                 if (!maybe) done = q; /* only dots to the token's end */
             }
             if (!maybe) continue;
-            size_t a = p, i = p;
-            while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
-            while (i < len && is_path_char((unsigned char)t[i])) i++;
+            /* the token's bounds from the block's path bits; bytes past
+             * the block one at a time */
+            uint64_t below = ~c.path & (((uint64_t)1 << bit) - 1), after = ~c.path >> bit;
+            size_t a = below ? base + 64 - (size_t)__builtin_clzll(below) : base;
+            size_t i = after ? p + (size_t)__builtin_ctzll(after) : base + 64;
+            if (!below)
+                while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
+            if (!after)
+                while (i < len && is_path_char((unsigned char)t[i])) i++;
             if (expand_token(e, t, len, a, i) < 0) return;
             done = i;
         }
