@@ -18,12 +18,13 @@
 #include "../util/buf.h"
 #include "store_impl.h"
 
-/* One entry.  nk holds ns, NUL, key, NUL; key = nk + nslen + 1.
- * In the undo log, absent != 0 records "this key did not exist". */
+/* One entry, in one allocation: the struct, then nk (ns, NUL, key, NUL),
+ * then val.  In the undo log, absent != 0 records "this key did not
+ * exist". */
 typedef struct ment {
     char *nk;
     size_t nslen;
-    char *val; /* NUL-terminated copy; len excludes the NUL */
+    char *val; /* NUL-terminated; len excludes the NUL; NULL when absent */
     size_t len;
     int absent;
 } ment;
@@ -40,27 +41,23 @@ static mem *M(store *s) { return s->impl; }
 
 static const char *ment_key(const ment *e) { return e->nk + e->nslen + 1; }
 
-static void ment_free(ment *e)
-{
-    if (!e) return;
-    free(e->nk);
-    free(e->val);
-    free(e);
-}
+static void ment_free(ment *e) { free(e); }
 
 static ment *ment_new(const char *ns, const char *key, const char *val, size_t len, int absent)
 {
-    size_t a = strlen(ns), b = strlen(key);
-    ment *e = calloc(1, sizeof *e);
+    size_t a = strlen(ns), b = strlen(key), vn = absent ? 0 : len + 1;
+    if (!absent && len > SIZE_MAX - sizeof(ment) - a - b - 3) return NULL;
+    ment *e = malloc(sizeof *e + a + b + 2 + vn);
     if (!e) return NULL;
-    e->nk = malloc(a + b + 2);
-    e->val = absent ? NULL : store_dup_val(val, len);
-    if (!e->nk || (!absent && !e->val)) {
-        ment_free(e);
-        return NULL;
-    }
+    e->nk = (char *)(e + 1);
     memcpy(e->nk, ns, a + 1);
     memcpy(e->nk + a + 1, key, b + 1);
+    e->val = NULL;
+    if (!absent) {
+        e->val = e->nk + a + b + 2;
+        if (len) memcpy(e->val, val, len);
+        e->val[len] = '\0';
+    }
     e->nslen = a;
     e->len = len;
     e->absent = absent;
