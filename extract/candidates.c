@@ -84,14 +84,27 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
     return r;
 }
 
+/* Whether the n bytes of the lanes are all digits: eight at a time.  A
+ * byte's value xor '0' is 0-9 for a digit; adding 0x80 - 10 to its low
+ * seven bits sets the top bit for any other (no carry leaves the byte),
+ * and a byte from 0x80 up has the top bit already.  Past n, lanes are
+ * padded with '0'. */
+static int lanes_all_digits(const ex_lanes *l, size_t n)
+{
+    for (size_t k = 0; k * 8 < n; k++) {
+        uint64_t keep = n - k * 8 < 8 ? ex_lane_mask(n - k * 8) : ~(uint64_t)0;
+        uint64_t y = ((l->v[k] & keep) | (UTIL_BYTES_ONE * '0' & ~keep)) ^ (UTIL_BYTES_ONE * '0');
+        if ((((y & ~UTIL_BYTES_HIGH) + UTIL_BYTES_ONE * (0x80 - 10)) | y) & UTIL_BYTES_HIGH) return 0;
+    }
+    return 1;
+}
+
 /* Whether the word (lowercase lanes, name hash h) may be a keyword: long
  * enough, not all digits, not a stopword. */
 static int may_be_keyword(const ex_emitter *e, const ex_lanes *low, size_t n, uint64_t h)
 {
     if (n < (size_t)e->ex->min_len) return 0;
-    int digits = 1;
-    for (size_t i = 0; i < n; i++) digits &= low->b[i] >= '0' && low->b[i] <= '9';
-    return !digits && !stopword_is_lanes(low->v, n, h);
+    return !lanes_all_digits(low, n) && !stopword_is_lanes(low->v, n, h);
 }
 
 /* Word forms: project (lowercase), tool, keyword, of the word whose

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -923,6 +924,37 @@ Test(candidates, each_call_with_its_own_workspace)
             cr_assert(has(c, calls[i].want), "workspace %s: got %s", calls[i].ws ? calls[i].ws : "NULL", dump(c));
             col_free(c);
         }
+    extract_free(ex);
+}
+
+/* A word of digits only is no keyword; one other byte anywhere in it, at
+ * every place of words up to 20 bytes (lanes of eight), makes it one. */
+Test(candidates, keywords_not_all_digits)
+{
+    clarity_config cfg;
+    make_cfg(&cfg);
+    extractor *ex = new_ex(&cfg);
+    char w[32], id[48];
+    for (int n = cfg.extraction.min_word_length > 0 ? cfg.extraction.min_word_length : 1; n <= 20; n++) {
+        for (int k = 0; k < n; k++) w[k] = (char)('0' + (k * 7 + n) % 10);
+        w[n] = '\0';
+        col *c = candidates(ex, w, NULL);
+        snprintf(id, sizeof id, "keyword:%s", w);
+        cr_assert(!has(c, id), "%s: got %s", w, dump(c));
+        col_free(c);
+        for (int p = 0; p < n; p++) {
+            char keep = w[p];
+            for (const char *o = "x_Z"; *o; o++) {
+                w[p] = *o;
+                c = candidates(ex, w, NULL);
+                snprintf(id, sizeof id, "keyword:%s", w);
+                for (char *q = id; *q; q++) *q = (char)tolower((unsigned char)*q);
+                cr_assert(has(c, id), "%s: got %s", w, dump(c));
+                col_free(c);
+            }
+            w[p] = keep;
+        }
+    }
     extract_free(ex);
 }
 
