@@ -377,13 +377,17 @@ static const char *const CODE_EXT[] = {
     "proto", "gradle", "cmake", "mk",
 };
 
-/* Extension of the last path component (after its last '.', with a
- * non-empty stem), or NULL.  One walk back from the end: asked about every
- * path token of every turn, whose extensions are a few bytes long. */
+/* The extension of the last path component (after its last '.', with a
+ * non-empty stem) when it is at most EXT_MAX bytes long, else NULL: no
+ * longer one is known (CODE_EXT, "md").  One walk back from the end, of
+ * EXT_MAX + 1 bytes at most: asked about every token holding a '.' of
+ * every turn ("self.assertEqual" too). */
+#define EXT_MAX 6
 static const char *file_ext(const char *p, size_t n, size_t *elen)
 {
-    size_t d = n;
-    while (d > 0 && p[d - 1] != '.' && p[d - 1] != '/') d--;
+    size_t d = n, stop = n > EXT_MAX + 1 ? n - EXT_MAX - 1 : 0;
+    while (d > stop && p[d - 1] != '.' && p[d - 1] != '/') d--;
+    if (d == stop && stop > 0) return NULL; /* longer than EXT_MAX */
     /* d: one past the last '.' or '/'; an empty stem is "/.x", ".x" or a '.' before */
     if (d == 0 || p[d - 1] != '.' || d == n || d < 2 || p[d - 2] == '/') return NULL;
     *elen = n - d;
@@ -423,7 +427,7 @@ static void code_ext_init(void)
 
 static int code_ext_packed(const char *e, size_t el)
 {
-    if (el > 6) return 0;
+    if (el > EXT_MAX) return 0;
     pthread_once(&code_ext_once, code_ext_init);
     uint64_t v = pack_ext(e, el);
     for (size_t i = code_ext_home(v); code_ext_slot[i]; i = (i + 1) % CODE_EXT_SLOTS)

@@ -958,6 +958,28 @@ Test(candidates, keywords_not_all_digits)
     extract_free(ex);
 }
 
+/* The extensions a path token is known by (code and .md), whatever comes
+ * before them, and names near them. */
+Test(normalize, file_extensions)
+{
+    static const struct {
+        const char *p;
+        int code, md;
+    } cases[] = {
+        {"a.py", 1, 0},          {"src/a.py", 1, 0},        {"a.svelte", 1, 0},   {"dir.x/a.gradle", 1, 0},
+        {"a.PY", 1, 0},          {"NOTES.md", 1, 1},        {"docs/x.md", 1, 1},  {"a..py", 1, 0},
+        {".py", 0, 0},           {"x/.py", 0, 0},           {"a.", 0, 0},         {"a.py/", 0, 0},
+        {"a.py.orig", 0, 0},     {"a.sveltex", 0, 0},       {"a.xsvelte", 0, 0},  {"self.assertEqual", 0, 0},
+        {"abcdefgh.ts", 1, 0},   {"a.mdx", 0, 0},           {"a.m", 1, 0},        {"py", 0, 0},
+        {"x.averylongext.py", 1, 0}, {"a/b.c/d", 0, 0},     {"md", 0, 0},         {"a.md.py", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t n = strlen(cases[i].p);
+        cr_assert_eq(ex_has_file_ext(cases[i].p, n), cases[i].code, "%s", cases[i].p);
+        cr_assert_eq(ex_has_md_ext(cases[i].p, n), cases[i].md, "%s", cases[i].p);
+    }
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)
