@@ -8,6 +8,7 @@
 #include "classify.h"
 #include "internal.h"
 #include "../util/endian.h"
+#include "../util/memfind.h"
 
 int ex_cpu_avx2(void)
 {
@@ -278,18 +279,14 @@ static int component_ok(const char *p, size_t n, size_t i)
 /* Whether the path p[0, n) is its own normal form: no empty, "." or ".."
  * component and no '/' at the end.  Most paths a text or a tool call
  * names are, and are then copied whole rather than a component at a
- * time.  The '/' bytes are found eight at a time (an exact per-byte test:
- * each byte's low seven bits plus 0x7f carry into its top bit unless all
- * zero, and nothing crosses into the next byte). */
+ * time.  The '/' bytes are found eight at a time. */
 static int is_normal_path(const char *p, size_t n)
 {
-    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull, slashes = 0x2f2f2f2f2f2f2f2full;
     if (n == 0 || p[n - 1] == '/') return 0;
     if (p[0] != '/' && !component_ok(p, n, 0)) return 0;
     for (size_t k = 0; k < n; k += 8) {
         /* the tail zero-padded: a 0 is no '/' */
-        uint64_t y = (k + 8 <= n ? util_load_le64(p + k) : util_load_le_tail(p + k, n - k)) ^ slashes;
-        uint64_t sl = ~(((y & lo7) + lo7) | y) & hi; /* top bit of each '/' */
+        uint64_t sl = util_bytes_eq_each(k + 8 <= n ? util_load_le64(p + k) : util_load_le_tail(p + k, n - k), '/');
         for (; sl; sl &= sl - 1)
             if (!component_ok(p, n, k + (size_t)__builtin_ctzll(sl) / 8 + 1)) return 0;
     }

@@ -288,3 +288,25 @@ Test(util, decimals_print_as_printf_does)
     }
     buf_free(&b);
 }
+
+/* util_bytes_eq_each marks every byte equal to c and no other, for every
+ * pair of byte values in every pair of positions (util_bytes_eq is exact
+ * for the lowest mark only). */
+Test(util, bytes_eq_each_marks_exactly_the_equal_bytes)
+{
+    static const unsigned char cs[] = {'/', '-', 0, 0x7f, 0x80, 0xff};
+    for (size_t ci = 0; ci < sizeof cs; ci++)
+        for (unsigned a = 0; a < 256; a += 3)
+            for (unsigned b = 0; b < 256; b++)
+                for (unsigned pa = 0; pa < 8; pa += 3)
+                    for (unsigned pb = 0; pb < 8; pb++) {
+                        unsigned char v[8];
+                        memset(v, cs[ci] ^ 1, sizeof v);
+                        v[pa] = (unsigned char)a;
+                        v[pb] = (unsigned char)b;
+                        uint64_t m = util_bytes_eq_each(util_load_le64(v), cs[ci]), want = 0;
+                        for (unsigned i = 0; i < 8; i++)
+                            if (v[i] == cs[ci]) want |= (uint64_t)0x80 << (8 * i);
+                        cr_assert_eq(m, want, "c 0x%02x, bytes 0x%02x at %u, 0x%02x at %u", cs[ci], a, pa, b, pb);
+                    }
+}

@@ -29,6 +29,17 @@ static inline uint64_t util_bytes_eq(uint64_t x, unsigned char c)
     return util_bytes_below(x ^ (UTIL_BYTES_ONE * c), 1);
 }
 
+/* The high bit of every byte of x that equals c, each one exact (where
+ * util_bytes_eq is exact for the lowest only): a byte's low seven bits
+ * plus 0x7f carry into its high bit unless all are zero, and no carry
+ * leaves the byte.  For walking all of them with ctz. */
+static inline uint64_t util_bytes_eq_each(uint64_t x, unsigned char c)
+{
+    const uint64_t lo7 = ~UTIL_BYTES_HIGH;
+    uint64_t y = x ^ (UTIL_BYTES_ONE * c);
+    return ~(((y & lo7) + lo7) | y) & UTIL_BYTES_HIGH;
+}
+
 static inline const char *util_memfind(const char *h, size_t n, const char *nd, size_t m)
 {
     if (m == 0) return h;

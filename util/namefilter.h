@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "endian.h"
+#include "memfind.h"
 
 typedef struct name_filter {
     uint64_t *bits;   /* the names */
@@ -53,9 +54,7 @@ static inline uint64_t name_fold_upper8(uint64_t x)
 
 static inline uint64_t name_fold8(uint64_t x)
 {
-    const uint64_t lo7 = 0x7f7f7f7f7f7f7f7full, hi = 0x8080808080808080ull, one = 0x0101010101010101ull;
-    uint64_t d = x ^ (one * '-');
-    uint64_t dash = ~(((d & lo7) + lo7) | d) & hi; /* high bit set where the byte is '-' */
+    uint64_t dash = util_bytes_eq_each(x, '-'); /* high bit set where the byte is '-' */
     return name_fold_upper8(x) ^ ((dash >> 7) * ('-' ^ '_'));
 }
 
