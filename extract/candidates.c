@@ -168,14 +168,8 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
     /* whether it holds a '.' and a '/': eight bytes at a time (tokens of
      * code and logs run long) */
     uint64_t dots = 0, slashes = 0;
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        uint64_t x = util_load_le64(t + k);
-        dots |= util_bytes_eq(x, '.');
-        slashes |= util_bytes_eq(x, '/');
-    }
-    if (k < n) { /* zero-padded: the padding is neither */
-        uint64_t x = util_load_le_tail(t + k, n - k);
+    for (size_t k = 0; k < n; k += 8) { /* the tail zero-padded: a 0 is neither */
+        uint64_t x = k + 8 <= n ? util_load_le64(t + k) : util_load_le_tail(t + k, n - k);
         dots |= util_bytes_eq(x, '.');
         slashes |= util_bytes_eq(x, '/');
     }

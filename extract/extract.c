@@ -444,7 +444,6 @@ ex_emitter *ex_em_open(const extractor *ex, const char *workspace, extract_cb cb
     e->nf = NULL;
     e->word = NULL;
     e->path_done = NULL;
-    e->path_done_n = 0;
     e->stop = 0;
     e->rc = 0;
     if (!e->md) e->md = pcre2_match_data_create(1, NULL);
