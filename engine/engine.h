@@ -31,8 +31,11 @@ typedef struct session {
     pthread_mutex_t mu;
     /* persist.c: the worker's fold writes its rows in chunks with mu
      * released between them; folding is set meanwhile (under mu), and
-     * fold_cv tells the end to what waits for it */
+     * fold_cv tells the end to what waits for it.  fold_from: the records
+     * after it whose slots that fold deletes or has yet to cover (a turn's
+     * record that would take one of those slots waits for the fold) */
     int folding;
+    uint64_t fold_from;
     pthread_cond_t fold_cv;
     int refs;            /* guarded by engine.reg_mu */
     uint64_t last_used;  /* guarded by engine.reg_mu: LRU stamp */

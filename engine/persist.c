@@ -803,10 +803,11 @@ static void wait_fold(session *s)
 static int flush(engine *e, session *s, int fold, int64_t now)
 {
     tracker *t = &s->t;
-    /* A chunked fold in progress covers the records up to its seq: a fold
-     * waits for it, and so does a record that would take the slot of one
-     * it has not covered yet (the full count of records) */
-    if (s->folding && (fold || log_full(e, s))) wait_fold(s);
+    /* A chunked fold in progress covers the records up to its seq and
+     * deletes the slots of those after fold_from (all the slots, when
+     * covered ones may have been left): a fold waits for it, and so does a
+     * record that would take one of those slots */
+    if (s->folding && (fold || s->log_seq - s->fold_from >= (uint64_t)e->cfg.storage.snapshot_every)) wait_fold(s);
     int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     /* (but a fold that left its slots has them to delete) */
@@ -965,6 +966,7 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
     }
     for (item *it = s->t.items; it; it = it->hh.next) it->snap_dirty = 0; /* in the plan */
     s->folding = 1;
+    s->fold_from = p.from;
     pthread_mutex_unlock(&s->mu);
     rc = plan_write(e, s, &p, (size_t)e->cfg.storage.fold_chunk);
     pthread_mutex_lock(&s->mu);
