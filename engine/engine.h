@@ -198,8 +198,8 @@ int hooks_on_event(engine *e, const clarity_event *ev, buf *out, char **err);
 /* The [CLARITY CONTEXT] block for a session's current state. */
 /* block.c: appends the session's context block to out (nothing when
  * nothing fits or nothing scores). */
-#define BLOCK_OPEN "[CLARITY CONTEXT]"
-#define BLOCK_CLOSE "[/CLARITY CONTEXT]"
+#define BLOCK_OPEN EXTRACT_OWN_OPEN /* what extraction leaves out */
+#define BLOCK_CLOSE EXTRACT_OWN_CLOSE
 void block_write(engine *e, session *s, buf *out);
 /* The same without the rank index: every item bounded (tests compare). */
 void block_write_scan(engine *e, session *s, buf *out);

@@ -44,7 +44,7 @@ static int tool_output_role(const char *role)
 static int without_own_blocks(const char *text, size_t len, buf *scratch, const char **out,
                               size_t *out_len)
 {
-    if (!util_memfind(text, len, BLOCK_OPEN, sizeof BLOCK_OPEN - 1)) {
+    if (!extract_find_own(text, len)) {
         *out = text;
         *out_len = len;
         return CLARITY_OK;
@@ -251,17 +251,10 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
     engine *e = r->e;
     session *s = r->s;
     const extract_filter names = {&s->t.names, on_word};
-    if (m->text && m->text_len) {
-        buf clean;
-        buf_init(&clean);
-        const char *text;
-        size_t text_len;
-        if (without_own_blocks(m->text, m->text_len, &clean, &text, &text_len) != CLARITY_OK)
-            r->oom = 1;
-        else if (text_len)
-            extract_candidates_filtered(e->ex, text, text_len, s->workspace, &names, on_candidate, r);
-        buf_free(&clean);
-    }
+    if (m->text && m->text_len &&
+        extract_candidates_stripped(e->ex, m->text, m->text_len, s->workspace, &names, on_candidate, r) ==
+            CLARITY_ENOMEM)
+        r->oom = 1;
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json)
         extract_tool_call(e->ex, m->tool_args_json, s->workspace, &names, on_tool_file, on_candidate, r);
     if (CLARITY_HAS_MEMBER(m, clarity_message, tool_name) && m->tool_name) {

@@ -27,10 +27,12 @@ typedef struct ex_cls {
     uint64_t path;  /* [A-Za-z0-9_./~@+-] (ex_is_path_char) */
     uint64_t dot;   /* '.' */
     uint64_t slash; /* '/' */
+    uint64_t open;  /* '[': where an own block may start (extract_strip_own) */
 } ex_cls;
 
 #ifdef __SSE2__
-static inline void ex_classify16(const unsigned char *p, unsigned sh, ex_cls *c)
+static inline __attribute__((always_inline)) void ex_classify16(const unsigned char *p, unsigned sh, ex_cls *c,
+                                                                int open)
 {
     __m128i v = _mm_loadu_si128((const __m128i *)p);
     __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
@@ -48,24 +50,26 @@ static inline void ex_classify16(const unsigned char *p, unsigned sh, ex_cls *c)
                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('-'))));
     __m128i path = _mm_or_si128(_mm_or_si128(word, other), _mm_or_si128(dot, slash));
     c->word |= (uint64_t)(unsigned)_mm_movemask_epi8(word) << sh;
+    if (open) c->open |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('['))) << sh;
     c->path |= (uint64_t)(unsigned)_mm_movemask_epi8(path) << sh;
     c->dot |= (uint64_t)(unsigned)_mm_movemask_epi8(dot) << sh;
     c->slash |= (uint64_t)(unsigned)_mm_movemask_epi8(slash) << sh;
 }
 #endif
 
-/* The classes of p[0..n), n <= 64; the bits past n are 0. */
-static inline void ex_classify(const char *p, size_t n, ex_cls *c)
+/* The classes of p[0..n), n <= 64; the bits past n are 0.  '[' only with
+ * `open` (a constant: the scans that do not need it do not compute it). */
+static inline __attribute__((always_inline)) void ex_classify_with(const char *p, size_t n, ex_cls *c, int open)
 {
-    c->word = c->path = c->dot = c->slash = 0;
+    c->word = c->path = c->dot = c->slash = c->open = 0;
 #ifdef __SSE2__
     if (n == 64) {
-        for (unsigned k = 0; k < 64; k += 16) ex_classify16((const unsigned char *)p + k, k, c);
+        for (unsigned k = 0; k < 64; k += 16) ex_classify16((const unsigned char *)p + k, k, c, open);
         return;
     }
     unsigned char pad[64] = {0};
     memcpy(pad, p, n);
-    for (unsigned k = 0; k < n; k += 16) ex_classify16(pad + k, k, c);
+    for (unsigned k = 0; k < n; k += 16) ex_classify16(pad + k, k, c, open);
 #else
     for (size_t i = 0; i < n; i++) {
         unsigned char b = (unsigned char)p[i], t = ex_ctype[b];
@@ -73,16 +77,19 @@ static inline void ex_classify(const char *p, size_t n, ex_cls *c)
         c->path |= (uint64_t)(t & EX_PATH ? 1 : 0) << i;
         c->dot |= (uint64_t)(b == '.') << i;
         c->slash |= (uint64_t)(b == '/') << i;
+        if (open) c->open |= (uint64_t)(b == '[') << i;
     }
 #endif
 }
+static inline void ex_classify(const char *p, size_t n, ex_cls *c) { ex_classify_with(p, n, c, 0); }
+static inline void ex_classify_open(const char *p, size_t n, ex_cls *c) { ex_classify_with(p, n, c, 1); }
 
 
 #if EX_AVX2
 /* The classes of the 32 bytes at p (ex_classify_avx2's tables), into c's
  * bits sh to sh + 31. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void
-ex_classify32_avx2(const char *p, __m256i lo_t, __m256i hi_t, unsigned sh, ex_cls *c)
+ex_classify32_avx2(const char *p, __m256i lo_t, __m256i hi_t, unsigned sh, ex_cls *c, int open)
 {
     const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
     __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
@@ -93,6 +100,7 @@ ex_classify32_avx2(const char *p, __m256i lo_t, __m256i hi_t, unsigned sh, ex_cl
     uint32_t d = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(cl, 1)); /* bit 6 to each byte's top */
     uint32_t sl = (uint32_t)_mm256_movemask_epi8(cl);
     c->word |= (uint64_t)w << sh;
+    if (open) c->open |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('['))) << sh;
     c->path |= (uint64_t)pa << sh;
     c->dot |= (uint64_t)d << sh;
     c->slash |= (uint64_t)sl << sh;
@@ -103,8 +111,8 @@ ex_classify32_avx2(const char *p, __m256i lo_t, __m256i hi_t, unsigned sh, ex_cl
  * "+-./", 5 "@~" (and, harmlessly, some letters), 6 '.', 7 '/'; bytes of
  * 0x80 and up have a zero high-nibble entry.  Word is bits 0-3, path bits
  * 0-5.  About 40 instructions per 64 bytes instead of some 200. */
-__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void ex_classify_avx2(const char *p, size_t n,
-                                                                                          ex_cls *c)
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void
+ex_classify_avx2_with(const char *p, size_t n, ex_cls *c, int open)
 {
     unsigned char pad[64];
     if (n < 64) {
@@ -120,9 +128,19 @@ __attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void ex_cl
     /* Each half's masks straight into the 64-bit ones, in registers: masks
      * stored as 32-bit halves and read back whole stall store forwarding
      * (two stores, one load), which cost this loop 8 % of the scan's time. */
-    c->word = c->path = c->dot = c->slash = 0;
-    ex_classify32_avx2(p, lo_t, hi_t, 0, c);
-    ex_classify32_avx2(p + 32, lo_t, hi_t, 32, c);
+    c->word = c->path = c->dot = c->slash = c->open = 0;
+    ex_classify32_avx2(p, lo_t, hi_t, 0, c, open);
+    ex_classify32_avx2(p + 32, lo_t, hi_t, 32, c, open);
+}
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void ex_classify_avx2(const char *p, size_t n,
+                                                                                          ex_cls *c)
+{
+    ex_classify_avx2_with(p, n, c, 0);
+}
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline void
+ex_classify_open_avx2(const char *p, size_t n, ex_cls *c)
+{
+    ex_classify_avx2_with(p, n, c, 1);
 }
 #endif
 

@@ -562,25 +562,33 @@ int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id)
 
 /* ------------------------------------------------------------ strip_own */
 
+const char *extract_find_own(const char *text, size_t len)
+{
+    return text ? util_memfind(text, len, EXTRACT_OWN_OPEN, EXTRACT_OWN_OPEN_LEN) : NULL;
+}
+
 void extract_strip_own(const char *text, size_t len, buf *out)
 {
-    static const char BEG[] = "[CLARITY CONTEXT]", END[] = "[/CLARITY CONTEXT]";
+    static const char END[] = EXTRACT_OWN_CLOSE;
     if (!text || !out) return;
-    size_t pos = 0;
+    size_t pos = 0, start = out->len;
     int no_end = 0;
     while (pos < len) {
-        const char *b = util_memfind(text + pos, len - pos, BEG, sizeof BEG - 1);
+        const char *b = extract_find_own(text + pos, len - pos);
         if (!b) break;
-        size_t bs = (size_t)(b - text), after = bs + sizeof BEG - 1;
+        size_t bs = (size_t)(b - text), after = bs + EXTRACT_OWN_OPEN_LEN;
         buf_append(out, text + pos, bs - pos);
         const char *e = no_end ? NULL : util_memfind(text + after, len - after, END, sizeof END - 1);
         if (e) {
             pos = (size_t)(e - text) + sizeof END - 1;
-            continue;
+        } else {
+            no_end = 1; /* none further on either */
+            const char *bl = memmem(text + after, len - after, "\n\n", 2);
+            pos = bl ? (size_t)(bl - text) + 2 : len;
         }
-        no_end = 1; /* none further on either */
-        const char *bl = memmem(text + after, len - after, "\n\n", 2);
-        pos = bl ? (size_t)(bl - text) + 2 : len;
+        if (out->len > start && pos < len && ex_is_path_char((unsigned char)out->p[out->len - 1]) &&
+            ex_is_path_char((unsigned char)text[pos]))
+            buf_putc(out, '\n');
     }
     if (pos < len) buf_append(out, text + pos, len - pos);
     else buf_append(out, "", 0);

@@ -37,8 +37,14 @@ void extract_free(extractor *ex);
 
 /* Copies text into out without the blocks clarity injected itself
  * ("[CLARITY CONTEXT]" ... "[/CLARITY CONTEXT]", or to the next blank line
- * when the end marker was cut off). */
+ * when the end marker was cut off).  A block between two bytes of a token
+ * leaves a newline, so that it does not join them into one. */
 void extract_strip_own(const char *text, size_t len, buf *out);
+#define EXTRACT_OWN_OPEN "[CLARITY CONTEXT]"
+#define EXTRACT_OWN_CLOSE "[/CLARITY CONTEXT]"
+#define EXTRACT_OWN_OPEN_LEN (sizeof EXTRACT_OWN_OPEN - 1)
+/* Where the first such block starts in text[0, len), or NULL. */
+const char *extract_find_own(const char *text, size_t len);
 
 /* Mentions in a user prompt: every distinct id of every enabled category,
  * excluded ids dropped, keywords capped per message.  Text may hold NUL
@@ -102,6 +108,11 @@ typedef struct extract_filter {
 int extract_candidates_filtered(const extractor *ex, const char *text, size_t len,
                                 const char *workspace, const extract_filter *f, extract_cb cb,
                                 void *ud);
+/* extract_candidates_filtered of what extract_strip_own leaves of text,
+ * without making that copy unless a block is there: the scan itself finds
+ * where one starts. */
+int extract_candidates_stripped(const extractor *ex, const char *text, size_t len, const char *workspace,
+                                const extract_filter *f, extract_cb cb, void *ud);
 
 /* Same for a tool call's JSON arguments: visits every string value; values
  * of path-like keys (file_path, path, file_paths[], notebook_path...) are

@@ -407,6 +407,13 @@ int ex_next_hyphen_name(const char *t, size_t len, size_t *pos, size_t *ms, size
 /* Reports "<name>:" + lowercase(match) for every match of every custom
  * pattern; pattern_id as for ex_em_emit. */
 void ex_pass_custom(ex_emitter *e, const char *t, size_t len, int pattern_id);
+
+/* extract_candidates_stripped, whose filtered scan finds the own blocks
+ * itself in a text longer than in_scan_min bytes (EX_OWN_IN_SCAN: one
+ * the caches do not hold; tests give 0, to check that scan on short texts). */
+#define EX_OWN_IN_SCAN ((size_t)256 * 1024)
+int ex_candidates_stripped(const extractor *ex, const char *text, size_t len, const char *workspace,
+                           const extract_filter *f, extract_cb cb, void *ud, size_t in_scan_min);
 /* Next match of re in s[0..len) from *pos: 1 with [*ms, *me), 0 at the end,
  * or CLARITY_ERR / CLARITY_ENOMEM.  Skips empty matches. */
 int ex_next_match(const extractor *ex, const pcre2_code *re, const char *s, size_t len,

@@ -582,6 +582,36 @@ Test(strip_own, with_end_marker)
     buf_free(&b);
 }
 
+/* A block between two bytes of a token (here "src/app" and ".py") does
+ * not join them into "src/app.py", a name the text never wrote: a newline
+ * stays in its place.  Between a token and a separator nothing stays. */
+Test(strip_own, a_block_inside_a_token_leaves_a_newline)
+{
+    buf b;
+    buf_init(&b);
+    const char *t = "see src/app[CLARITY CONTEXT]\nx\n[/CLARITY CONTEXT].py now";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "see src/app\n.py now");
+    buf_reset(&b);
+    t = "ab[CLARITY CONTEXT]x[/CLARITY CONTEXT][CLARITY CONTEXT]y[/CLARITY CONTEXT]cd";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "ab\ncd", "two blocks in a row leave one newline");
+    buf_reset(&b);
+    t = "ab[CLARITY CONTEXT]cut\n\ncd";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "ab\ncd", "a block cut off, to its blank line");
+    buf_reset(&b);
+    t = "ab [CLARITY CONTEXT]x[/CLARITY CONTEXT]cd";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "ab cd");
+    buf_reset(&b);
+    buf_puts(&b, "kept"); /* appended to: what was there is no byte of this text */
+    t = "[CLARITY CONTEXT]x[/CLARITY CONTEXT]cd";
+    extract_strip_own(t, strlen(t), &b);
+    cr_assert_str_eq(b.p, "keptcd");
+    buf_free(&b);
+}
+
 Test(strip_own, without_end_marker)
 {
     const char *t = "hello\n[CLARITY CONTEXT]\nitems: a\nmore\n\nquestion ClaraCore";

@@ -9,6 +9,7 @@
 #include "../config/config.h"
 #include "../extract/classify.h"
 #include "../extract/extract.h"
+#include "../extract/internal.h"
 #include "../tracker/tracker.h"
 
 typedef struct hits {
@@ -320,22 +321,25 @@ Test(prefilter, filtered_candidates_equal_unfiltered_on_a_long_text_of_many_name
 }
 
 #if EX_AVX2
-__attribute__((target("avx2,bmi,bmi2"))) static void classify_avx2(const char *p, size_t n, ex_cls *c)
+__attribute__((target("avx2,bmi,bmi2"))) static void classify_avx2(const char *p, size_t n, ex_cls *c, int open)
 {
-    ex_classify_avx2(p, n, c);
+    if (open) ex_classify_open_avx2(p, n, c);
+    else ex_classify_avx2(p, n, c);
 }
 #endif
 
-/* The classes of p[0..n) by the SSE2 (or table) classifier, or by AVX2. */
-static void classify_with(int avx2, const char *p, size_t n, ex_cls *c)
+/* The classes of p[0..n) by the SSE2 (or table) classifier, or by AVX2;
+ * '[' with them when open. */
+static void classify_with(int avx2, int open, const char *p, size_t n, ex_cls *c)
 {
 #if EX_AVX2
     if (avx2) {
-        classify_avx2(p, n, c);
+        classify_avx2(p, n, c, open);
         return;
     }
 #endif
-    ex_classify(p, n, c);
+    if (open) ex_classify_open(p, n, c);
+    else ex_classify(p, n, c);
 }
 
 Test(prefilter, block_classes_equal_the_byte_table)
@@ -345,18 +349,21 @@ Test(prefilter, block_classes_equal_the_byte_table)
     for (int round = 0; round < 2000; round++) {
         size_t n = (size_t)(rand() % 65);
         for (size_t i = 0; i < 64; i++) p[i] = (unsigned char)(round < 4 ? round * 64 + (int)i : rand());
-        for (int simd = 0; simd <= ex_cpu_avx2(); simd++) {
-            ex_cls c;
-            classify_with(simd, (const char *)p, n, &c);
-            for (size_t i = 0; i < 64; i++) {
-                int in = i < n;
-                cr_assert_eq((int)(c.word >> i & 1), in && ex_is_word(p[i]), "byte 0x%02x, avx2 %d", p[i], simd);
-                cr_assert_eq((int)(c.path >> i & 1), in && ex_is_path_char(p[i]), "byte 0x%02x, avx2 %d", p[i],
-                             simd);
-                cr_assert_eq((int)(c.dot >> i & 1), in && p[i] == '.', "byte 0x%02x, avx2 %d", p[i], simd);
-                cr_assert_eq((int)(c.slash >> i & 1), in && p[i] == '/', "byte 0x%02x, avx2 %d", p[i], simd);
+        for (int simd = 0; simd <= ex_cpu_avx2(); simd++)
+            for (int open = 0; open <= 1; open++) {
+                ex_cls c;
+                classify_with(simd, open, (const char *)p, n, &c);
+                for (size_t i = 0; i < 64; i++) {
+                    int in = i < n;
+                    cr_assert_eq((int)(c.word >> i & 1), in && ex_is_word(p[i]), "byte 0x%02x, avx2 %d", p[i], simd);
+                    cr_assert_eq((int)(c.path >> i & 1), in && ex_is_path_char(p[i]), "byte 0x%02x, avx2 %d", p[i],
+                                 simd);
+                    cr_assert_eq((int)(c.dot >> i & 1), in && p[i] == '.', "byte 0x%02x, avx2 %d", p[i], simd);
+                    cr_assert_eq((int)(c.slash >> i & 1), in && p[i] == '/', "byte 0x%02x, avx2 %d", p[i], simd);
+                    cr_assert_eq((int)(c.open >> i & 1), open && in && p[i] == '[', "byte 0x%02x, avx2 %d, open %d",
+                                 p[i], simd, open);
+                }
             }
-        }
     }
 }
 
@@ -425,6 +432,89 @@ Test(prefilter, tracked_ids_the_forms_never_yield_stay_unreported)
     hits_free(&h);
     same_hits(ex, &t, text, strlen(text), 0, "forms never yielded");
     tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
+/* Hits of the filtered scan of what extract_strip_own leaves of text, by
+ * the scan that finds the blocks itself (extract_candidates_stripped, and
+ * ex_candidates_stripped with every text scanned that way) against the
+ * filtered scan of the stripped copy; with each byte classifier.  Returns
+ * the reference's hits. */
+static size_t same_stripped_hits(extractor *ex, tracker *t, const char *text, size_t len, const char *what)
+{
+    buf s;
+    buf_init(&s);
+    extract_strip_own(text, len, &s);
+    cr_assert(!buf_failed(&s));
+    size_t n = 0;
+    int avx2 = ex->avx2;
+    for (int simd = 0; simd <= avx2; simd++) {
+        ex->avx2 = simd;
+        extract_filter f = {&t->names, NULL};
+        hits ref = {t, NULL, 0};
+        extract_candidates_filtered(ex, s.p ? s.p : "", s.len, "/ws", &f, collect, &ref);
+        for (int way = 0; way < 2; way++) {
+            hits got = {t, NULL, 0};
+            if (way) ex_candidates_stripped(ex, text, len, "/ws", &f, collect, &got, 0);
+            else extract_candidates_stripped(ex, text, len, "/ws", &f, collect, &got);
+            cr_assert_eq(got.n, ref.n, "%s (avx2 %d, in scan %d): %zu hits against %zu of the stripped copy", what,
+                         simd, way, got.n, ref.n);
+            for (size_t i = 0; i < ref.n; i++)
+                cr_assert_str_eq(got.ids[i], ref.ids[i], "%s (avx2 %d, in scan %d), hit %zu", what, simd, way, i);
+            hits_free(&got);
+        }
+        n = ref.n;
+        hits_free(&ref);
+    }
+    ex->avx2 = avx2;
+    buf_free(&s);
+    return n;
+}
+
+/* Texts of tracked names, own blocks whole and cut off, stray '[' and
+ * markers, blank lines, with and without separators between them (a
+ * block between two path bytes; a marker across a 64-byte block), in
+ * buffers of their exact size; a few past EX_OWN_IN_SCAN. */
+Test(prefilter, stripped_candidates_equal_those_of_the_stripped_copy)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    static const char *const parts[] = {
+        "[CLARITY CONTEXT]", "[CLARITY CONTEXT]\n", "[/CLARITY CONTEXT]", "[/CLARITY CONTEXT]\n", "\n\n", "[",
+        "[CLARITY CONTEX", "CLARITY CONTEXT]", "a[i]", "[x]", "src/auth/session.ts", "ClaraCore", "focus-engine",
+        "config", "session", "SOUL.md", "the", "and", "web_search", "x.py"};
+    static const char *const seps[] = {" ", "", "\n", ", ", "/", "."};
+    srand(19);
+    size_t total = 0, with_block = 0;
+    for (int round = 0; round < 300; round++) {
+        size_t want = round % 100 == 99 ? EX_OWN_IN_SCAN + 4096 : (size_t)(rand() % 3000);
+        char *text = malloc(want + 64);
+        size_t len = 0;
+        while (len < want) {
+            const char *p = parts[rand() % (sizeof parts / sizeof *parts)];
+            const char *sep = seps[rand() % (sizeof seps / sizeof *seps)];
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+            memcpy(text + len, sep, strlen(sep));
+            len += strlen(sep);
+        }
+        char *exact = malloc(len ? len : 1);
+        memcpy(exact, text, len);
+        free(text);
+        tracker t;
+        tracker_init(&t, 16);
+        for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
+            if (rand() % 2) extract_candidates(ex, parts[k], strlen(parts[k]), "/ws", track, &t);
+        with_block += extract_find_own(exact, len) != NULL;
+        char what[32];
+        snprintf(what, sizeof what, "round %d", round);
+        total += same_stripped_hits(ex, &t, exact, len, what);
+        tracker_free(&t);
+        free(exact);
+    }
+    cr_assert_gt(with_block, 200, "only %zu texts hold a block", with_block);
+    cr_assert_gt(total, 2000, "only %zu hits: the texts name too little to compare", total);
     extract_free(ex);
     config_free(&cfg);
 }
