@@ -146,9 +146,12 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
     m->shift = 64;
     if (len < EX_MEMO_MIN_TEXT) return;
     /* about one slot per 16 bytes of text (a word in two or three, so that
-     * a prompt's few dozen distinct words seldom share a slot), 16 to
-     * EX_MEMO_SLOTS_MAX slots */
-    unsigned bits = 4;
+     * distinct words seldom share a slot), 2,048 (32 KiB of keys) to
+     * EX_MEMO_SLOTS_MAX slots: a prompt of a few KiB names a hundred
+     * distinct words or more, and at one slot per 16 bytes (256 for 4 KiB)
+     * they took each other's slots; a bigger table costs nothing to reset
+     * (only the used slots are cleared) */
+    unsigned bits = 11;
     while (((size_t)1 << bits) < EX_MEMO_SLOTS_MAX && ((size_t)16 << bits) < len) bits++;
     size_t slots = (size_t)1 << bits;
     if (st->cap < slots) { /* grown whole: a new table is all zero */
