@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "../pruner/pruner.h"
-#include "../util/memfind.h"
 #include "assemble.h"
 #include "engine.h"
 #include "compact.h"
@@ -37,23 +36,6 @@ static int tool_output_role(const char *role)
 {
     return role && (strcmp(role, "tool") == 0 || strcmp(role, "toolResult") == 0 ||
                     strcmp(role, "tool_result") == 0 || strcmp(role, "function") == 0);
-}
-
-/* The text without clarity's own blocks.  Copies only when a block is
- * there: prompts can be 64 MiB and almost never contain one. */
-static int without_own_blocks(const char *text, size_t len, buf *scratch, const char **out,
-                              size_t *out_len)
-{
-    if (!extract_find_own(text, len)) {
-        *out = text;
-        *out_len = len;
-        return CLARITY_OK;
-    }
-    extract_strip_own(text, len, scratch);
-    if (buf_failed(scratch)) return CLARITY_ENOMEM;
-    *out = scratch->p ? scratch->p : "";
-    *out_len = scratch->len;
-    return CLARITY_OK;
 }
 
 /* ---- before_agent_start ----------------------------------------------- */
@@ -117,7 +99,7 @@ static int before_agent_start(engine *e, const clarity_before_agent_start *p, bu
         buf_init(&clean);
         const char *text;
         size_t text_len;
-        rc = without_own_blocks(prompt, len, &clean, &text, &text_len);
+        rc = extract_without_own(prompt, len, &clean, &text, &text_len);
         if (rc == CLARITY_OK) {
             mention_ctx m = {e, s, engine_now_ms(e), 0};
             int xrc = extract_mentions(e->ex, text, text_len, s->workspace, on_mention, &m);

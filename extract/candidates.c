@@ -500,11 +500,12 @@ static size_t scan_tokens_filtered(ex_emitter *e, const char *t, size_t len, int
     return scan_filtered(e, t, len, &memo, own);
 }
 
-static void scan_text(ex_emitter *e, const char *t, size_t len)
+/* The scan of t[0, len)'s tokens (filtered when the emitter has a
+ * filter), without custom patterns. */
+static void scan_tokens(ex_emitter *e, const char *t, size_t len)
 {
     if (e->nf && e->nf->nbits) {
         scan_tokens_filtered(e, t, len, 0);
-        if (!e->stop) ex_pass_custom(e, t, len, 0);
         return;
     }
     for (size_t i = 0; i < len && !e->stop;) {
@@ -516,6 +517,11 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
         while (i < len && is_path_char((unsigned char)t[i])) i++;
         if (expand_token(e, t, len, a, i) < 0) return;
     }
+}
+
+static void scan_text(ex_emitter *e, const char *t, size_t len)
+{
+    scan_tokens(e, t, len);
     if (!e->stop) ex_pass_custom(e, t, len, 0);
 }
 
@@ -528,7 +534,7 @@ static void scan_text(ex_emitter *e, const char *t, size_t len)
  * block, and no copy is made). */
 static void scan_text_stripped(ex_emitter *e, const char *t, size_t len, size_t in_scan_min)
 {
-    size_t at = 0;
+    size_t at = 0; /* t[0, at) is scanned */
     if (e->nf && e->nf->nbits && len > in_scan_min) {
         at = scan_tokens_filtered(e, t, len, 1);
         if (e->stop) return;
@@ -536,22 +542,18 @@ static void scan_text_stripped(ex_emitter *e, const char *t, size_t len, size_t 
             ex_pass_custom(e, t, len, 0);
             return;
         }
-    } else if (!extract_find_own(t, len)) {
-        scan_text(e, t, len);
-        return;
     }
-    buf whole;
-    buf_init(&whole);
-    extract_strip_own(t, len, &whole);
-    if (buf_failed(&whole)) {
+    buf scratch;
+    buf_init(&scratch);
+    const char *s;
+    size_t n;
+    if (extract_without_own(t, len, &scratch, &s, &n) != CLARITY_OK) {
         ex_em_error(e, CLARITY_ENOMEM);
-    } else if (!at) {
-        scan_text(e, whole.p, whole.len);
-    } else { /* whole[0, at) is t[0, at): scanned */
-        scan_tokens_filtered(e, whole.p + at, whole.len - at, 0);
-        if (!e->stop) ex_pass_custom(e, whole.p, whole.len, 0);
+    } else { /* s[0, at) is t[0, at) */
+        scan_tokens(e, s + at, n - at);
+        if (!e->stop) ex_pass_custom(e, s, n, 0);
     }
-    buf_free(&whole);
+    buf_free(&scratch);
 }
 
 /* A filtered scan's filter on its emitter. */

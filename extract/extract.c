@@ -567,6 +567,20 @@ const char *extract_find_own(const char *text, size_t len)
     return text ? util_memfind(text, len, EXTRACT_OWN_OPEN, EXTRACT_OWN_OPEN_LEN) : NULL;
 }
 
+int extract_without_own(const char *text, size_t len, buf *scratch, const char **out, size_t *out_len)
+{
+    if (!extract_find_own(text, len)) {
+        *out = text;
+        *out_len = len;
+        return CLARITY_OK;
+    }
+    extract_strip_own(text, len, scratch);
+    if (buf_failed(scratch)) return CLARITY_ENOMEM;
+    *out = scratch->p ? scratch->p : "";
+    *out_len = scratch->len;
+    return CLARITY_OK;
+}
+
 void extract_strip_own(const char *text, size_t len, buf *out)
 {
     static const char END[] = EXTRACT_OWN_CLOSE;

@@ -45,6 +45,10 @@ void extract_strip_own(const char *text, size_t len, buf *out);
 #define EXTRACT_OWN_OPEN_LEN (sizeof EXTRACT_OWN_OPEN - 1)
 /* Where the first such block starts in text[0, len), or NULL. */
 const char *extract_find_own(const char *text, size_t len);
+/* The text without those blocks in *out, *out_len: text itself when it
+ * holds none (prompts can be 64 MiB and almost never do: no copy), else
+ * extract_strip_own's copy in scratch.  CLARITY_OK or CLARITY_ENOMEM. */
+int extract_without_own(const char *text, size_t len, buf *scratch, const char **out, size_t *out_len);
 
 /* Mentions in a user prompt: every distinct id of every enabled category,
  * excluded ids dropped, keywords capped per message.  Text may hold NUL

@@ -67,6 +67,12 @@ static int collect_word(void *ud, const char *w, size_t n, unsigned forms)
     return 0;
 }
 
+/* Whether two scans returned the same and logged the same ids in order. */
+static int same(int rx, const hits *x, int ry, const hits *y)
+{
+    return rx == ry && x->log.len == y->log.len && (!x->log.len || memcmp(x->log.p, y->log.p, x->log.len) == 0);
+}
+
 /* The scans of s[0, len) repeated reps times, in a buffer of its exact size. */
 static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t reps)
 {
@@ -76,34 +82,28 @@ static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t
     hits a = {t, {0}};
     buf_init(&a.log);
     int ra = extract_candidates(ex, text, len * reps, "/ws", collect, &a);
-    /* the filtered scan with each byte classifier this CPU runs */
-    int avx2 = ex->avx2;
-    for (int simd = 0; simd <= avx2; simd++) {
-        ex->avx2 = simd;
-        hits f = {t, {0}};
-        buf_init(&f.log);
-        extract_filter ef = {&t->names, NULL};
-        int rf = extract_candidates_filtered(ex, text, len * reps, "/ws", &ef, collect, &f);
-        if (rf != ra || f.log.len != a.log.len || (f.log.len && memcmp(f.log.p, a.log.p, f.log.len) != 0))
-            abort();
-        buf_free(&f.log);
-    }
-    /* without clarity's own blocks: the scan that finds them itself (on
-     * a text of any length) reports what the filtered scan of the
-     * stripped copy does */
+    /* the filtered scan with each byte classifier this CPU runs; and
+     * without clarity's own blocks: the scan that finds them itself (on a
+     * text of any length) reports what the filtered scan of the stripped
+     * copy does */
     buf stripped;
     buf_init(&stripped);
     extract_strip_own(text, len * reps, &stripped);
     if (buf_failed(&stripped)) abort();
+    int avx2 = ex->avx2;
     for (int simd = 0; simd <= avx2; simd++) {
         ex->avx2 = simd;
-        extract_filter ef = {&t->names, NULL};
-        hits r = {t, {0}}, o = {t, {0}};
+        hits f = {t, {0}}, r = {t, {0}}, o = {t, {0}};
+        buf_init(&f.log);
         buf_init(&r.log);
         buf_init(&o.log);
+        extract_filter ef = {&t->names, NULL};
+        int rf = extract_candidates_filtered(ex, text, len * reps, "/ws", &ef, collect, &f);
+        if (!same(rf, &f, ra, &a)) abort();
         int rr = extract_candidates_filtered(ex, stripped.p ? stripped.p : "", stripped.len, "/ws", &ef, collect, &r);
         int ro = ex_candidates_stripped(ex, text, len * reps, "/ws", &ef, collect, &o, 0);
-        if (rr != ro || r.log.len != o.log.len || (r.log.len && memcmp(r.log.p, o.log.p, r.log.len) != 0)) abort();
+        if (!same(rr, &r, ro, &o)) abort();
+        buf_free(&f.log);
         buf_free(&r.log);
         buf_free(&o.log);
     }
@@ -114,7 +114,7 @@ static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t
     buf_init(&w.log);
     extract_filter ew = {&t->names, collect_word};
     int rw = extract_candidates_filtered(ex, text, len * reps, "/ws", &ew, collect_id_once, &w);
-    if (rw != ra || w.log.len != a.log.len || (w.log.len && memcmp(w.log.p, a.log.p, w.log.len) != 0)) abort();
+    if (!same(rw, &w, ra, &a)) abort();
     buf_free(&w.log);
     buf_free(&a.log);
     free(text);
