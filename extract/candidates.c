@@ -307,23 +307,28 @@ enum { EX_SAMPLING, EX_MISSES_FIRST, EX_MEMO_FIRST };
 #define EX_ORDER_SAMPLE 512
 
 /* The starts among `cand` (bits of the 64-byte block at t, whose word
- * bits are `word`; each with eight bytes of text from it) of words no
- * name can equal (name_filter_word_may).  A word running into the next
- * block has no known length here and is left to the scan. */
+ * bits are `word`, the next block's `next_word`; each with eight bytes of
+ * text from it) of words no name can equal (name_filter_word_may).  A
+ * word of 63 bytes or more is left to the scan. */
 static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_filter *nf, const char *t,
-                                                                     uint64_t cand, uint64_t word)
+                                                                     uint64_t cand, uint64_t word,
+                                                                     uint64_t next_word)
 {
     /* the filter's fields in locals, and no branch but the loop's */
     if (!nf->nbits) return 0; /* no filter: every word may name an item */
     const uint64_t *wb = nf->wbits;
     const unsigned shift = nf->wshift;
     uint64_t out = 0, nonword = ~word;
+    unsigned last = ex_take_straddler(&cand, word);
     while (cand) {
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
         size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        uint64_t miss = (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) & (n < 63);
-        out |= miss << bit;
+        out |= (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) << bit;
+    }
+    if (last < 64) {
+        size_t n = ex_word_len(nonword, ~next_word, last);
+        out |= ((name_word_bit(wb, shift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
     }
     return out;
 }
@@ -361,9 +366,14 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
     int order = memo->key ? EX_SAMPLING : EX_MISSES_FIRST;
     unsigned seen = 0, missed = 0; /* words the first test looked at, and failed, while sampling */
     uint64_t carry = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
-    for (size_t base = 0; base < stop && !e->stop; base += 64) {
-        ex_cls c;
-        classify(t + base, len - base < 64 ? len - base : 64, &c);
+    /* each block is classified one ahead: a word running into the next
+     * block has its length from the next block's bits */
+    ex_cls c, nx;
+    uint64_t prev_path = 0; /* the block before's path bits */
+    classify(t, len < 64 ? len : 64, &c);
+    for (size_t base = 0; base < stop && !e->stop; base += 64, prev_path = c.path, c = nx) {
+        if (base + 64 < len) classify(t + base + 64, len - base - 64 < 64 ? len - base - 64 : 64, &nx);
+        else nx = (ex_cls){0};
         uint64_t starts = c.word & ~((c.word << 1) | carry);
         uint64_t after_path = (c.path << 1) | carry_p; /* bit i: byte i - 1 is a path byte */
         /* bit i: a word starting at byte i may be looked up in the memo (no
@@ -394,7 +404,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
         uint64_t misses = 0;
         if (order != EX_MEMO_FIRST) {
             uint64_t wm = starts & ~after_path & ex_room(base, len, 8);
-            misses = ex_word_misses(e->nf, t + base, wm, c.word);
+            misses = ex_word_misses(e->nf, t + base, wm, c.word, nx.word);
             trig &= ~misses;
             if (order == EX_SAMPLING) {
                 seen += (unsigned)__builtin_popcountll(wm);
@@ -402,7 +412,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
                 if (base + 64 >= EX_ORDER_SAMPLE) order = missed * 4 >= seen * 3 ? EX_MISSES_FIRST : EX_MEMO_FIRST;
             }
         }
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, 0);
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, nx.word, 0);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -410,11 +420,8 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
             if (p < done) continue;
             int maybe;
             if (starts >> bit & 1) {
-                uint64_t rest = ~c.word >> bit; /* the block's non-word bytes from p on */
-                size_t end = base + 64;
-                if (rest)
-                    end = p + (size_t)__builtin_ctzll(rest);
-                else /* the word runs into the next block */
+                size_t end = p + ex_word_len(~c.word, ~nx.word, bit);
+                if (end - p == 63) /* 63 bytes or more: the rest one byte at a time */
                     while (end < len && ex_is_word((unsigned char)t[end])) end++;
                 /* A word that no path byte precedes, the common case, was
                  * decided by single_word the first time, the same way for
@@ -455,15 +462,23 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
                 if (!maybe) done = q; /* only dots to the token's end */
             }
             if (!maybe) continue;
-            /* the token's bounds from the block's path bits; bytes past
-             * the block one at a time */
+            /* the token's bounds from the path bits of the block and the
+             * blocks on either side; further bytes one at a time */
             uint64_t below = ~c.path & (((uint64_t)1 << bit) - 1), after = ~c.path >> bit;
             size_t a = below ? base + 64 - (size_t)__builtin_clzll(below) : base;
             size_t i = after ? p + (size_t)__builtin_ctzll(after) : base + 64;
-            if (!below)
-                while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
-            if (!after)
-                while (i < len && is_path_char((unsigned char)t[i])) i++;
+            if (!below && base > 0) {
+                uint64_t r = ~prev_path; /* 0 past a text's start: none before it */
+                a = r ? base - (size_t)__builtin_clzll(r) : base - 64;
+                if (!r)
+                    while (a > 0 && is_path_char((unsigned char)t[a - 1])) a--;
+            }
+            if (!after) {
+                uint64_t r = ~nx.path; /* all ones past the text's end */
+                i = r ? base + 64 + (size_t)__builtin_ctzll(r) : base + 128;
+                if (!r)
+                    while (i < len && is_path_char((unsigned char)t[i])) i++;
+            }
             if (expand_token(e, t, len, a, i) < 0) return len;
             done = i;
         }

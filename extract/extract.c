@@ -930,7 +930,8 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
  * contiguous, so no gap can lie between that start and the byte).  A run
  * that starts here and runs past the block is looked at to its end, as
  * the earlier block did for this one. */
-static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, uint64_t ts, ex_spans *paths)
+static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, const ex_cls *nx, uint64_t ts,
+                       ex_spans *paths)
 {
     uint64_t special = c->dot | c->slash, sp = special;
     while (sp) {
@@ -947,12 +948,21 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
         if (spans_add(paths, base + s, e - s) != 0) return -1;
         sp &= e >= 64 ? 0 : ~(uint64_t)0 << e;
     }
-    /* the run holding the block's last byte, when it starts in the block */
+    /* the run holding the block's last byte, when it starts in the block:
+     * its end from the next block's bits (nx), or, when it runs past that
+     * block too, one byte at a time */
     if (!(c->path >> 63) || !ts) return 0;
     unsigned s = 63u - (unsigned)__builtin_clzll(ts);
     int has = (special >> s) != 0;
     size_t e = base + 64;
-    for (; e < len && ex_is_path_char((unsigned char)t[e]); e++) has |= t[e] == '.' || t[e] == '/';
+    uint64_t rest = ~nx->path;
+    if (rest) {
+        unsigned k = (unsigned)__builtin_ctzll(rest);
+        e += k;
+        has |= ((nx->dot | nx->slash) & (((uint64_t)1 << k) - 1)) != 0; /* k < 64 */
+    } else {
+        for (; e < len && ex_is_path_char((unsigned char)t[e]); e++) has |= t[e] == '.' || t[e] == '/';
+    }
     return has && spans_add(paths, base + s, e - (base + s)) != 0 ? -1 : 0;
 }
 
@@ -965,25 +975,27 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
-    for (size_t base = 0; base < len; base += 64) {
-        ex_cls c;
-        classify(t + base, len - base < 64 ? len - base : 64, &c);
+    /* each block is classified one ahead: a word running into the next
+     * block has its length from the next block's bits */
+    ex_cls c, nx;
+    classify(t, len < 64 ? len : 64, &c);
+    for (size_t base = 0; base < len; base += 64, c = nx) {
+        if (base + 64 < len) classify(t + base + 64, len - base - 64 < 64 ? len - base - 64 : 64, &nx);
+        else nx = (ex_cls){0};
         uint64_t ws = c.word & ~((c.word << 1) | carry_w), ts = c.path & ~((c.path << 1) | carry_p);
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
         uint64_t memo_ok = ex_memo_room(memo, base, len);
-        if (path_on && block_paths(t, len, base, &c, ts, paths) != 0) return -1;
+        if (path_on && block_paths(t, len, base, &c, &nx, ts, paths) != 0) return -1;
         /* repeats the memo has decided are counted first; the loop looks at
          * the other words */
-        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, 1);
+        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, nx.word, 1);
         while (ws) {
             unsigned bit = (unsigned)__builtin_ctzll(ws);
             ws &= ws - 1;
             size_t p = base + bit;
-            uint64_t rest = ~c.word >> bit;
-            size_t e = base + 64;
-            if (rest) e = p + (size_t)__builtin_ctzll(rest);
-            else
+            size_t e = p + ex_word_len(~c.word, ~nx.word, bit);
+            if (e - p == 63) /* 63 bytes or more: the rest one byte at a time */
                 while (e < len && ex_is_word((unsigned char)t[e])) e++;
             uint32_t kw;
             if ((memo_ok >> bit & 1) && e - p <= EX_MEMO_MAX) {

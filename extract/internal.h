@@ -220,31 +220,69 @@ static inline void ex_memo_flush_slot(const ex_memo *m, size_t slot, ex_sset *co
 /* Every slot's repeats into counts, at the end of a scan (normalize.c). */
 void ex_memo_flush(const ex_memo *m, ex_sset *counts);
 
+/* The length of the word starting at bit `bit` of a 64-byte block whose
+ * non-word bits are `nonword`, the next block's being `next_nonword` (all
+ * ones past the text): a word running into the next block ends there.
+ * 63 stands for 63 or more. */
+static inline size_t ex_word_len(uint64_t nonword, uint64_t next_nonword, unsigned bit)
+{
+    /* the next block's bits above the block's own (none when bit is 0) */
+    uint64_t from = (nonword >> bit) | ((next_nonword << 1) << (63 - bit));
+    return (size_t)__builtin_ctzll(from | (uint64_t)1 << 63);
+}
+
+/* The start of the word that runs into the next block, among `cand` (a
+ * block's word starts, whose word bits are `word`): taken out of *cand and
+ * returned, or 64 when there is none.  Its length needs the next block's
+ * bits; a word before it is done with its block's alone (the loops below
+ * test it on its own after theirs, so no other word pays for that). */
+static inline unsigned ex_take_straddler(uint64_t *cand, uint64_t word)
+{
+    if (!(word >> 63)) return 64;
+    uint64_t nonword = ~word;
+    unsigned s = nonword ? 64u - (unsigned)__builtin_clzll(nonword) : 0;
+    if (!(*cand >> s & 1)) return 64;
+    *cand ^= (uint64_t)1 << s;
+    return s;
+}
+
+/* The memo's test of the word t[bit, bit + n) (n <= EX_MEMO_MAX, 16 bytes
+ * readable from t + bit): the hit as bit `bit` of the result, counted in
+ * its slot when `counted`.  No branch on the outcome: hits and misses come
+ * in no order. */
+static inline __attribute__((always_inline)) uint64_t ex_memo_hit_at(const ex_memo *at, const char *t, unsigned bit,
+                                                                     size_t n, int counted)
+{
+    uint64_t key[2];
+    size_t slot = ex_memo_slot(at, t, bit, n, key);
+    uint64_t hit = (uint64_t)ex_memo_has(at, slot, key);
+    if (counted) at->cnt[slot] += (uint32_t)hit;
+    return hit << bit;
+}
+
 /* The starts among `cand` (bits of a 64-byte block at t whose word bits
- * are `word`; each with the 16 bytes the memo reads) of words the memo
- * has decided.  Most words of a text are such repeats, so a scan runs
- * this first over each block, with a handful of values live, and its
- * general loop visits only the rest (a word decided earlier in the same
- * block is still found there).  When counted, each hit is a repeat in its
- * slot's count (ex_memo_flush_slot). */
+ * are `word`, the next block's `next_word`; each with the 16 bytes the
+ * memo reads) of words the memo has decided.  Most words of a text are
+ * such repeats, so a scan runs this first over each block, with a handful
+ * of values live, and its general loop visits only the rest (a word
+ * decided earlier in the same block is still found there).  When counted,
+ * each hit is a repeat in its slot's count (ex_memo_flush_slot). */
 static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo *m, const char *t, uint64_t cand,
-                                                                   uint64_t word, int counted)
+                                                                   uint64_t word, uint64_t next_word, int counted)
 {
     /* the memo's fields in locals: a count's store could alias them */
     const ex_memo at = *m;
     uint64_t hits = 0, nonword = ~word;
+    unsigned last = ex_take_straddler(&cand, word);
     while (cand) {
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
-        /* the word's length; 63 when it runs into the next block */
         size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        if (n > EX_MEMO_MAX) continue;
-        uint64_t key[2];
-        size_t slot = ex_memo_slot(&at, t, bit, n, key);
-        /* no branch on the outcome: hits and misses come in no order */
-        uint64_t hit = (uint64_t)ex_memo_has(&at, slot, key);
-        hits |= hit << bit;
-        if (counted) at.cnt[slot] += (uint32_t)hit;
+        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
+    }
+    if (last < 64) {
+        size_t n = 64 - last + (size_t)__builtin_ctzll(~next_word | (uint64_t)1 << 63);
+        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, counted);
     }
     return hits;
 }
