@@ -43,7 +43,7 @@ static int imap_build(imap *m, tracker *t)
     m->it = calloc(m->cap, sizeof *m->it);
     if (!m->h || !m->it) return -1;
     for (item *it = t->items; it; it = it->hh.next) {
-        uint64_t h = asm_hash(it->id, strlen(it->id)) | 1; /* 0 marks an empty slot */
+        uint64_t h = asm_hash(it->id, tracker_id_len(it)) | 1; /* 0 marks an empty slot */
         size_t i = h & (m->cap - 1);
         while (m->h[i]) i = (i + 1) & (m->cap - 1);
         m->h[i] = h;
@@ -171,7 +171,7 @@ static size_t anchored_hashes(session *s, uint64_t **out)
             if (!v) break;
             *out = v;
         }
-        (*out)[n++] = asm_hash(it->id, strlen(it->id));
+        (*out)[n++] = asm_hash(it->id, tracker_id_len(it));
     }
     return n;
 }

@@ -1016,7 +1016,7 @@ void persist_legacy_json(const session *s, buf *out)
     for (size_t i = 0; i < n; i++) {
         const item *it = v[i];
         buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(out, it->id, strlen(it->id));
+        buf_json_str(out, it->id, tracker_id_len(it));
         buf_printf(out,
                    ",\"mentionCount\":%lld,\"referenceCount\":%lld,\"lastMentionTurn\":%lld,"
                    "\"anchored\":%s,\"createdAt\":%lld,\"category\":\"%s\",\"tier\":\"%s\","

@@ -135,7 +135,7 @@ void tl_put_id(buf *out, const char *s, size_t n)
 
 void tl_put_rec_item(buf *out, const item *it, const tl_header *rec)
 {
-    tl_put_id(out, it->id, strlen(it->id));
+    tl_put_id(out, it->id, tracker_id_len(it));
     put_item_form(out, it, rec);
 }
 
@@ -373,7 +373,7 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
 
 void tl_put_pruned(buf *out, const item *it, int64_t turn)
 {
-    tl_put_id(out, it->id, strlen(it->id));
+    tl_put_id(out, it->id, tracker_id_len(it));
     if (buf_reserve(out, TL_VAR_MAX) != 0) return;
     unsigned char *p = put_var((unsigned char *)out->p + out->len, (uint64_t)(turn - it->pruned_turn));
     out->len = (size_t)(p - (unsigned char *)out->p);

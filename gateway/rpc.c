@@ -273,7 +273,7 @@ static int m_anchor(rpc_call *c, int anchor)
             rc = persist_or_fail(c, s);
             if (rc == CLARITY_OK) {
                 buf_puts(c->out, "{\"ok\":true,\"itemId\":");
-                buf_json_str(c->out, it->id, strlen(it->id));
+                buf_json_str(c->out, it->id, tracker_id_len(it));
                 buf_printf(c->out, ",\"anchored\":%s,\"created\":%s}", anchor ? "true" : "false",
                            created ? "true" : "false");
             }
@@ -305,7 +305,7 @@ static int m_set_tier(rpc_call *c)
         rc = persist_or_fail(c, s);
         if (rc == CLARITY_OK) {
             buf_puts(c->out, "{\"ok\":true,\"itemId\":");
-            buf_json_str(c->out, it->id, strlen(it->id));
+            buf_json_str(c->out, it->id, tracker_id_len(it));
             buf_printf(c->out, ",\"tier\":\"%s\"}", tracker_tier_name(tier));
         }
     }

@@ -46,7 +46,7 @@ static void item_json(const scored_item *si, buf *out)
 {
     const item *it = si->it;
     buf_puts(out, "{\"id\":");
-    buf_json_str(out, it->id, strlen(it->id));
+    buf_json_str(out, it->id, tracker_id_len(it));
     buf_printf(out, ",\"category\":\"%s\"", tracker_category_name(it->category));
     num(out, "score", si->b.score, 1);
     buf_puts(out, ",\"breakdown\":{");

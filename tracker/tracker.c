@@ -61,7 +61,7 @@ void tracker_rebuild_names(tracker *t)
     if (name_filter_reset(&t->names, t->count * 2 + 64) != 0) return; /* passes all */
     for (item *it = t->items; it; it = it->hh.next) {
         const char *bare = tracker_bare_name(it->id, it->category);
-        name_filter_add(&t->names, bare, strlen(bare), it->id, strlen(it->id));
+        name_filter_add(&t->names, bare, strlen(bare), it->id, tracker_id_len(it));
     }
     t->names_removed = 0;
 }
@@ -80,7 +80,7 @@ static void names_add(tracker *t, const item *it)
         return;
     }
     const char *bare = tracker_bare_name(it->id, it->category);
-    name_filter_add(&t->names, bare, strlen(bare), it->id, strlen(it->id));
+    name_filter_add(&t->names, bare, strlen(bare), it->id, tracker_id_len(it));
 }
 
 const char *tracker_category_name(int cat)

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
@@ -160,6 +161,10 @@ void tracker_turn_key_add(tracker *t, uint64_t h);
 /* The name an id is written as in text: the id without its category
  * prefix ("tool:web_search" -> "web_search"); projects are bare already. */
 const char *tracker_bare_name(const char *id, int category);
+/* An item's id length: its table key's length, without reading the id,
+ * for an item in a tracker's table (ids are never empty); strlen for an
+ * item built outside one (hh zeroed). */
+static inline size_t tracker_id_len(const item *it) { return it->hh.keylen ? it->hh.keylen : strlen(it->id); }
 /* Rebuilds the name filter from the items (after many removals, and to
  * end a load). */
 void tracker_rebuild_names(tracker *t);
