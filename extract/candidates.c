@@ -366,14 +366,12 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
     int order = memo->key ? EX_SAMPLING : EX_MISSES_FIRST;
     unsigned seen = 0, missed = 0; /* words the first test looked at, and failed, while sampling */
     uint64_t carry = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
-    /* each block is classified one ahead: a word running into the next
-     * block has its length from the next block's bits */
+    /* each block classified one ahead (ex_classify_at) */
     ex_cls c, nx;
     uint64_t prev_path = 0; /* the block before's path bits */
-    classify(t, len < 64 ? len : 64, &c);
+    ex_classify_at(classify, t, len, 0, &c);
     for (size_t base = 0; base < stop && !e->stop; base += 64, prev_path = c.path, c = nx) {
-        if (base + 64 < len) classify(t + base + 64, len - base - 64 < 64 ? len - base - 64 : 64, &nx);
-        else nx = (ex_cls){0};
+        ex_classify_at(classify, t, len, base + 64, &nx);
         uint64_t starts = c.word & ~((c.word << 1) | carry);
         uint64_t after_path = (c.path << 1) | carry_p; /* bit i: byte i - 1 is a path byte */
         /* bit i: a word starting at byte i may be looked up in the memo (no
@@ -420,9 +418,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
             if (p < done) continue;
             int maybe;
             if (starts >> bit & 1) {
-                size_t end = p + ex_word_len(~c.word, ~nx.word, bit);
-                if (end - p == 63) /* 63 bytes or more: the rest one byte at a time */
-                    while (end < len && ex_is_word((unsigned char)t[end])) end++;
+                size_t end = ex_word_end(t, len, p, bit, &c, &nx);
                 /* A word that no path byte precedes, the common case, was
                  * decided by single_word the first time, the same way for
                  * the same bytes: the memo skips its repeats.  When path

@@ -148,6 +148,28 @@ ex_classify_open_avx2(const char *p, size_t n, ex_cls *c)
  * inlined (a constant argument of an always_inline body). */
 typedef void ex_classify_fn(const char *p, size_t n, ex_cls *c);
 
+/* The classes of the block at t + at of a text of len bytes, all zero past
+ * its end.  The scans classify each block one ahead of the one they work
+ * on: a word or token running into the next block ends by its bits. */
+static inline __attribute__((always_inline)) void ex_classify_at(ex_classify_fn *classify, const char *t, size_t len,
+                                                                 size_t at, ex_cls *c)
+{
+    if (at < len) classify(t + at, len - at < 64 ? len - at : 64, c);
+    else *c = (ex_cls){0};
+}
+
+/* The end of the word starting at t[p], bit `bit` of the block c (the
+ * next block nx): from the two blocks' word bits, further bytes (a word of
+ * 63 or more) one at a time. */
+static inline size_t ex_word_end(const char *t, size_t len, size_t p, unsigned bit, const ex_cls *c,
+                                 const ex_cls *nx)
+{
+    size_t end = p + ex_word_len(~c->word, ~nx->word, bit);
+    if (end - p == 63)
+        while (end < len && ex_is_word((unsigned char)t[end])) end++;
+    return end;
+}
+
 /* Whether this CPU runs ex_classify_avx2 (normalize.c). */
 int ex_cpu_avx2(void);
 

@@ -966,8 +966,6 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
     return has && spans_add(paths, base + s, e - (base + s)) != 0 ? -1 : 0;
 }
 
-typedef void ex_classify_fn(const char *p, size_t n, ex_cls *c);
-
 static inline __attribute__((always_inline)) int scan_words_body(const extractor *ex, const char *t, size_t len,
                                                                  ex_spans *tools, ex_spans *camel, ex_sset *counts,
                                                                  ex_spans *paths, ex_memo *memo,
@@ -975,13 +973,11 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
-    /* each block is classified one ahead: a word running into the next
-     * block has its length from the next block's bits */
+    /* each block classified one ahead (ex_classify_at) */
     ex_cls c, nx;
-    classify(t, len < 64 ? len : 64, &c);
+    ex_classify_at(classify, t, len, 0, &c);
     for (size_t base = 0; base < len; base += 64, c = nx) {
-        if (base + 64 < len) classify(t + base + 64, len - base - 64 < 64 ? len - base - 64 : 64, &nx);
-        else nx = (ex_cls){0};
+        ex_classify_at(classify, t, len, base + 64, &nx);
         uint64_t ws = c.word & ~((c.word << 1) | carry_w), ts = c.path & ~((c.path << 1) | carry_p);
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
@@ -994,9 +990,7 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
             unsigned bit = (unsigned)__builtin_ctzll(ws);
             ws &= ws - 1;
             size_t p = base + bit;
-            size_t e = p + ex_word_len(~c.word, ~nx.word, bit);
-            if (e - p == 63) /* 63 bytes or more: the rest one byte at a time */
-                while (e < len && ex_is_word((unsigned char)t[e])) e++;
+            size_t e = ex_word_end(t, len, p, bit, &c, &nx);
             uint32_t kw;
             if ((memo_ok >> bit & 1) && e - p <= EX_MEMO_MAX) {
                 uint64_t key[2];

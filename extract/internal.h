@@ -281,7 +281,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
     }
     if (last < 64) {
-        size_t n = 64 - last + (size_t)__builtin_ctzll(~next_word | (uint64_t)1 << 63);
+        size_t n = ex_word_len(nonword, ~next_word, last);
         if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, counted);
     }
     return hits;
