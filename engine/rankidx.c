@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* From this many entries sort_bytes beats the merges. */
+#define SMALL_RADIX_MIN 48
+
 /* The sorted runs src[a, m) and src[m, b) into dst[a, b), the left's
  * entries first among equal cores.  The higher half is taken from the
  * fronts and the lower half from the backs in the same loop: each step's
@@ -41,12 +44,58 @@ static void merge_runs(const rank_slot *src, rank_slot *dst, size_t a, size_t m,
     }
 }
 
+/* v[0, n) (SMALL_RADIX_MIN <= n < RANK_RADIX_MIN) sorted stably by the
+ * top 24 bits of their cores' order (three passes of a byte, least
+ * significant first, each skipped when all entries share its byte), then
+ * by core within equal bits: an insertion pass, whose shifts are few (24
+ * bits tell cores apart to 1 part in 4096; cores closer than that, all
+ * reversed, would make it quadratic, in fewer than 512 entries).  A
+ * turn's ~150 entries: 60 % of the merges' instructions, and 1 us less a
+ * dense turn (the merges' steps wait on each other). */
+static void sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
+{
+    uint32_t count[3][256];
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++) { /* the three bytes' counts in one pass */
+        uint32_t k = (uint32_t)(rank_desc_bits(v[i].core) >> 40);
+        v[i].key = k;
+        count[0][k & 255]++;
+        count[1][k >> 8 & 255]++;
+        count[2][k >> 16]++;
+    }
+    rank_slot *src = v, *dst = tmp;
+    for (unsigned d = 0; d < 3; d++) {
+        uint32_t *c = count[d];
+        unsigned shift = 8 * d;
+        if (c[src[0].key >> shift & 255] == n) continue; /* one byte for all */
+        uint32_t at = 0;
+        for (unsigned b = 0; b < 256; b++) {
+            uint32_t m = c[b];
+            c[b] = at;
+            at += m;
+        }
+        for (size_t i = 0; i < n; i++) dst[c[src[i].key >> shift & 255]++] = src[i];
+        rank_slot *sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != v) memcpy(v, src, n * sizeof *v);
+    for (size_t i = 1; i < n; i++) {
+        if (!(v[i - 1].core < v[i].core)) continue;
+        rank_slot s = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1].core < s.core; j--) v[j] = v[j - 1];
+        v[j] = s;
+    }
+}
+
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
- * through tmp (n entries).  A turn's few entries: insertion sort of runs
- * of 4, then bottom-up merges, each step choosing its entry without a
- * branch (cores compare at random, so a branch would miss half the time).
- * A whole index: the radix sort of the scores' order (util_radix_order), also
- * stable; it falls back to the merges without memory for its keys. */
+ * through tmp (n entries).  A turn's entries (~150 in a dense turn):
+ * sort_bytes.  Fewer: insertion sort of runs of 4, then bottom-up merges,
+ * each step choosing its entry without a branch (cores compare at random,
+ * so a branch would miss half the time).  A whole index: the radix sort
+ * of the scores' order (util_radix_order), also stable; it falls back to
+ * the merges without memory for its keys. */
 void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
 {
     if (n >= RANK_RADIX_MIN) {
@@ -63,6 +112,10 @@ void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
         free(k);
         free(idx);
         if (order) return;
+    }
+    if (n >= SMALL_RADIX_MIN && n < RANK_RADIX_MIN) {
+        sort_bytes(v, n, tmp);
+        return;
     }
     const size_t run = 4;
     for (size_t a = 0; a < n; a += run) {
@@ -107,7 +160,7 @@ static void reset(rankidx *x)
 
 static rank_slot slot_of(const clarity_config *cfg, const scorer_tables *tables, item *it)
 {
-    return (rank_slot){scorer_bound_core(cfg, tables, it), it, it->rank_ver};
+    return (rank_slot){scorer_bound_core(cfg, tables, it), it, it->rank_ver, 0};
 }
 
 /* Every item anew; the queue is emptied. */

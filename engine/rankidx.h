@@ -27,6 +27,7 @@ typedef struct rank_slot {
     double core; /* scorer_bound_core when the entry was made */
     item *it;
     uint32_t ver; /* it->rank_ver then */
+    uint32_t key; /* scratch of rankidx_sort */
 } rank_slot;
 
 typedef struct rankidx {

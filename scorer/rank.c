@@ -86,15 +86,6 @@ static uint32_t *sort_idx(const rank_ent *v, uint32_t *x, uint32_t *tmp, size_t 
     return src;
 }
 
-uint64_t rank_desc_bits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    if (d == 0) u = 0; /* -0.0 == 0.0 */
-    u = (u >> 63) ? ~u : u | (uint64_t)1 << 63;
-    return ~u;
-}
-
 /* ---- large arrays: a most-significant-digit radix sort ------------------
  *
  * The key is the score's order bits then the id's bytes, one byte a level.

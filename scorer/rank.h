@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct rank_ent {
     double score;       /* NaN ranks as -infinity */
@@ -28,7 +29,14 @@ void rank_sort(rank_ent *v, size_t n);
 /* The score as an integer that sorts ascending when the scores sort
  * descending (IEEE order: the sign bit of positives flipped, every bit of
  * negatives; then complemented; -0 is 0). */
-uint64_t rank_desc_bits(double d);
+static inline uint64_t rank_desc_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    if (d == 0) u = 0; /* -0.0 == 0.0 */
+    u = (u >> 63) ? ~u : u | (uint64_t)1 << 63;
+    return ~u;
+}
 /* Below this many keys the merge sort beats the radix sort. */
 #define RANK_RADIX_MIN 512
 /* The indices 0..n-1 of score[] into order[] by score descending (NaN as

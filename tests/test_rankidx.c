@@ -158,6 +158,53 @@ Test(rankidx, indexed_block_equals_the_full_scan_original_model_many_items)
             6000);
 }
 
+/* A turn that changes many items alike: the overlay then holds far more
+ * entries that may rank than the block reads first (its seeds), with
+ * equal cores, and the k best (ties by id) are among the others too. */
+Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
+{
+    static const char *const configs[] = {
+        "{\"storage\":{\"backend\":\"memory\"}}",
+        "{\"storage\":{\"backend\":\"memory\"},\"context\":{\"maxItems\":40,\"minScore\":0}}",
+    };
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        engine *e = open_engine(configs[ci]);
+        session *s;
+        cr_assert_eq(engine_acquire(e, "rank-alike", 1, &s), CLARITY_OK);
+        char id[48];
+        buf a, b;
+        buf_init(&a);
+        buf_init(&b);
+        for (int i = 0; i < 900; i++) {
+            snprintf(id, sizeof id, "keyword:k%04d", i);
+            tracker_mention(&s->t, id, CAT_KEYWORD, 0);
+        }
+        block_write(e, s, &a); /* the index is built */
+        size_t seen_over = 0;
+        for (int round = 0; round < 6; round++) {
+            tracker_advance_turn(&s->t);
+            /* 300 items, from a different place each round, mentioned alike */
+            for (int i = 0; i < 300; i++) {
+                snprintf(id, sizeof id, "keyword:k%04d", (899 - i * 3 - round) % 900);
+                tracker_mention(&s->t, id, CAT_KEYWORD, 0);
+            }
+            buf_reset(&a);
+            buf_reset(&b);
+            block_write(e, s, &a);
+            seen_over += s->rank.no > 2 * (size_t)e->cfg.context.max_items + 16;
+            block_write_scan(e, s, &b);
+            cr_assert(a.len > 0, "config %zu, round %d: an empty block", ci, round);
+            cr_assert(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
+                      "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, a.p, b.p);
+        }
+        cr_assert_gt(seen_over, (size_t)0, "config %zu: the overlay never outgrew the seeds", ci);
+        buf_free(&a);
+        buf_free(&b);
+        engine_release(e, s);
+        engine_free(e);
+    }
+}
+
 /* The index's sort is stable, highest core first: against qsort of the same
  * entries ordered by (core descending, original position), for sizes on
  * both sides of its radix threshold, with many ties and with none. */
