@@ -158,9 +158,9 @@ Test(rankidx, indexed_block_equals_the_full_scan_original_model_many_items)
             6000);
 }
 
-/* A turn that changes many items alike: the overlay then holds far more
- * entries that may rank than the block reads first (its seeds), with
- * equal cores, and the k best (ties by id) are among the others too. */
+/* A turn that changes many items alike: the overlay then holds hundreds
+ * of entries of equal cores, sorted in and merged with the equal entries
+ * of turns before, and the k best (ties by id) may be any of them. */
 Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
 {
     static const char *const configs[] = {
@@ -191,13 +191,13 @@ Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
             buf_reset(&a);
             buf_reset(&b);
             block_write(e, s, &a);
-            seen_over += s->rank.no > 2 * (size_t)e->cfg.context.max_items + 16;
+            seen_over += s->rank.no >= 300;
             block_write_scan(e, s, &b);
             cr_assert(a.len > 0, "config %zu, round %d: an empty block", ci, round);
             cr_assert(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
                       "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, a.p, b.p);
         }
-        cr_assert_gt(seen_over, (size_t)0, "config %zu: the overlay never outgrew the seeds", ci);
+        cr_assert_gt(seen_over, (size_t)0, "config %zu: the overlay never held a turn's entries", ci);
         buf_free(&a);
         buf_free(&b);
         engine_release(e, s);
