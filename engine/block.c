@@ -92,12 +92,19 @@ static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int us
     if (k == 0) return 0;
     double pred_max = predict_term_max(e, s);
     if (use_index && s->t.count >= RANKIDX_MIN_ITEMS && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
-        rankidx_iter ri = {&s->rank, 0, 0};
-        for (const rank_slot *sl; (sl = rankidx_next(&ri));) {
+        rankidx_iter ri = {&s->rank, 0, 0, 0, 0};
+        double stop = -INFINITY;
+        int ordered;
+        for (const rank_slot *sl; (sl = rankidx_next(&ri, &ordered));) {
             double most = scorer_bound_of_core(sl->core, pred_max);
-            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) break;
+            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) {
+                if (!ordered) continue;
+                stop = sl->core;
+                break;
+            }
             consider(e, s, sl->it, pred_max, k, top, &n);
         }
+        rankidx_cut(&s->rank, stop);
         return n;
     }
     for (item *it = s->t.items; it; it = it->hh.next) consider(e, s, it, pred_max, k, top, &n);

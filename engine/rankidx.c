@@ -154,7 +154,8 @@ static int reserve(rank_slot **v, size_t *cap, size_t need)
 
 static void reset(rankidx *x)
 {
-    x->n = x->no = 0;
+    x->n = x->no = x->nc = 0;
+    x->cold_max = -INFINITY;
     x->gen = 0;
 }
 
@@ -222,12 +223,22 @@ static size_t live_only(rank_slot *v, size_t n)
     return live;
 }
 
-/* The overlay into the main array, superseded entries dropped. */
+/* The overlay and the cold list into the main array, superseded entries
+ * dropped: the cold list sorted, merged with the overlay, and the two
+ * merged into the main array. */
 static int fold(rankidx *x)
 {
     x->n = live_only(x->main, x->n);
     x->no = live_only(x->over, x->no);
-    if (reserve(&x->main, &x->cap, x->n + x->no) != 0) return -1;
+    x->nc = live_only(x->cold, x->nc);
+    if (reserve(&x->main, &x->cap, x->n + x->no + x->nc) != 0 ||
+        reserve(&x->over, &x->cap_o, x->no + x->nc) != 0 || reserve(&x->tmp, &x->cap_t, x->nc) != 0)
+        return -1;
+    rankidx_sort(x->cold, x->nc, x->tmp);
+    merge_back(x->over, x->no, x->cold, x->nc);
+    x->no += x->nc;
+    x->nc = 0;
+    x->cold_max = -INFINITY;
     merge_back(x->main, x->n, x->over, x->no);
     x->n += x->no;
     x->no = 0;
@@ -254,29 +265,41 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
         /* the queue's length is kept: counting it would chase every queued
          * item's pointer once more, a cache miss each */
         size_t from = x->no, m = t->n_rank_q;
-        if (reserve(&x->over, &x->cap_o, x->no + m) != 0) {
+        if (reserve(&x->over, &x->cap_o, x->no + m) != 0 || reserve(&x->cold, &x->cap_c, x->nc + m) != 0) {
             rc = -1; /* the queue stays; the rebuild after the reset takes it */
         } else {
             for (item *it = t->rank_q; it; it = it->rank_next) {
-                x->over[x->no++] = slot_of(cfg, tables, it);
+                rank_slot sl = slot_of(cfg, tables, it);
                 it->rank_queued = 0;
+                if (sl.core >= x->cut) {
+                    x->over[x->no++] = sl;
+                } else {
+                    x->cold[x->nc++] = sl;
+                    if (sl.core > x->cold_max) x->cold_max = sl.core;
+                }
             }
             t->rank_q = NULL;
             t->n_rank_q = 0;
             rc = merge_new(x, from);
             /* a fold costs O(n), a turn's merge O(overlay): folding once
-             * the overlay passes ~20 sqrt(n) balances the two */
-            if (rc == 0 && x->no > 64 + 20 * (size_t)sqrt((double)x->n)) rc = fold(x);
+             * the overlay and the cold list pass ~20 sqrt(n) balances the two */
+            if (rc == 0 && x->no + x->nc > 64 + 20 * (size_t)sqrt((double)x->n)) rc = fold(x);
         }
     }
     if (rc != 0) reset(x);
     return rc;
 }
 
+void rankidx_cut(rankidx *x, double stop_core)
+{
+    x->cut = stop_core - 0.1 * fabs(stop_core);
+}
+
 void rankidx_free(rankidx *x)
 {
     free(x->main);
     free(x->over);
+    free(x->cold);
     free(x->tmp);
     memset(x, 0, sizeof *x);
 }

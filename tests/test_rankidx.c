@@ -5,6 +5,7 @@
  * both scoring models and with few or many items per block; most blocks
  * come from the index (the sessions grow past RANKIDX_MIN_ITEMS). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,133 @@ Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
         engine_release(e, s);
         engine_free(e);
     }
+}
+
+/* Entries that go cold (new entries below the cut, where the last walk
+ * stopped less a margin) and are needed later: the items ranked above them
+ * are pruned, so the walk comes down to them; the cold list holds entries
+ * of many cores in no order, some above where the ordered walk would stop.
+ * In odd rounds the cut is set above every core, so that all of a turn's
+ * entries go cold. */
+Test(rankidx, entries_below_the_cut_still_rank_when_the_walk_comes_down_to_them)
+{
+    static const char *const configs[] = {
+        "{\"storage\":{\"backend\":\"memory\"}}",
+        "{\"storage\":{\"backend\":\"memory\"},\"context\":{\"maxItems\":40,\"minScore\":0}}",
+    };
+    srand(41);
+    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
+        engine *e = open_engine(configs[ci]);
+        session *s;
+        cr_assert_eq(engine_acquire(e, "rank-cold", 1, &s), CLARITY_OK);
+        char id[48];
+        buf a, b;
+        buf_init(&a);
+        buf_init(&b);
+        /* 100 strong items, 800 weak ones */
+        for (int i = 0; i < 900; i++) {
+            snprintf(id, sizeof id, "keyword:c%04d", i);
+            for (int m = i < 100 ? 20 : 1 + i % 3; m > 0; m--) tracker_mention(&s->t, id, CAT_KEYWORD, 0);
+        }
+        block_write(e, s, &a); /* the index is built, and the cut set */
+        size_t cold_seen = 0;
+        for (int round = 0; round < 40; round++) {
+            tracker_advance_turn(&s->t);
+            if (round % 2) rankidx_cut(&s->rank, 1e300);
+            for (int i = 0; i < 120; i++) { /* weak items mentioned */
+                snprintf(id, sizeof id, "keyword:c%04d", 100 + rand() % 800);
+                for (int m = 1 + rand() % 6; m > 0; m--) tracker_mention(&s->t, id, CAT_KEYWORD, 0);
+            }
+            cold_seen += s->rank.nc > 0;
+            /* every few rounds the strong items are pruned (the walk then
+             * comes down to the weak ones, many of them cold), or back */
+            for (int i = 0; i < 100; i++) {
+                snprintf(id, sizeof id, "keyword:c%04d", i);
+                item *it = tracker_find(&s->t, id);
+                int pruned = round % 4 == 1 || (round % 4 == 2 && rand() % 2);
+                if (it && it->pruned != pruned) {
+                    it->pruned = pruned;
+                    tracker_mark_dirty(&s->t, it);
+                }
+            }
+            buf_reset(&a);
+            buf_reset(&b);
+            block_write(e, s, &a);
+            cold_seen += s->rank.nc > 0;
+            block_write_scan(e, s, &b);
+            cr_assert(a.len > 0, "config %zu, round %d: an empty block", ci, round);
+            cr_assert(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
+                      "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, a.p, b.p);
+        }
+        cr_assert_gt(cold_seen, (size_t)10, "config %zu: the cold list was seldom used (%zu)", ci, cold_seen);
+        buf_free(&a);
+        buf_free(&b);
+        engine_release(e, s);
+        engine_free(e);
+    }
+}
+
+/* The walk's order: each live item once; the ordered entries highest
+ * first; the cold list (its highest core kept by the sync) read as one run
+ * before the first ordered entry below that core and after every one not
+ * below it; all of a turn's entries cold when the cut is above them. */
+Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
+{
+    engine *e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
+    tracker t;
+    tracker_init(&t, 8);
+    rankidx x;
+    memset(&x, 0, sizeof x);
+    char id[32];
+    enum { N = 400 };
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "keyword:o%04d", i);
+        item *it = tracker_mention(&t, id, CAT_KEYWORD, 0);
+        it->mention_count = 1 + rand() % 200;
+        tracker_mark_dirty(&t, it);
+    }
+    cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+    for (int round = 0; round < 30; round++) {
+        tracker_advance_turn(&t);
+        rankidx_cut(&x, round % 3 ? 1e300 : -INFINITY); /* all new entries cold, or none */
+        for (int k = 0; k < 40; k++) {
+            snprintf(id, sizeof id, "keyword:o%04d", rand() % N);
+            item *it = tracker_find(&t, id);
+            it->mention_count = 1 + rand() % 200;
+            tracker_mark_dirty(&t, it);
+        }
+        cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+        double most = -INFINITY;
+        for (size_t c = 0; c < x.nc; c++) most = x.cold[c].core > most ? x.cold[c].core : most;
+        if (x.nc) cr_assert_eq(x.cold_max, most, "round %d: cold_max %g, the list's highest %g", round, x.cold_max, most);
+        unsigned char *seen = calloc(N, 1);
+        rankidx_iter ri = {&x, 0, 0, 0, 0};
+        int ordered, in_cold = 0, cold_done = 0;
+        double last = INFINITY;
+        size_t count = 0;
+        for (const rank_slot *sl; (sl = rankidx_next(&ri, &ordered));) {
+            int i = atoi(sl->it->id + strlen("keyword:o"));
+            cr_assert(!seen[i], "round %d: %s read twice", round, sl->it->id);
+            seen[i] = 1;
+            count++;
+            if (!ordered) {
+                cr_assert(!cold_done, "round %d: the cold list read in two runs", round);
+                in_cold = 1;
+                continue;
+            }
+            if (in_cold) cold_done = 1, in_cold = 0;
+            cr_assert(sl->core <= last, "round %d: ordered entries out of order", round);
+            last = sl->core;
+            if (x.nc && !cold_done) cr_assert(sl->core >= x.cold_max, "round %d: %g read before the cold list (%g)", round, sl->core, x.cold_max);
+            if (cold_done) cr_assert(sl->core < x.cold_max, "round %d: %g read after the cold list (%g)", round, sl->core, x.cold_max);
+        }
+        cr_assert_eq(count, (size_t)N, "round %d: %zu of %d items read", round, count, N);
+        free(seen);
+    }
+    rankidx_free(&x);
+    tracker_free(&t);
+    engine_free(e);
 }
 
 /* The index's sort is stable, highest core first: against qsort of the same
