@@ -249,6 +249,7 @@ static int fold(rankidx *x)
 static int merge_new(rankidx *x, size_t from)
 {
     size_t m = x->no - from;
+    if (m == 0) return 0; /* all went cold */
     if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
     rankidx_sort(x->over + from, m, x->tmp);
     memcpy(x->tmp, x->over + from, m * sizeof *x->tmp);
