@@ -754,7 +754,10 @@ int extract_tool_call(const extractor *ex, const char *json, const char *workspa
     int jr = ex_json_read(json, &len, &v, &nv, &root);
     if (jr < 0) return jr;
     if (jr == 0) { /* the common case: no tree built */
-        int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
+        /* files come only from strings under path keys: none, no pass */
+        int any = 0;
+        for (size_t i = 0; i < nv && !any; i++) any = is_path_key_n(v[i].key, v[i].key_len);
+        int rc = any ? visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1) : 0;
         int rc2 = visit_strings(ex, v, nv, workspace, f, on_candidate, ud, 0);
         free(v);
         return rc ? rc : rc2;
