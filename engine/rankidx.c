@@ -293,7 +293,9 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
 
 void rankidx_cut(rankidx *x, double stop_core)
 {
-    x->cut = stop_core - 0.1 * fabs(stop_core);
+    double low = stop_core < x->last_stop ? stop_core : x->last_stop;
+    x->last_stop = stop_core;
+    x->cut = low - 0.1 * fabs(low);
 }
 
 void rankidx_free(rankidx *x)

@@ -236,7 +236,7 @@ Test(rankidx, entries_below_the_cut_still_rank_when_the_walk_comes_down_to_them)
         size_t cold_seen = 0;
         for (int round = 0; round < 40; round++) {
             tracker_advance_turn(&s->t);
-            if (round % 2) rankidx_cut(&s->rank, 1e300);
+            if (round % 2) s->rank.cut = INFINITY; /* every new entry cold */
             for (int i = 0; i < 120; i++) { /* weak items mentioned */
                 snprintf(id, sizeof id, "keyword:c%04d", 100 + rand() % 800);
                 for (int m = 1 + rand() % 6; m > 0; m--) tracker_mention(&s->t, id, CAT_KEYWORD, 0);
@@ -293,7 +293,7 @@ Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
     cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
     for (int round = 0; round < 30; round++) {
         tracker_advance_turn(&t);
-        rankidx_cut(&x, round % 3 ? 1e300 : -INFINITY); /* all new entries cold, or none */
+        x.cut = round % 3 ? INFINITY : -INFINITY; /* all new entries cold, or none */
         for (int k = 0; k < 40; k++) {
             snprintf(id, sizeof id, "keyword:o%04d", rand() % N);
             item *it = tracker_find(&t, id);
