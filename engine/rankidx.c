@@ -1,7 +1,6 @@
 /* rankidx.c: the items by turn-free score bound (rankidx.h). */
 #include "rankidx.h"
 #include "../scorer/rank.h"
-#include "../util/radix.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -44,15 +43,17 @@ static void merge_runs(const rank_slot *src, rank_slot *dst, size_t a, size_t m,
     }
 }
 
-/* v[0, n) (SMALL_RADIX_MIN <= n < RANK_RADIX_MIN) sorted stably by the
- * top 24 bits of their cores' order (three passes of a byte, least
- * significant first, each skipped when all entries share its byte), then
- * by core within equal bits: an insertion pass, whose shifts are few (24
- * bits tell cores apart to 1 part in 4096; cores closer than that, all
- * reversed, would make it quadratic, in fewer than 512 entries).  A
- * turn's ~150 entries: 60 % of the merges' instructions, and 1 us less a
- * dense turn (the merges' steps wait on each other). */
-static void sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
+/* v[0, n) (n >= SMALL_RADIX_MIN) sorted stably by the top 24 bits of
+ * their cores' order (three passes of a byte, least significant first,
+ * each skipped when all entries share its byte), then by core within equal
+ * bits: an insertion pass, whose shifts are few (24 bits tell cores apart
+ * to 1 part in 4,096).  Cores closer than that in reverse order would make
+ * it quadratic: past 8n + 1,024 shifts it stops, with v a permutation in
+ * which equal cores keep their order, and returns -1 for the merges to
+ * finish.  A turn's ~150 entries: 60 % of the merges' instructions and
+ * 1 us less a dense turn (the merges' steps wait on each other); a fold's
+ * thousands: a seventh of the 64-bit radix sort's. */
+static int sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
 {
     uint32_t count[3][256];
     memset(count, 0, sizeof count);
@@ -80,43 +81,27 @@ static void sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
         dst = sw;
     }
     if (src != v) memcpy(v, src, n * sizeof *v);
+    size_t budget = 8 * n + 1024;
     for (size_t i = 1; i < n; i++) {
         if (!(v[i - 1].core < v[i].core)) continue;
         rank_slot s = v[i];
         size_t j = i;
         for (; j > 0 && v[j - 1].core < s.core; j--) v[j] = v[j - 1];
         v[j] = s;
+        if (i - j > budget) return -1;
+        budget -= i - j;
     }
+    return 0;
 }
 
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
- * through tmp (n entries).  A turn's entries (~150 in a dense turn):
- * sort_bytes.  Fewer: insertion sort of runs of 4, then bottom-up merges,
- * each step choosing its entry without a branch (cores compare at random,
- * so a branch would miss half the time).  A whole index: the radix sort
- * of the scores' order (util_radix_order), also stable; it falls back to
- * the merges without memory for its keys. */
+ * through tmp (n entries): sort_bytes from SMALL_RADIX_MIN entries.
+ * Fewer, or where sort_bytes gave up: insertion sort of runs of 4, then
+ * bottom-up merges, each step choosing its entry without a branch (cores
+ * compare at random, so a branch would miss half the time). */
 void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
 {
-    if (n >= RANK_RADIX_MIN) {
-        uint64_t *k = malloc(n * sizeof *k);
-        uint32_t *idx = malloc(2 * n * sizeof *idx), *order = NULL;
-        if (k && idx) {
-            for (size_t i = 0; i < n; i++) k[i] = rank_desc_bits(v[i].core);
-            order = util_radix_order(k, idx, n);
-        }
-        if (order) {
-            for (size_t i = 0; i < n; i++) tmp[i] = v[order[i]];
-            memcpy(v, tmp, n * sizeof *v);
-        }
-        free(k);
-        free(idx);
-        if (order) return;
-    }
-    if (n >= SMALL_RADIX_MIN && n < RANK_RADIX_MIN) {
-        sort_bytes(v, n, tmp);
-        return;
-    }
+    if (n >= SMALL_RADIX_MIN && sort_bytes(v, n, tmp) == 0) return;
     const size_t run = 4;
     for (size_t a = 0; a < n; a += run) {
         size_t b = a + run < n ? a + run : n;

@@ -335,7 +335,8 @@ Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
 
 /* The index's sort is stable, highest core first: against qsort of the same
  * entries ordered by (core descending, original position), for sizes on
- * both sides of its radix threshold, with many ties and with none. */
+ * both sides of its byte sort's threshold, with many ties, with none, and
+ * with cores closer than the byte sort tells apart, in reverse. */
 static int by_core_then_position(const void *x, const void *y)
 {
     const rank_slot *a = x, *b = y;
@@ -352,8 +353,11 @@ Test(rankidx, sort_is_stable_and_highest_first)
     for (int round = 0; round < 3000; round++) {
         size_t n = round % 3 ? (size_t)(rand() % 130) : (size_t)(rand() % MAX);
         int range = round % 2 ? 1 + rand() % 6 : 1000000; /* ties, or (nearly) none */
+        /* every tenth round: cores too close for 24 bits to tell apart,
+         * lowest first (the byte sort's last pass would be quadratic) */
+        int close = round % 10 == 9;
         for (size_t i = 0; i < n; i++) {
-            v[i].core = (double)(rand() % range) / 7.0;
+            v[i].core = close ? 1000.0 + (double)(i / (1 + rand() % 3)) * 1e-9 : (double)(rand() % range) / 7.0;
             v[i].it = NULL;
             v[i].ver = (uint32_t)i; /* the original position */
         }
