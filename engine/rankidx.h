@@ -7,12 +7,12 @@
  * (tracker_mark_dirty) and changes its generation when items go away; the
  * index drains the queue into a small sorted overlay, merges the overlay
  * into the main array when it grows, and rebuilds on a new generation.
- * A new entry below the cut (where the last block's walk stopped, less a
- * margin) is only appended to a cold list: most of a turn's entries rank
- * too low for any block to read them, and sorting them in was most of
- * the index's cost.  A walk reads the cold list, in no order, when the
- * entries it walks in order come down to its highest core; the lists are
- * sorted into the main array together at a fold.
+ * A new entry below the cut (a tenth below where the last two blocks'
+ * walks stopped: rankidx_cut) is only appended to a cold list: most of a
+ * turn's entries rank too low for any block to read them, and sorting
+ * them in was most of the index's cost.  A walk reads the cold list, in
+ * no order, when the entries it walks in order come down to its highest
+ * core; the lists are sorted into the main array together at a fold.
  * An entry records the item's rank_ver when it was made: one that no
  * longer matches was superseded and is skipped. */
 #ifndef ENGINE_RANKIDX_H
@@ -41,10 +41,10 @@ typedef struct rankidx {
     rank_slot *cold;        /* new entries below the cut, in no order */
     rank_slot *tmp;         /* a turn's new entries while they are merged */
     size_t n, cap, no, cap_o, nc, cap_c, cap_t;
-    double cold_max; /* the highest core in cold (-inf when empty) */
-    double cut;      /* new entries below it go cold; -inf: none (rankidx_cut) */
+    double cold_max;  /* the highest core in cold (-inf when empty) */
+    double cut;       /* new entries below it go cold; -inf: none (rankidx_cut) */
     double last_stop; /* where the walk before the last stopped */
-    uint64_t gen;    /* the tracker generation it reflects; 0 = none */
+    uint64_t gen;     /* the tracker generation it reflects; 0 = none */
 } rankidx;
 
 /* Sets the cut from the core of the entry a walk stopped at (-inf: it did
