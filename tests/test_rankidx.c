@@ -159,50 +159,92 @@ Test(rankidx, indexed_block_equals_the_full_scan_original_model_many_items)
             6000);
 }
 
+/* A session for the block tests below, with the indexed and the scanned
+ * block's buffers, in each of two configs (few and many items a block). */
+static const char *const block_configs[] = {
+    "{\"storage\":{\"backend\":\"memory\"}}",
+    "{\"storage\":{\"backend\":\"memory\"},\"context\":{\"maxItems\":40,\"minScore\":0}}",
+};
+#define N_BLOCK_CONFIGS (sizeof block_configs / sizeof *block_configs)
+
+typedef struct blocks {
+    engine *e;
+    session *s;
+    buf a, b;
+} blocks;
+
+static void blocks_open(blocks *k, size_t ci, const char *session_id)
+{
+    k->e = open_engine(block_configs[ci]);
+    cr_assert_eq(engine_acquire(k->e, session_id, 1, &k->s), CLARITY_OK);
+    buf_init(&k->a);
+    buf_init(&k->b);
+}
+
+static void blocks_close(blocks *k)
+{
+    buf_free(&k->a);
+    buf_free(&k->b);
+    engine_release(k->e, k->s);
+    engine_free(k->e);
+}
+
+/* The block through the index into k->a (what `seen` then counts is read
+ * right after it), the block of every item bounded into k->b: equal, and
+ * not empty. */
+static size_t blocks_compare(blocks *k, size_t ci, int round, size_t (*seen)(const rankidx *))
+{
+    buf_reset(&k->a);
+    buf_reset(&k->b);
+    block_write(k->e, k->s, &k->a);
+    size_t n = seen(&k->s->rank);
+    block_write_scan(k->e, k->s, &k->b);
+    cr_assert(k->a.len > 0, "config %zu, round %d: an empty block", ci, round);
+    cr_assert(k->a.len == k->b.len && memcmp(k->a.p, k->b.p, k->a.len) == 0,
+              "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, k->a.p, k->b.p);
+    return n;
+}
+
+/* A keyword item named by fmt and i, mentioned `times` times. */
+static item *mention_keyword(tracker *t, const char *fmt, int i, int times)
+{
+    char id[48];
+    snprintf(id, sizeof id, fmt, i);
+    item *it = NULL;
+    for (; times > 0; times--) it = tracker_mention(t, id, CAT_KEYWORD, 0);
+    return it;
+}
+
+/* The keyword item named by fmt and i, or NULL. */
+static item *find_keyword(tracker *t, const char *fmt, int i)
+{
+    char id[48];
+    snprintf(id, sizeof id, fmt, i);
+    return tracker_find(t, id);
+}
+
+static size_t overlay_holds_a_turn(const rankidx *x) { return x->no >= 300; }
+static size_t cold_in_use(const rankidx *x) { return x->nc > 0; }
+
 /* A turn that changes many items alike: the overlay then holds hundreds
  * of entries of equal cores, sorted in and merged with the equal entries
  * of turns before, and the k best (ties by id) may be any of them. */
 Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
 {
-    static const char *const configs[] = {
-        "{\"storage\":{\"backend\":\"memory\"}}",
-        "{\"storage\":{\"backend\":\"memory\"},\"context\":{\"maxItems\":40,\"minScore\":0}}",
-    };
-    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
-        engine *e = open_engine(configs[ci]);
-        session *s;
-        cr_assert_eq(engine_acquire(e, "rank-alike", 1, &s), CLARITY_OK);
-        char id[48];
-        buf a, b;
-        buf_init(&a);
-        buf_init(&b);
-        for (int i = 0; i < 900; i++) {
-            snprintf(id, sizeof id, "keyword:k%04d", i);
-            tracker_mention(&s->t, id, CAT_KEYWORD, 0);
-        }
-        block_write(e, s, &a); /* the index is built */
+    for (size_t ci = 0; ci < N_BLOCK_CONFIGS; ci++) {
+        blocks k;
+        blocks_open(&k, ci, "rank-alike");
+        for (int i = 0; i < 900; i++) mention_keyword(&k.s->t, "keyword:k%04d", i, 1);
+        block_write(k.e, k.s, &k.a); /* the index is built */
         size_t seen_over = 0;
         for (int round = 0; round < 6; round++) {
-            tracker_advance_turn(&s->t);
+            tracker_advance_turn(&k.s->t);
             /* 300 items, from a different place each round, mentioned alike */
-            for (int i = 0; i < 300; i++) {
-                snprintf(id, sizeof id, "keyword:k%04d", (899 - i * 3 - round) % 900);
-                tracker_mention(&s->t, id, CAT_KEYWORD, 0);
-            }
-            buf_reset(&a);
-            buf_reset(&b);
-            block_write(e, s, &a);
-            seen_over += s->rank.no >= 300;
-            block_write_scan(e, s, &b);
-            cr_assert(a.len > 0, "config %zu, round %d: an empty block", ci, round);
-            cr_assert(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
-                      "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, a.p, b.p);
+            for (int i = 0; i < 300; i++) mention_keyword(&k.s->t, "keyword:k%04d", (899 - i * 3 - round) % 900, 1);
+            seen_over += blocks_compare(&k, ci, round, overlay_holds_a_turn);
         }
         cr_assert_gt(seen_over, (size_t)0, "config %zu: the overlay never held a turn's entries", ci);
-        buf_free(&a);
-        buf_free(&b);
-        engine_release(e, s);
-        engine_free(e);
+        blocks_close(&k);
     }
 }
 
@@ -214,61 +256,62 @@ Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
  * entries go cold. */
 Test(rankidx, entries_below_the_cut_still_rank_when_the_walk_comes_down_to_them)
 {
-    static const char *const configs[] = {
-        "{\"storage\":{\"backend\":\"memory\"}}",
-        "{\"storage\":{\"backend\":\"memory\"},\"context\":{\"maxItems\":40,\"minScore\":0}}",
-    };
     srand(41);
-    for (size_t ci = 0; ci < sizeof configs / sizeof *configs; ci++) {
-        engine *e = open_engine(configs[ci]);
-        session *s;
-        cr_assert_eq(engine_acquire(e, "rank-cold", 1, &s), CLARITY_OK);
-        char id[48];
-        buf a, b;
-        buf_init(&a);
-        buf_init(&b);
+    for (size_t ci = 0; ci < N_BLOCK_CONFIGS; ci++) {
+        blocks k;
+        blocks_open(&k, ci, "rank-cold");
+        tracker *t = &k.s->t;
         /* 100 strong items, 800 weak ones */
-        for (int i = 0; i < 900; i++) {
-            snprintf(id, sizeof id, "keyword:c%04d", i);
-            for (int m = i < 100 ? 20 : 1 + i % 3; m > 0; m--) tracker_mention(&s->t, id, CAT_KEYWORD, 0);
-        }
-        block_write(e, s, &a); /* the index is built, and the cut set */
+        for (int i = 0; i < 900; i++) mention_keyword(t, "keyword:c%04d", i, i < 100 ? 20 : 1 + i % 3);
+        block_write(k.e, k.s, &k.a); /* the index is built, and the cut set */
         size_t cold_seen = 0;
         for (int round = 0; round < 40; round++) {
-            tracker_advance_turn(&s->t);
-            if (round % 2) s->rank.cut = INFINITY; /* every new entry cold */
+            tracker_advance_turn(t);
+            if (round % 2) k.s->rank.cut = INFINITY; /* every new entry cold */
             for (int i = 0; i < 120; i++) { /* weak items mentioned */
-                snprintf(id, sizeof id, "keyword:c%04d", 100 + rand() % 800);
-                for (int m = 1 + rand() % 6; m > 0; m--) tracker_mention(&s->t, id, CAT_KEYWORD, 0);
+                int which = 100 + rand() % 800;
+                mention_keyword(t, "keyword:c%04d", which, 1 + rand() % 6);
             }
-            cold_seen += s->rank.nc > 0;
+            cold_seen += k.s->rank.nc > 0;
             /* every few rounds the strong items are pruned (the walk then
              * comes down to the weak ones, many of them cold), or back */
             for (int i = 0; i < 100; i++) {
-                snprintf(id, sizeof id, "keyword:c%04d", i);
-                item *it = tracker_find(&s->t, id);
+                item *it = find_keyword(t, "keyword:c%04d", i);
                 int pruned = round % 4 == 1 || (round % 4 == 2 && rand() % 2);
                 if (it && it->pruned != pruned) {
                     it->pruned = pruned;
-                    tracker_mark_dirty(&s->t, it);
+                    tracker_mark_dirty(t, it);
                 }
             }
-            buf_reset(&a);
-            buf_reset(&b);
-            block_write(e, s, &a);
-            cold_seen += s->rank.nc > 0;
-            block_write_scan(e, s, &b);
-            cr_assert(a.len > 0, "config %zu, round %d: an empty block", ci, round);
-            cr_assert(a.len == b.len && memcmp(a.p, b.p, a.len) == 0,
-                      "config %zu, round %d: the blocks differ:\n%s\n---\n%s", ci, round, a.p, b.p);
+            cold_seen += blocks_compare(&k, ci, round, cold_in_use);
         }
         cr_assert_gt(cold_seen, (size_t)10, "config %zu: the cold list was seldom used (%zu)", ci, cold_seen);
-        buf_free(&a);
-        buf_free(&b);
-        engine_release(e, s);
-        engine_free(e);
+        blocks_close(&k);
     }
 }
+
+/* An index over a tracker of its own, for the tests of its parts. */
+typedef struct index_fixture {
+    engine *e;
+    tracker t;
+    rankidx x;
+} index_fixture;
+
+static void fixture_open(index_fixture *f)
+{
+    f->e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
+    tracker_init(&f->t, 8);
+    memset(&f->x, 0, sizeof f->x);
+}
+
+static void fixture_close(index_fixture *f)
+{
+    rankidx_free(&f->x);
+    tracker_free(&f->t);
+    engine_free(f->e);
+}
+
+static int fixture_sync(index_fixture *f) { return rankidx_sync(&f->x, &f->e->cfg, &f->e->tables, &f->t); }
 
 /* The walk's order: each live item once; the ordered entries highest
  * first; the cold list (its highest core kept by the sync) read as one run
@@ -276,36 +319,34 @@ Test(rankidx, entries_below_the_cut_still_rank_when_the_walk_comes_down_to_them)
  * below it; all of a turn's entries cold when the cut is above them. */
 Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
 {
-    engine *e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
-    tracker t;
-    tracker_init(&t, 8);
-    rankidx x;
-    memset(&x, 0, sizeof x);
-    char id[32];
+    index_fixture f;
+    fixture_open(&f);
+    tracker *t = &f.t;
+    rankidx *x = &f.x;
     enum { N = 400 };
     srand(7);
     for (int i = 0; i < N; i++) {
-        snprintf(id, sizeof id, "keyword:o%04d", i);
-        item *it = tracker_mention(&t, id, CAT_KEYWORD, 0);
+        item *it = mention_keyword(t, "keyword:o%04d", i, 1);
         it->mention_count = 1 + rand() % 200;
-        tracker_mark_dirty(&t, it);
+        tracker_mark_dirty(t, it);
     }
-    cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+    cr_assert_eq(fixture_sync(&f), 0);
     for (int round = 0; round < 30; round++) {
-        tracker_advance_turn(&t);
-        x.cut = round % 3 ? INFINITY : -INFINITY; /* all new entries cold, or none */
+        tracker_advance_turn(t);
+        x->cut = round % 3 ? INFINITY : -INFINITY; /* all new entries cold, or none */
         for (int k = 0; k < 40; k++) {
-            snprintf(id, sizeof id, "keyword:o%04d", rand() % N);
-            item *it = tracker_find(&t, id);
+            item *it = find_keyword(t, "keyword:o%04d", rand() % N);
             it->mention_count = 1 + rand() % 200;
-            tracker_mark_dirty(&t, it);
+            tracker_mark_dirty(t, it);
         }
-        cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
+        cr_assert_eq(fixture_sync(&f), 0);
         double most = -INFINITY;
-        for (size_t c = 0; c < x.nc; c++) most = x.cold[c].core > most ? x.cold[c].core : most;
-        if (x.nc) cr_assert_eq(x.cold_max, most, "round %d: cold_max %g, the list's highest %g", round, x.cold_max, most);
+        for (size_t c = 0; c < x->nc; c++) most = x->cold[c].core > most ? x->cold[c].core : most;
+        if (x->nc)
+            cr_assert_eq(x->cold_max, most, "round %d: cold_max %g, the list's highest %g", round, x->cold_max,
+                         most);
         unsigned char *seen = calloc(N, 1);
-        rankidx_iter ri = {&x, 0, 0, 0, 0};
+        rankidx_iter ri = {x, 0, 0, 0, 0};
         int ordered, in_cold = 0, cold_done = 0;
         double last = INFINITY;
         size_t count = 0;
@@ -322,15 +363,17 @@ Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
             if (in_cold) cold_done = 1, in_cold = 0;
             cr_assert(sl->core <= last, "round %d: ordered entries out of order", round);
             last = sl->core;
-            if (x.nc && !cold_done) cr_assert(sl->core >= x.cold_max, "round %d: %g read before the cold list (%g)", round, sl->core, x.cold_max);
-            if (cold_done) cr_assert(sl->core < x.cold_max, "round %d: %g read after the cold list (%g)", round, sl->core, x.cold_max);
+            if (x->nc && !cold_done)
+                cr_assert(sl->core >= x->cold_max, "round %d: %g read before the cold list (%g)", round, sl->core,
+                          x->cold_max);
+            if (cold_done)
+                cr_assert(sl->core < x->cold_max, "round %d: %g read after the cold list (%g)", round, sl->core,
+                          x->cold_max);
         }
         cr_assert_eq(count, (size_t)N, "round %d: %zu of %d items read", round, count, N);
         free(seen);
     }
-    rankidx_free(&x);
-    tracker_free(&t);
-    engine_free(e);
+    fixture_close(&f);
 }
 
 /* The index's sort is stable, highest core first: against qsort of the same
@@ -379,41 +422,33 @@ Test(rankidx, sort_is_stable_and_highest_first)
  * between folds, a few of them in most rounds. */
 Test(rankidx, a_fold_keeps_each_items_current_entry_only)
 {
-    engine *e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
-    tracker t;
-    tracker_init(&t, 8);
-    rankidx x;
-    memset(&x, 0, sizeof x);
-    char id[32];
+    index_fixture f;
+    fixture_open(&f);
+    tracker *t = &f.t;
+    rankidx *x = &f.x;
     enum { N = 2000 };
-    for (int i = 0; i < N; i++) {
-        snprintf(id, sizeof id, "keyword:w%05d", i);
-        tracker_mention(&t, id, CAT_KEYWORD, 0);
-    }
-    cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
-    cr_assert_eq(x.n, (size_t)N);
+    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:w%05d", i, 1);
+    cr_assert_eq(fixture_sync(&f), 0);
+    cr_assert_eq(x->n, (size_t)N);
     size_t folds = 0;
     srand(5);
     for (int round = 0; round < 40; round++) {
-        tracker_advance_turn(&t);
+        tracker_advance_turn(t);
         for (int k = 0; k < 150; k++) { /* some items changed twice in a round, some in many */
-            snprintf(id, sizeof id, "keyword:w%05d", rand() % (k % 3 ? N : 50));
-            item *it = tracker_find(&t, id);
-            if (k % 2) tracker_reference(&t, it);
-            else tracker_anchor(&t, it, "test", 0);
+            item *it = find_keyword(t, "keyword:w%05d", rand() % (k % 3 ? N : 50));
+            if (k % 2) tracker_reference(t, it);
+            else tracker_anchor(t, it, "test", 0);
         }
-        size_t before = x.n;
-        cr_assert_eq(rankidx_sync(&x, &e->cfg, &e->tables, &t), 0);
-        if (x.no != 0) continue;
+        size_t before = x->n;
+        cr_assert_eq(fixture_sync(&f), 0);
+        if (x->no != 0) continue;
         folds++;
-        cr_assert_eq(x.n, (size_t)N, "round %d: %zu entries after a fold of %zu", round, x.n, before);
-        for (size_t i = 0; i < x.n; i++) {
-            cr_assert_eq(x.main[i].ver, x.main[i].it->rank_ver, "round %d: a superseded entry kept", round);
-            cr_assert(i == 0 || x.main[i - 1].core >= x.main[i].core, "round %d: out of order", round);
+        cr_assert_eq(x->n, (size_t)N, "round %d: %zu entries after a fold of %zu", round, x->n, before);
+        for (size_t i = 0; i < x->n; i++) {
+            cr_assert_eq(x->main[i].ver, x->main[i].it->rank_ver, "round %d: a superseded entry kept", round);
+            cr_assert(i == 0 || x->main[i - 1].core >= x->main[i].core, "round %d: out of order", round);
         }
     }
     cr_assert_geq(folds, (size_t)3, "only %zu folds", folds);
-    rankidx_free(&x);
-    tracker_free(&t);
-    engine_free(e);
+    fixture_close(&f);
 }
