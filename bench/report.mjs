@@ -50,6 +50,7 @@ const memory = ["sqlite", "memory"].map((b) => load(`memory-${b}.json`)).filter(
 const rss = load("rss.json");
 const conformance = load("conformance.json");
 const benchTurn = load("bench_turn.json");
+const benchTurnNewSession = load("bench_turn_new.json"); // a session's first 250 turns
 
 const compare = [];
 {
@@ -105,6 +106,7 @@ const results = {
   compare,
   conformance,
   benchTurn,
+  benchTurnNewSession,
 };
 fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 1) + "\n");
 
