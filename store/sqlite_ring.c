@@ -13,6 +13,9 @@
  * type) below SQLite's most a leaf holds of one row (page - 35). */
 #define CELL_SLACK 16
 #define SLOT_GLOB "'l:[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'"
+/* A reservation (sqlite_ring.h): a cell of length 0, then RESERVED. */
+#define RESERVED "\xffreserv"
+#define RESERVED_LEN 8
 
 const char *const sq_ring_schema[2] = {
     "CREATE TABLE IF NOT EXISTS nsid(id INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE)",
@@ -202,6 +205,14 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_rin
     return SQLITE_ROW;
 }
 
+/* Whether a stored cell is a reservation. */
+static int reserved(const void *cell, size_t n)
+{
+    const unsigned char *c = cell;
+    return n >= LEN_BYTES + RESERVED_LEN && !(c[0] | c[1] | c[2] | c[3]) &&
+           memcmp(c + LEN_BYTES, RESERVED, RESERVED_LEN) == 0;
+}
+
 /* The value inside a stored cell: 0, or -1 when its length does not fit. */
 static int unpad(const void *cell, size_t n, const char **p, size_t *len)
 {
@@ -225,6 +236,7 @@ int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *
         const void *c = sqlite3_column_blob(r->get, 0);
         size_t n = (size_t)sqlite3_column_bytes(r->get, 0);
         if (!c && n) rc = SQLITE_NOMEM;
+        else if (reserved(c, n)) rc = SQLITE_DONE;
         else if (unpad(c, n, val, len) != 0) rc = SQ_RING_BAD;
     }
     if (rc != SQLITE_ROW) reset(r->get);
@@ -260,16 +272,30 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
     /* an existing row is updated: SQLite rewrites a cell of the same size
      * in place, overflow pages included, where INSERT OR REPLACE frees them
      * and allocates new ones */
+    int inserted = 0;
     for (int k = old ? 0 : 1; k < 2; k++) {
         sqlite3_stmt *st = k ? r->put : r->upd;
         rc = sqlite3_bind_int64(st, 1, key);
         if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
         if (rc == SQLITE_OK) rc = sqlite3_step(st);
         reset(st);
+        inserted = k;
         if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
     }
     if (rc == SQLITE_DONE && absent) ent->fresh = slot + 1;
     cell_note(ent, slot, rc == SQLITE_DONE ? size : 0);
+    /* a new row a leaf holds alone: the next slots' rows are worth making
+     * ahead (sq_ring_reserve) unless this connection wrote them */
+    size_t room = r->page - 35 - CELL_SLACK;
+    if (rc == SQLITE_DONE && inserted && ent && !r->no_reserve && size > room / 2 && size <= room &&
+        slot + 1 < (1 << SLOT_BITS) && !cell_known(ent, slot + 1)) {
+        int n = (1 << SLOT_BITS) - (slot + 1);
+        /* a leaf's whole room: the next records, of any size a leaf holds
+         * alone, rewrite it in place (sq_ring_put keeps a cell up to twice
+         * a value's size) */
+        r->req = (sq_ring_req){id, slot + 1, n < SQ_RING_AHEAD ? n : SQ_RING_AHEAD, room};
+        r->req_pending = 1;
+    }
     return rc;
 }
 
@@ -327,6 +353,7 @@ static int read_slots(sq_ring *r, int64_t id, const char *prefix, slot_row **row
         size_t cn = (size_t)sqlite3_column_bytes(r->iter, 1), vn = 0;
         const char *v = NULL;
         if (!c && cn) rc = SQLITE_NOMEM;
+        else if (reserved(c, cn)) continue;
         else if (unpad(c, cn, &v, &vn) != 0) rc = SQ_RING_BAD, *bad = slot;
         if (rc == SQLITE_ROW && *n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -380,10 +407,61 @@ int sq_ring_migrate(sq_ring *r)
         const void *v = sqlite3_column_blob(st, 2);
         size_t vn = (size_t)sqlite3_column_bytes(st, 2); /* stored unpadded in kv */
         if (!ns || !key || (!v && vn)) rc = SQLITE_NOMEM;
-        else if ((rc = sq_ring_put(r, ns, store_slot_of(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
+        else {
+            r->no_reserve = 1; /* (the rows moved are the slots there are) */
+            if ((rc = sq_ring_put(r, ns, store_slot_of(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
+            r->no_reserve = 0;
+        }
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return rc;
     rc = sqlite3_exec(r->db, "DELETE FROM kv WHERE key GLOB " SLOT_GLOB, NULL, NULL, NULL);
     return rc == SQLITE_OK ? SQLITE_DONE : rc;
+}
+
+int sq_ring_take_request(sq_ring *r, sq_ring_req *out)
+{
+    if (!r->req_pending) return 0;
+    *out = r->req;
+    r->req_pending = 0;
+    return 1;
+}
+
+uint32_t sq_ring_reserve(sqlite3 *db, sqlite3_stmt **st, const sq_ring_req *req)
+{
+    if (!*st && prep(db, "INSERT OR IGNORE INTO ring(id, val) VALUES(?1, ?2)", st) != SQLITE_OK) return 0;
+    unsigned char *cell = calloc(1, req->size);
+    if (!cell) return 0;
+    memcpy(cell + LEN_BYTES, RESERVED, RESERVED_LEN); /* length 0 before it */
+    uint32_t mask = 0;
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    for (int j = 0; rc == SQLITE_OK && j < req->n; j++) {
+        rc = sqlite3_bind_int64(*st, 1, req->id << SLOT_BITS | (req->slot + j));
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(*st, 2, cell, (sqlite3_uint64)req->size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(*st);
+        reset(*st);
+        if (rc == SQLITE_DONE) {
+            if (sqlite3_changes(db) > 0) mask |= (uint32_t)1 << j;
+            rc = SQLITE_OK;
+        }
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        mask = 0;
+    }
+    free(cell);
+    return mask;
+}
+
+void sq_ring_note_reserved(sq_ring *r, const sq_ring_req *req, uint32_t made)
+{
+    for (size_t i = 0; i < SQ_RING_CACHE; i++) {
+        struct sq_ring_ns *c = &r->cache[i];
+        if (!c->ns || c->id != req->id) continue;
+        for (int j = 0; j < req->n; j++)
+            if ((made >> j & 1) && !cell_known(c, req->slot + j)) cell_note(c, req->slot + j, req->size);
+        /* the range's slots have rows now, made here or before */
+        if (c->fresh >= 0 && c->fresh < req->slot + req->n) c->fresh = req->slot + req->n;
+    }
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #define SQ_RING_CACHE 64 /* namespaces whose numbers are kept (direct-mapped) */
+#define SQ_RING_AHEAD 16 /* slots reserved at a time (at most 32) */
 
 typedef struct sq_ring {
     sqlite3 *db;
@@ -52,8 +53,16 @@ typedef struct sq_ring {
         uint32_t *cells;
         size_t ncells;
     } cache[SQ_RING_CACHE];
-    int tentative; /* a number was inserted in the open write transaction */
+    int tentative;  /* a number was inserted in the open write transaction */
+    int no_reserve; /* puts ask for no reservations (a migration's) */
+    int req_pending; /* req holds a reservation asked for (sq_ring_take_request) */
+    struct sq_ring_req {
+        int64_t id;  /* the namespace's number */
+        int slot, n; /* slots slot .. slot + n - 1 */
+        size_t size; /* the cell size to reserve */
+    } req;
 } sq_ring;
+typedef struct sq_ring_req sq_ring_req;
 
 /* The schema the ring needs (run in the open's schema transaction). */
 extern const char *const sq_ring_schema[2];
@@ -91,5 +100,29 @@ int sq_ring_iter(sq_ring *r, const char *ns, const char *prefix, sq_ring_cb cb, 
 /* Moves the slot rows of kv (written by a schema version 1 file) into the
  * ring: SQLITE_DONE or an error.  Inside the open's schema transaction. */
 int sq_ring_migrate(sq_ring *r);
+
+/* ---- reservations ----
+ * A new row of a value a leaf holds alone makes the file grow: the commit
+ * writes the row's leaf, its parent and the header page, 3 WAL frames
+ * where rewriting a row in place writes 1, and until a session's ring
+ * wraps (snapshotEvery records; most sessions end before) every record is
+ * a new row.  So such a put asks (sq_ring_take_request) for the rows of
+ * the next SQ_RING_AHEAD slots to be made ahead, on another connection
+ * between turns (store_sqlite.c), holding a reservation: a cell of the
+ * same size with length 0, then a marker.  get and iter take a
+ * reservation for no value (to a version without them it is an empty
+ * record, which a restore skips), and the next records rewrite the rows in
+ * place once the connection knows them (sq_ring_note_reserved). */
+
+/* The reservation the last put asked for, taken: 1, or 0 when none. */
+int sq_ring_take_request(sq_ring *r, sq_ring_req *out);
+/* Makes req's rows that do not exist, on db (another connection than the
+ * ring's), in one write transaction; *st is its statement, prepared on
+ * first use (the caller finalizes it).  Bit j of the result: slot
+ * req->slot + j was made (0 as well when it failed: nothing was). */
+uint32_t sq_ring_reserve(sqlite3 *db, sqlite3_stmt **st, const sq_ring_req *req);
+/* Tells the ring's connection which rows sq_ring_reserve made, so that
+ * its next puts there rewrite them in place. */
+void sq_ring_note_reserved(sq_ring *r, const sq_ring_req *req, uint32_t made);
 
 #endif

@@ -90,9 +90,11 @@ int store_open_redis(const char *url, const char *prefix, int timeout_ms, store 
  * could not run), how many a commit ran on its own thread because the WAL
  * outgrew the hard bound (a stall in that hook), whether the background
  * thread has one asked for or running, and whether it was started (at the
- * first checkpoint needed).  CLARITY_DECLINED for the other backends. */
+ * first checkpoint needed); and how many slot-row reservations the thread
+ * made (store/sqlite_ring.h).  CLARITY_DECLINED for the other backends. */
 typedef struct store_ckpt_stats {
     unsigned long background, background_copied, on_commit;
+    unsigned long reservations; /* slot-row reservations made (sqlite_ring.h) */
     int busy;
     int thread;
 } store_ckpt_stats;

@@ -69,6 +69,8 @@
 #define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
 #define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
 #define CKPT_QUIET_MS 10     /* a pause in the commits long enough to checkpoint in */
+#define RES_DONE_MAX 8       /* reservations made and not yet told to the ring */
+#define RES_MIN_COMMITS 16   /* a process's commits before it reserves (one hook's process never does) */
 
 typedef struct sq {
     sqlite3 *db;
@@ -92,6 +94,15 @@ typedef struct sq {
     atomic_int ckpt_wanted; /* a checkpoint asked for and not started (set without the mutex,
                              * then signalled under it) */
     int ckpt_at;            /* the thread's: the WAL's size when its last checkpoint began */
+    /* reservations of slot rows (sqlite_ring.h), made by the same thread
+     * when the commits pause: the one asked for, and those made that the
+     * ring's connection has not been told of (all under ckpt_mu) */
+    sq_ring_req res_req;
+    int res_pending;
+    sq_ring_req res_done[RES_DONE_MAX];
+    uint32_t res_made[RES_DONE_MAX];
+    int res_ndone;
+    atomic_int res_told; /* 0 when res_ndone may be above 0: read without the mutex */
 } sq;
 
 static sq *SQ(store *s) { return s->impl; }
@@ -201,11 +212,19 @@ static int run(store *s, sqlite3_stmt *st, int brc, const char *what)
     return ret;
 }
 
+static void res_tell(sq *q);
+static void res_ask(sq *q);
+
 static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
 {
     sq *q = SQ(s);
     int slot = store_slot_of(key);
-    if (slot >= 0) return ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
+    if (slot >= 0) {
+        res_tell(q);
+        int rc = ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
+        if (sqlite3_get_autocommit(q->db)) res_ask(q); /* committed */
+        return rc;
+    }
     int rc = bind_nk(q->put, ns, key);
     /* A non-NULL pointer even for len 0: a NULL one would bind SQL NULL. */
     if (rc == SQLITE_OK)
@@ -346,14 +365,20 @@ static void sq_rollback(store *s)
         done(q->rollback);
     }
     sq_ring_rollback(&q->ring);
+    sq_ring_req dropped; /* the row it was asked for is gone */
+    sq_ring_take_request(&q->ring, &dropped);
 }
 
 static int sq_commit(store *s)
 {
     sq *q = SQ(s);
     int rc = run(s, q->commit, SQLITE_OK, "COMMIT");
-    if (rc != CLARITY_OK) sq_rollback(s); /* the transaction ends either way */
-    else sq_ring_committed(&q->ring);
+    if (rc != CLARITY_OK) {
+        sq_rollback(s); /* the transaction ends either way */
+    } else {
+        sq_ring_committed(&q->ring);
+        res_ask(q);
+    }
     return rc;
 }
 
@@ -492,6 +517,81 @@ static int ckpt_wait(sq *q)
     return q->ckpt_stop;
 }
 
+/* ---- reservations (sqlite_ring.h), on the checkpoint thread ----------- */
+
+/* After a commit: hands the reservation its puts asked for to the thread,
+ * started for it in a process that has committed RES_MIN_COMMITS times
+ * (a `clarity hook` process commits once or twice: no thread for it). */
+static void res_ask(sq *q)
+{
+    sq_ring_req req;
+    if (!sq_ring_take_request(&q->ring, &req) || !q->ckpt_ready) return;
+    if (atomic_load_explicit(&q->commits, memory_order_relaxed) < RES_MIN_COMMITS) return;
+    pthread_mutex_lock(&q->ckpt_mu);
+    q->res_req = req; /* the latest ask replaces one not made yet */
+    /* the thread is woken only for a first ask: one waiting for a pause
+     * sees this one then, and a wake-up at every commit of a stream cost
+     * its hook 10 us or more */
+    if (!q->res_pending) {
+        q->res_pending = ckpt_thread(q);
+        if (q->res_pending) pthread_cond_signal(&q->ckpt_cv);
+    }
+    pthread_mutex_unlock(&q->ckpt_mu);
+}
+
+/* Before a slot's put: tells the ring what the thread made since. */
+static void res_tell(sq *q)
+{
+    if (!q->ckpt_ready || atomic_load_explicit(&q->res_told, memory_order_acquire)) return;
+    sq_ring_req done[RES_DONE_MAX];
+    uint32_t made[RES_DONE_MAX];
+    pthread_mutex_lock(&q->ckpt_mu);
+    int n = q->res_ndone;
+    memcpy(done, q->res_done, (size_t)n * sizeof *done);
+    memcpy(made, q->res_made, (size_t)n * sizeof *made);
+    q->res_ndone = 0;
+    atomic_store_explicit(&q->res_told, 1, memory_order_release);
+    pthread_mutex_unlock(&q->ckpt_mu);
+    for (int i = 0; i < n; i++) sq_ring_note_reserved(&q->ring, &done[i], made[i]);
+}
+
+/* With ckpt_mu held: waits for the commits to pause CKPT_QUIET_MS (a
+ * reservation's write transaction then makes no hook wait), or for a
+ * checkpoint to be wanted.  Returns 1 when the store is closing. */
+static int res_wait(sq *q)
+{
+    while (!q->ckpt_stop && !atomic_load(&q->ckpt_wanted)) {
+        unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
+        long long end = store_now_ns() + CKPT_QUIET_MS * 1000000LL;
+        struct timespec until = {(time_t)(end / 1000000000LL), (long)(end % 1000000000LL)};
+        int rc = 0;
+        while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
+        if (atomic_load_explicit(&q->commits, memory_order_relaxed) == before) break;
+    }
+    return q->ckpt_stop;
+}
+
+/* With ckpt_mu held: makes the reservation asked for, on the thread's
+ * connection db (st: its statement), and keeps what it made for res_tell. */
+static void res_make(sq *q, sqlite3 *db, sqlite3_stmt **st)
+{
+    sq_ring_req req = q->res_req;
+    q->res_pending = 0;
+    pthread_mutex_unlock(&q->ckpt_mu);
+    uint32_t made = db ? sq_ring_reserve(db, st, &req) : 0;
+    pthread_mutex_lock(&q->ckpt_mu);
+    if (!made) return;
+    if (q->res_ndone == RES_DONE_MAX) { /* (the ring is told nothing for hours only when it writes nothing) */
+        memmove(q->res_done, q->res_done + 1, (RES_DONE_MAX - 1) * sizeof *q->res_done);
+        memmove(q->res_made, q->res_made + 1, (RES_DONE_MAX - 1) * sizeof *q->res_made);
+        q->res_ndone--;
+    }
+    q->res_done[q->res_ndone] = req;
+    q->res_made[q->res_ndone++] = made;
+    q->ckpt_stats.reservations++;
+    atomic_store_explicit(&q->res_told, 0, memory_order_release);
+}
+
 static void *ckpt_main(void *arg)
 {
     sq *q = arg;
@@ -507,10 +607,18 @@ static void *ckpt_main(void *arg)
          * success (and every checkpoint fell to the committing thread). */
         exec1(db, "SELECT 1 FROM sqlite_master LIMIT 1", NULL);
     }
+    sqlite3_stmt *res_st = NULL;
     pthread_mutex_lock(&q->ckpt_mu);
     for (;;) {
-        while (!atomic_load(&q->ckpt_wanted) && !q->ckpt_stop) pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
-        if (q->ckpt_stop || ckpt_wait(q)) break;
+        while (!atomic_load(&q->ckpt_wanted) && !q->res_pending && !q->ckpt_stop)
+            pthread_cond_wait(&q->ckpt_cv, &q->ckpt_mu);
+        if (q->ckpt_stop) break;
+        if (!atomic_load(&q->ckpt_wanted)) { /* a reservation, when the commits pause */
+            if (res_wait(q)) break;
+            if (q->res_pending && !atomic_load(&q->ckpt_wanted)) res_make(q, db, &res_st);
+            continue;
+        }
+        if (ckpt_wait(q)) break;
         q->ckpt_running = 1;
         q->ckpt_at = atomic_load_explicit(&q->wal_pages, memory_order_relaxed);
         atomic_store(&q->ckpt_wanted, 0); /* commits from here on may wake it again */
@@ -523,6 +631,7 @@ static void *ckpt_main(void *arg)
         if (copied > 0) q->ckpt_stats.background_copied++;
     }
     pthread_mutex_unlock(&q->ckpt_mu);
+    sqlite3_finalize(res_st);
     sqlite3_close_v2(db);
     return NULL;
 }
@@ -536,6 +645,7 @@ static void ckpt_start(sq *q)
     atomic_init(&q->commits, 0);
     atomic_init(&q->wal_pages, 0);
     atomic_init(&q->ckpt_wanted, 0);
+    atomic_init(&q->res_told, 1);
     if (pthread_mutex_init(&q->ckpt_mu, NULL) != 0) return;
     pthread_condattr_t ca;
     int ok = pthread_condattr_init(&ca) == 0;

@@ -1139,6 +1139,79 @@ Test(store, sqlite_a_slot_is_rewritten_in_place)
     free(v);
 }
 
+/* A new slot row that a leaf holds alone (a session's first records, until
+ * its ring wraps) makes the file grow: three WAL frames a commit.  After a
+ * pause in the commits the checkpoint thread makes the next slots' rows
+ * ahead, as reservations: no key to a get or an iteration, then rewritten
+ * in place by the next puts (the file does not grow), and gone with the
+ * namespace.  A process that has committed fewer than 16 times makes none
+ * (a `clarity hook` process). */
+Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "ahead.db");
+    store *s = open_sqlite_at(p);
+    char *v = pattern(3000, 5);
+    cr_assert_eq(store_put(s, "n", "l:0000", v, 3000), CLARITY_OK, "%s", store_errmsg(s));
+    usleep(100 * 1000); /* a pause: still nothing, too few commits */
+    store_ckpt_stats st;
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_eq(st.reservations, 0ul);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 1);
+    for (int i = 0; i < 20; i++) { /* commits of other keys */
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        cr_assert_eq(store_put(s, "n", key, "x", 1), CLARITY_OK, "%s", store_errmsg(s));
+    }
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    cr_assert_eq(store_put(s, "n", "l:0001", v, 2900), CLARITY_OK, "%s", store_errmsg(s));
+    cr_assert_eq(store_commit(s), CLARITY_OK, "%s", store_errmsg(s));
+    for (int ms = 0; ms < 5000; ms += 10) { /* the thread waits for 10 ms without a commit */
+        cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+        if (st.reservations) break;
+        usleep(10 * 1000);
+    }
+    cr_assert_eq(st.reservations, 1ul, "no reservation was made");
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 2 + 16, "slots 2..17 not made ahead");
+    expect_missing(s, "n", "l:0002");
+    expect_missing(s, "n", "l:0011");
+    acc a;
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, 2, "%s", a.text);
+    long pages = sql_long(p, "PRAGMA page_count");
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    struct stat w0, w1;
+    cr_assert_eq(stat(wal, &w0), 0);
+    for (int k = 2; k < 18; k++) { /* records of several sizes a leaf holds alone */
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        size_t n = 2100 + (size_t)k * 110;
+        char *w = pattern(n, (unsigned)k);
+        cr_assert_eq(store_put(s, "n", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
+        expect_bytes(s, "n", key, w, n);
+        free(w);
+    }
+    cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "the reserved rows were not rewritten in place");
+    /* one WAL frame (4 KiB page and its 24-byte header) a put: a row
+     * replaced rather than rewritten takes three */
+    cr_assert_eq(stat(wal, &w1), 0);
+    cr_assert_leq((long)(w1.st_size - w0.st_size), 16L * (4096 + 24), "%ld frames for 16 puts",
+                  (long)(w1.st_size - w0.st_size) / (4096 + 24));
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, 18, "%s", a.text);
+    /* the connection was told of the rows, so it rewrote them rather than
+     * insert them, and asked for no more: none made after another pause */
+    usleep(100 * 1000);
+    cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
+    cr_assert_eq(st.reservations, 1ul, "the rows made ahead were taken for new ones");
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 18);
+    cr_assert_eq(store_del_ns(s, "n"), CLARITY_OK, "%s", store_errmsg(s));
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 0);
+    store_close(s);
+    free(v);
+}
+
 /* A number given to a namespace in a transaction that rolled back is
  * forgotten with it: another connection may take that number, and the
  * slots of both namespaces stay apart. */
