@@ -44,6 +44,10 @@
  * where the committing thread checkpoints the tail itself: one stall of
  * two fsyncs per 4000 pages.  The thread starts when the WAL first reaches
  * CKPT_PAGES: a process that runs one hook never has it.
+ *
+ * The same thread makes a new session's turn-log rows ahead, when the
+ * commits pause (sqlite_ring.h's reservations); for that it starts at a
+ * process's RES_MIN_COMMITS-th commit.
  */
 #include <limits.h>
 #include <pthread.h>
