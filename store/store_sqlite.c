@@ -505,19 +505,24 @@ static int wal_growth(const sq *q)
     return pages >= q->ckpt_at ? pages - q->ckpt_at : pages;
 }
 
+/* With ckpt_mu held: waits CKPT_QUIET_MS (or until the store closes);
+ * whether no commit came meanwhile. */
+static int quiet(sq *q)
+{
+    unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
+    long long end = store_now_ns() + CKPT_QUIET_MS * 1000000LL;
+    struct timespec until = {(time_t)(end / 1000000000LL), (long)(end % 1000000000LL)};
+    int rc = 0;
+    while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
+    return atomic_load_explicit(&q->commits, memory_order_relaxed) == before;
+}
+
 /* With ckpt_mu held: waits until a checkpoint is worth starting (the
  * commits paused for CKPT_QUIET_MS, or the WAL grew by CKPT_PAGES since
  * the last one).  Returns 1 when the store is closing instead. */
 static int ckpt_wait(sq *q)
 {
-    while (!q->ckpt_stop && wal_growth(q) < CKPT_PAGES) {
-        unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
-        long long end = store_now_ns() + CKPT_QUIET_MS * 1000000LL;
-        struct timespec until = {(time_t)(end / 1000000000LL), (long)(end % 1000000000LL)};
-        int rc = 0;
-        while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
-        if (atomic_load_explicit(&q->commits, memory_order_relaxed) == before) break;
-    }
+    while (!q->ckpt_stop && wal_growth(q) < CKPT_PAGES && !quiet(q)) continue;
     return q->ckpt_stop;
 }
 
@@ -564,14 +569,7 @@ static void res_tell(sq *q)
  * checkpoint to be wanted.  Returns 1 when the store is closing. */
 static int res_wait(sq *q)
 {
-    while (!q->ckpt_stop && !atomic_load(&q->ckpt_wanted)) {
-        unsigned long before = atomic_load_explicit(&q->commits, memory_order_relaxed);
-        long long end = store_now_ns() + CKPT_QUIET_MS * 1000000LL;
-        struct timespec until = {(time_t)(end / 1000000000LL), (long)(end % 1000000000LL)};
-        int rc = 0;
-        while (!q->ckpt_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&q->ckpt_cv, &q->ckpt_mu, &until);
-        if (atomic_load_explicit(&q->commits, memory_order_relaxed) == before) break;
-    }
+    while (!q->ckpt_stop && !atomic_load(&q->ckpt_wanted) && !quiet(q)) continue;
     return q->ckpt_stop;
 }
 
