@@ -73,7 +73,6 @@
 #define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
 #define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
 #define CKPT_QUIET_MS 10     /* a pause in the commits long enough to checkpoint in */
-#define RES_DONE_MAX 8       /* reservations made and not yet told to the ring */
 #define RES_MIN_COMMITS 16   /* a process's commits before it reserves (one hook's process never does) */
 
 typedef struct sq {
@@ -99,14 +98,14 @@ typedef struct sq {
                              * then signalled under it) */
     int ckpt_at;            /* the thread's: the WAL's size when its last checkpoint began */
     /* reservations of slot rows (sqlite_ring.h), made by the same thread
-     * when the commits pause: the one asked for, and those made that the
-     * ring's connection has not been told of (all under ckpt_mu) */
-    sq_ring_req res_req;
+     * when the commits pause: the one asked for, and the one made that the
+     * ring's connection has not been told of (under ckpt_mu).  At most one
+     * waits to be told: an ask follows a put, and every slot's put first
+     * tells the ring what was made. */
+    sq_ring_req res_req, res_done;
     int res_pending;
-    sq_ring_req res_done[RES_DONE_MAX];
-    uint32_t res_made[RES_DONE_MAX];
-    int res_ndone;
-    atomic_int res_told; /* 0 when res_ndone may be above 0: read without the mutex */
+    uint32_t res_made;    /* res_done's rows made (bit j: slot + j) */
+    atomic_int res_news;  /* 1 while res_done waits to be told: read without the mutex */
 } sq;
 
 static sq *SQ(store *s) { return s->impl; }
@@ -551,17 +550,13 @@ static void res_ask(sq *q)
 /* Before a slot's put: tells the ring what the thread made since. */
 static void res_tell(sq *q)
 {
-    if (!q->ckpt_ready || atomic_load_explicit(&q->res_told, memory_order_acquire)) return;
-    sq_ring_req done[RES_DONE_MAX];
-    uint32_t made[RES_DONE_MAX];
+    if (!q->ckpt_ready || !atomic_load_explicit(&q->res_news, memory_order_acquire)) return;
     pthread_mutex_lock(&q->ckpt_mu);
-    int n = q->res_ndone;
-    memcpy(done, q->res_done, (size_t)n * sizeof *done);
-    memcpy(made, q->res_made, (size_t)n * sizeof *made);
-    q->res_ndone = 0;
-    atomic_store_explicit(&q->res_told, 1, memory_order_release);
+    sq_ring_req done = q->res_done;
+    uint32_t made = q->res_made;
+    atomic_store_explicit(&q->res_news, 0, memory_order_release);
     pthread_mutex_unlock(&q->ckpt_mu);
-    for (int i = 0; i < n; i++) sq_ring_note_reserved(&q->ring, &done[i], made[i]);
+    sq_ring_note_reserved(&q->ring, &done, made);
 }
 
 /* With ckpt_mu held: waits for the commits to pause CKPT_QUIET_MS (a
@@ -583,15 +578,10 @@ static void res_make(sq *q, sqlite3 *db, sqlite3_stmt **st)
     uint32_t made = db ? sq_ring_reserve(db, st, &req) : 0;
     pthread_mutex_lock(&q->ckpt_mu);
     if (!made) return;
-    if (q->res_ndone == RES_DONE_MAX) { /* (the ring is told nothing for hours only when it writes nothing) */
-        memmove(q->res_done, q->res_done + 1, (RES_DONE_MAX - 1) * sizeof *q->res_done);
-        memmove(q->res_made, q->res_made + 1, (RES_DONE_MAX - 1) * sizeof *q->res_made);
-        q->res_ndone--;
-    }
-    q->res_done[q->res_ndone] = req;
-    q->res_made[q->res_ndone++] = made;
+    q->res_done = req;
+    q->res_made = made;
     q->ckpt_stats.reservations++;
-    atomic_store_explicit(&q->res_told, 0, memory_order_release);
+    atomic_store_explicit(&q->res_news, 1, memory_order_release);
 }
 
 static void *ckpt_main(void *arg)
@@ -647,7 +637,7 @@ static void ckpt_start(sq *q)
     atomic_init(&q->commits, 0);
     atomic_init(&q->wal_pages, 0);
     atomic_init(&q->ckpt_wanted, 0);
-    atomic_init(&q->res_told, 1);
+    atomic_init(&q->res_news, 0);
     if (pthread_mutex_init(&q->ckpt_mu, NULL) != 0) return;
     pthread_condattr_t ca;
     int ok = pthread_condattr_init(&ca) == 0;
