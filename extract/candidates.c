@@ -720,6 +720,11 @@ int extract_tool_files(const extractor *ex, const char *json, const char *worksp
 static int visit_strings(const extractor *ex, const ex_json_str *v, size_t n, const char *workspace,
                          const extract_filter *f, extract_cb cb, void *ud, int files_only)
 {
+    if (files_only) { /* files come only from strings under path keys: none, no emitter */
+        size_t i = 0;
+        while (i < n && !is_path_key_n(v[i].key, v[i].key_len)) i++;
+        if (i == n) return 0;
+    }
     ex_emitter *e = ex_em_open(ex, workspace, cb, ud, files_only);
     if (!e) return CLARITY_ENOMEM;
     set_filter(e, f);
@@ -754,10 +759,7 @@ int extract_tool_call(const extractor *ex, const char *json, const char *workspa
     int jr = ex_json_read(json, &len, &v, &nv, &root);
     if (jr < 0) return jr;
     if (jr == 0) { /* the common case: no tree built */
-        /* files come only from strings under path keys: none, no pass */
-        int any = 0;
-        for (size_t i = 0; i < nv && !any; i++) any = is_path_key_n(v[i].key, v[i].key_len);
-        int rc = any ? visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1) : 0;
+        int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
         int rc2 = visit_strings(ex, v, nv, workspace, f, on_candidate, ud, 0);
         free(v);
         return rc ? rc : rc2;
