@@ -168,8 +168,9 @@ void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st);
 void ex_memo_store_free(ex_memo_store *st);
 
 /* Hidden: a reference from the scans is then a PC-relative address, not a
- * load from the GOT in every loop that masks a word. */
-extern const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] __attribute__((visibility("hidden")));
+ * load from the GOT in every loop that masks a word.  Lane-major: a word's
+ * two masks are at one index from one base (no multiply by 16). */
+extern const uint64_t ex_memo_keep[2][EX_MEMO_MAX + 1] __attribute__((visibility("hidden")));
 
 /* Bit i: a word starting at byte base + i of a text of len bytes has need
  * bytes of text from its start (ex_room), or the 16 bytes the memo reads
@@ -192,8 +193,8 @@ static inline size_t ex_memo_slot(const ex_memo *m, const char *t, size_t a, siz
     uint64_t x, y;
     memcpy(&x, t + a, 8);
     memcpy(&y, t + a + 8, 8);
-    k[0] = x & ex_memo_keep[n][0];
-    k[1] = y & ex_memo_keep[n][1];
+    k[0] = x & ex_memo_keep[0][n];
+    k[1] = y & ex_memo_keep[1][n];
     /* the slot from the first 8 bytes: words that share them only share a slot */
     return (size_t)((k[0] * 0x9e3779b97f4a7c15ull) >> m->shift);
 }
@@ -278,7 +279,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
         size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
+        if (__builtin_expect(n <= EX_MEMO_MAX, 1)) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
     }
     if (last < 64) {
         size_t n = ex_word_len(nonword, ~next_word, last);

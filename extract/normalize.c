@@ -134,10 +134,12 @@ int ex_sset_add_at(ex_sset *s, const char *k, size_t n, uint32_t h, size_t *at)
 
 /* The bytes of a lane in memory order that hold the first m (0..8) bytes. */
 #define KEEP(m) ((m) >= 8 ? ~0ull : UTIL_BIG_ENDIAN ? ~0ull << 1 << (63 - 8 * ((m) & 7)) : ~0ull >> 1 >> (63 - 8 * ((m) & 7)))
-#define KEEP2(n) {KEEP(n), KEEP((n) > 8 ? (n) - 8 : 0)}
-const uint64_t ex_memo_keep[EX_MEMO_MAX + 1][2] = {
-    KEEP2(0),  KEEP2(1),  KEEP2(2),  KEEP2(3),  KEEP2(4),  KEEP2(5),  KEEP2(6),  KEEP2(7),  KEEP2(8),
-    KEEP2(9),  KEEP2(10), KEEP2(11), KEEP2(12), KEEP2(13), KEEP2(14), KEEP2(15), KEEP2(16)};
+#define KEEP_HI(n) KEEP((n) > 8 ? (n) - 8 : 0)
+const uint64_t ex_memo_keep[2][EX_MEMO_MAX + 1] = {
+    {KEEP(0), KEEP(1), KEEP(2), KEEP(3), KEEP(4), KEEP(5), KEEP(6), KEEP(7), KEEP(8), KEEP(9), KEEP(10), KEEP(11),
+     KEEP(12), KEEP(13), KEEP(14), KEEP(15), KEEP(16)},
+    {KEEP_HI(0), KEEP_HI(1), KEEP_HI(2), KEEP_HI(3), KEEP_HI(4), KEEP_HI(5), KEEP_HI(6), KEEP_HI(7), KEEP_HI(8),
+     KEEP_HI(9), KEEP_HI(10), KEEP_HI(11), KEEP_HI(12), KEEP_HI(13), KEEP_HI(14), KEEP_HI(15), KEEP_HI(16)}};
 
 void ex_memo_init(ex_memo *m, size_t len, int with_val, ex_memo_store *st)
 {
