@@ -51,6 +51,7 @@ const rss = load("rss.json");
 const conformance = load("conformance.json");
 const benchTurn = load("bench_turn.json");
 const benchTurnNewSession = load("bench_turn_new.json"); // a session's first 250 turns
+const instr = load("instr.json"); // instructions per turn, callgrind (instr.py)
 
 const compare = [];
 {
@@ -107,6 +108,7 @@ const results = {
   conformance,
   benchTurn,
   benchTurnNewSession,
+  instr,
 };
 fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 1) + "\n");
 
@@ -383,6 +385,30 @@ ${table(["items", "implementation", "turns", "before p50 µs", "end p50 µs", "t
     }
   }
   sections.push(`<h2 id="compare">Side by side with the original plugin</h2>${body}`);
+}
+
+{
+  let body;
+  if (!instr) body = "<p>Not run.</p>";
+  else if (instr.skipped) body = `<p class="note">Skipped: ${esc(instr.reason)}.</p>`;
+  else {
+    const rows = instr.cases.map((c) => [
+      esc(c.name),
+      c.store,
+      c.items ?? esc(c.data),
+      c.turns,
+      num(c.instructions / 1e6, 2),
+      `<b>${num(c.perTurn / 1e3, 1)}</b>`,
+      c.outputMd5 ? `<code>${c.outputMd5.slice(0, 8)}…</code>` : "",
+    ]);
+    body = `<p>Instructions counted by ${esc(instr.valgrind)} (callgrind) inside <code>hooks_on_event</code> only, divided by the <code>agent_end</code> calls of the same run: figures that the machine's load does not move (<code>bench/instr.py</code>). <i>dense</i> is <code>bench_turn</code>'s turn (a 4 KiB prompt, a 16 KiB reply, a tool call); <i>replay</i> is <code>clarity replay</code> of the recorded sessions, whose output hash tells a change of cost from a change of answers.${instr.replaySkipped ? ` Replay: ${esc(instr.replaySkipped)}.` : ""}</p>
+${table(["case", "store", "items / data", "turns", "instructions (M)", "per turn (k)", "replay output md5"], rows)}`;
+    const d = instr.cases.find((c) => c.name.startsWith("dense-memory"));
+    const r = instr.cases.find((c) => c.name === "replay-memory");
+    if (d) headline.push(`dense turn: <b>${num(d.perTurn / 1e3, 0)} k</b> instructions (callgrind, memory store, ${d.items} items)`);
+    if (r) headline.push(`recorded sessions: <b>${num(r.perTurn / 1e3, 1)} k</b> instructions a turn (callgrind, memory store; target ≤ 20 k)`);
+  }
+  sections.push(`<h2 id="instr">Instructions per turn</h2>${body}`);
 }
 
 {

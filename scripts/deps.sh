@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages clarity builds and tests with, when missing.
 set -e
-PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3 libtree-sitter-dev git libhiredis-dev redis-server"
+PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3 libtree-sitter-dev git libhiredis-dev redis-server valgrind"
 # npm fetches the tree-sitter grammars (scripts/grammars.sh); any npm will do
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 missing=""
