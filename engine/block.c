@@ -92,7 +92,7 @@ static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int us
     if (k == 0) return 0;
     double pred_max = predict_term_max(e, s);
     if (use_index && s->t.count >= RANKIDX_MIN_ITEMS && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
-        rankidx_iter ri = {&s->rank, 0, 0, 0, 0};
+        rankidx_iter ri = {.x = &s->rank};
         double stop = -INFINITY;
         int ordered;
         for (const rank_slot *sl; (sl = rankidx_next(&ri, &ordered));) {

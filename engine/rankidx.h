@@ -42,7 +42,7 @@ typedef struct rankidx {
     rank_slot *tmp;         /* a turn's new entries while they are merged */
     size_t n, cap, no, cap_o, nc, cap_c, cap_t;
     double cold_max;  /* the highest core in cold (-inf when empty) */
-    double cut;       /* new entries below it go cold; -inf: none (rankidx_cut) */
+    double cut;       /* new entries below it go cold (rankidx_cut; 0 before the first walk) */
     double last_stop; /* where the walk before the last stopped */
     uint64_t gen;     /* the tracker generation it reflects; 0 = none */
 } rankidx;
@@ -67,7 +67,7 @@ void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp);
 /* Walks the entries highest first, skipping superseded ones; the cold
  * list's in no order (*ordered = 0: an entry of it that cannot rank says
  * nothing of the next), before the first ordered entry below its highest
- * core.  Start with {x}. */
+ * core.  Start with {.x = x}. */
 typedef struct rankidx_iter {
     const rankidx *x;
     size_t i, j, c; /* next of main, over, cold */

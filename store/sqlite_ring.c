@@ -27,15 +27,18 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
+/* A leaf's room for one row, less the slack (F below). */
+static size_t leaf_room(const sq_ring *r) { return r->page - 35 - CELL_SLACK; }
+
 /* The stored size of a value of len bytes: its length and bytes padded to
  * the first size class that holds them: eighths of a leaf's room for one
- * row (F = page - 35 - CELL_SLACK; small records share leaves), the whole
+ * row (F = leaf_room; small records share leaves), the whole
  * of it, then F + k (page - 4), whole overflow pages.  Values of one class
  * have cells of one size, which SQLite rewrites where they are (one WAL
  * frame a page). */
 static size_t cell_size(const sq_ring *r, size_t len)
 {
-    size_t first = r->page - 35 - CELL_SLACK, more = r->page - 4, need = len + LEN_BYTES, q = first / 8;
+    size_t first = leaf_room(r), more = r->page - 4, need = len + LEN_BYTES, q = first / 8;
     if (need <= first) return need <= 7 * q ? (need + q - 1) / q * q : first;
     return first + (need - first + more - 1) / more * more;
 }
@@ -286,7 +289,7 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
     cell_note(ent, slot, rc == SQLITE_DONE ? size : 0);
     /* a new row a leaf holds alone: the next slots' rows are worth making
      * ahead (sq_ring_reserve) unless this connection wrote them */
-    size_t room = r->page - 35 - CELL_SLACK;
+    size_t room = leaf_room(r);
     if (rc == SQLITE_DONE && inserted && ent && !r->no_reserve && size > room / 2 && size <= room &&
         slot + 1 < (1 << SLOT_BITS) && !cell_known(ent, slot + 1)) {
         int n = (1 << SLOT_BITS) - (slot + 1);

@@ -346,7 +346,7 @@ Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
             cr_assert_eq(x->cold_max, most, "round %d: cold_max %g, the list's highest %g", round, x->cold_max,
                          most);
         unsigned char *seen = calloc(N, 1);
-        rankidx_iter ri = {x, 0, 0, 0, 0};
+        rankidx_iter ri = {.x = x};
         int ordered, in_cold = 0, cold_done = 0;
         double last = INFINITY;
         size_t count = 0;
