@@ -21,6 +21,8 @@ PGO_TRAIN_MEM := $(PGO_DIR)/train-memory.json
 .PHONY: pgo pgo-check
 EXTRA_CHECKS += pgo-check
 pgo: $(GRAMMAR_LIB)
+	@$(CC) -dM -E -x c /dev/null | grep -q __clang__ && \
+	  { echo "make pgo: needs GCC (-fprofile-partial-training; clang's profiles are another format); CC=$(CC) is clang"; exit 1; } || true
 	rm -rf $(PGO_DIR)/obj $(PGO_PROFILE) $(PGO_DIR)/libclarity.so $(PGO_DIR)/clarity
 	@mkdir -p $(PGO_DIR)/grammars
 	cp $(GRAMMAR_LIB) $(PGO_DIR)/grammars/libgrammars.a
