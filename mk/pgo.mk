@@ -6,7 +6,8 @@
 # sources, same answers (`make pgo-check` compares its replay with the
 # default build's).  Not the default: it builds twice around a run, and
 # the figures in the README are the default build's.
-#   make pgo [PGO_BUILD=DIR]      then use DIR/libclarity.so
+#   make pgo [PGO_BUILD=DIR]      then use DIR/libclarity.so, or
+#                                 make install BUILD=DIR
 #   make pgo-check                the PGO build answers as the default one
 PGO_BUILD ?= build-pgo
 PGO_DIR = $(abspath $(PGO_BUILD))
