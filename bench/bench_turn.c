@@ -15,9 +15,11 @@
  * turns (its snapshot folds) shows as it would in a session.
  * --store memory|sqlite: that store only (both by default).
  * --exclusive: SQLite a second time with storage.exclusive ("sqlite-x").
+ * --dump FILE: every turn's times as CSV lines "store,turn,before_us,end_us"
+ *   (which turns make the tail: a fold's, a checkpoint's).
  *   bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--smoke]
  *              [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]
- *              [--think-us N] [--store memory|sqlite] [--exclusive]
+ *              [--think-us N] [--store memory|sqlite] [--exclusive] [--dump FILE]
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static long think_us; /* --think-us */
+static FILE *dump;     /* --dump */
 static uint32_t next_rand(void)
 {
     rng ^= rng << 13;
@@ -202,6 +205,7 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
         tb[t] = t1 - t0;
         te[t] = t3 - t2;
         tt[t] = tb[t] + te[t];
+        if (dump) fprintf(dump, "%s,%d,%.2f,%.2f\n", backend, t, tb[t], te[t]);
         if (think_us > 0) {
             struct timespec ts = {think_us / 1000000, (think_us % 1000000) * 1000};
             nanosleep(&ts, NULL);
@@ -246,6 +250,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--disk-writer")) writer = 1;
         else if (!strcmp(argv[i], "--exclusive")) excl = 1;
+        else if (!strcmp(argv[i], "--dump") && i + 1 < argc) {
+            if (!(dump = fopen(argv[++i], "w"))) {
+                perror(argv[i]);
+                return 1;
+            }
+        }
         else if (!strcmp(argv[i], "--think-us") && i + 1 < argc) think_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--store") && i + 1 < argc && (!strcmp(argv[i + 1], "memory") || !strcmp(argv[i + 1], "sqlite")))
             only = argv[++i];
@@ -254,7 +264,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_turn [--plugin PATH] [--items N] [--turns N] [--json FILE] [--density N] [--smoke]\n"
                             "                  [--synchronous normal|full] [--disk-writer] [--dir DIR] [--snapshot-every N]\n"
-                            "                  [--think-us N] [--store memory|sqlite] [--exclusive]\n");
+                            "                  [--think-us N] [--store memory|sqlite] [--exclusive] [--dump FILE]\n");
             return 2;
         }
     }
@@ -323,6 +333,10 @@ int main(int argc, char **argv)
                     res[i].end.p99, res[i].turn.p50, res[i].turn.p99, res[i].turn.p999, res[i].turn.mean);
         fprintf(f, "]}\n");
         fclose(f);
+    }
+    if (dump && fclose(dump) != 0) {
+        perror("--dump");
+        return 1;
     }
     dlclose(dl);
     return 0;
