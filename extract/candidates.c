@@ -13,6 +13,7 @@
 #include "classify.h"
 #include "internal.h"
 #include "stopwords.h"
+#include "tokprog.h"
 
 #define JSON_MAX_PATH 4096
 
@@ -35,53 +36,6 @@ static int has_upper(const char *s, size_t n)
     int up = 0;
     for (size_t i = 0; i < n; i++) up |= s[i] >= 'A' && s[i] <= 'Z';
     return up;
-}
-
-/* Whether the filter may hold the path or one of its tails: an absolute
- * path may be tracked relative to an unknown workspace, and a memory
- * file's id is its name or its memory/ or docs/ tail in any folder. */
-static int path_may_match(const name_filter *nf, const char *p, size_t n)
-{
-    if (name_filter_test(nf, p, n)) return 1;
-    for (size_t i = 0; i + 1 < n; i++)
-        if (p[i] == '/' && name_filter_test(nf, p + i + 1, n - i - 1)) return 1;
-    return 0;
-}
-
-/* The file ids of a path: its canonical id, the normalized path, the
- * lowercase form of .md files and, for a path that stayed absolute, its
- * tails (which may be tracked relative to an unknown workspace). */
-static int emit_path_forms(ex_emitter *e, const char *p, size_t n)
-{
-    buf *np = &e->np; /* the emitter's: no allocation per path */
-    buf_reset(np);
-    ex_norm_path(p, n, e->ws, e->wslen, np);
-    int r = buf_failed(np) ? (ex_em_error(e, CLARITY_ENOMEM), -1) : 0;
-    if (r == 0 && e->nf && !path_may_match(e->nf, np->p, np->len)) return 0;
-    if (r == 0 && ex_file_id(np->p, np->len, &e->id) != FILE_NONE) {
-        /* the canonical id is most often "file:" + the path itself */
-        int same = e->id.len == 5 + np->len && memcmp(e->id.p + 5, np->p, np->len) == 0;
-        if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
-        if (!same) {
-            buf_puts(&e->id, "file:");
-            buf_append(&e->id, np->p, np->len);
-            if (r == 0 && ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
-        }
-        /* the lowercase form of a .md path: one of the two above unless
-         * the path has an uppercase letter */
-        if (r == 0 && ex_has_md_ext(np->p, np->len) && has_upper(np->p, np->len) &&
-            emit_lower(e, "file:", np->p, np->len, 0, CAT_FILE) < 0)
-            r = -1;
-        if (np->p[0] == '/')
-            for (size_t i = 1; r == 0 && i + 1 < np->len; i++)
-                if (np->p[i] == '/') {
-                    buf_puts(&e->id, "file:");
-                    buf_append(&e->id, np->p + i + 1, np->len - i - 1);
-                    if (ex_em_emit_scratch(e, CAT_FILE, 0) < 0) r = -1;
-                }
-    }
-    buf_reset(&e->id);
-    return r;
 }
 
 /* Whether the n bytes of the lanes are all digits: eight at a time.  A
@@ -137,6 +91,148 @@ static int emit_word_lanes(ex_emitter *e, const ex_lanes *low, size_t n, uint64_
     return 0;
 }
 
+/* ---- path programs (tokprog.h) ---- */
+
+static void pg_u32(buf *pg, uint32_t v) { buf_append(pg, (const char *)&v, 4); }
+static void pg_u64(buf *pg, uint64_t v) { buf_append(pg, (const char *)&v, 8); }
+
+/* A count written as 0 before what it counts was appended. */
+static void pg_patch(buf *pg, size_t at, uint32_t v)
+{
+    if (!buf_failed(pg)) memcpy(pg->p + at, &v, 4);
+}
+
+/* An id of the program: its two hashes (ex_em_emit_hashed), its length,
+ * then its bytes (those of id; an id holding a NUL, which a report would
+ * drop, is left out). */
+static void pg_id(const ex_emitter *e, buf *pg, const buf *id, uint32_t *count)
+{
+    if (buf_failed(id) || !id->len || memchr(id->p, '\0', id->len) || buf_reserve(pg, 16 + id->len) != 0) return;
+    uint64_t idh = name_id_hash(id->p, id->len);
+    uint32_t f[2] = {ex_sset_hash_bytes(e->seen.seed, id->p, id->len), (uint32_t)id->len};
+    char *at = pg->p + pg->len;
+    memcpy(at, &idh, 8);
+    memcpy(at + 8, f, 8);
+    memcpy(at + 16, id->p, id->len);
+    pg->len += 16 + id->len;
+    pg->p[pg->len] = '\0';
+    (*count)++;
+}
+
+/* The program of the path p[0, n) into pg: its normalized form and that
+ * form's name hash, which the filter is asked about first (the tails'
+ * hashes, asked when it fails, are left to the run: most runs stop at the
+ * first); then its file ids: the canonical id, the normalized path, the
+ * lowercase form of a .md path and, for a path that stayed absolute, its
+ * tails.  -1 without memory. */
+static int pg_compile(ex_emitter *e, const char *p, size_t n, buf *pg)
+{
+    buf *np = &e->np, *id = &e->id; /* the emitter's: no allocation per path */
+    buf_reset(pg);
+    buf_reset(np);
+    ex_norm_path(p, n, e->ws, e->wslen, np);
+    if (buf_failed(np)) return -1;
+    const char *s = np->p;
+    size_t len = np->len;
+    pg_u32(pg, (uint32_t)len);
+    buf_append(pg, s, len);
+    pg_u64(pg, name_hash(s, len));
+    size_t at = pg->len;
+    uint32_t count = 0;
+    pg_u32(pg, 0);
+    buf_reset(id);
+    if (ex_file_id(s, len, id) != FILE_NONE) {
+        /* the canonical id is most often "file:" + the path itself */
+        int same = id->len == 5 + len && memcmp(id->p + 5, s, len) == 0;
+        pg_id(e, pg, id, &count);
+        if (!same) {
+            buf_reset(id);
+            buf_puts(id, "file:");
+            buf_append(id, s, len);
+            pg_id(e, pg, id, &count);
+        }
+        /* one of the two above unless the path has an uppercase letter */
+        if (ex_has_md_ext(s, len) && has_upper(s, len)) {
+            buf_reset(id);
+            buf_puts(id, "file:");
+            ex_append_lower(id, s, len);
+            pg_id(e, pg, id, &count);
+        }
+        if (len > 0 && s[0] == '/')
+            for (size_t i = 1; i + 1 < len; i++)
+                if (s[i] == '/') {
+                    buf_reset(id);
+                    buf_puts(id, "file:");
+                    buf_append(id, s + i + 1, len - i - 1);
+                    pg_id(e, pg, id, &count);
+                }
+    }
+    int failed = buf_failed(id) || buf_failed(pg);
+    buf_reset(id);
+    pg_patch(pg, at, count);
+    return failed ? -1 : 0;
+}
+
+static uint32_t rd32(const unsigned char **p)
+{
+    uint32_t v;
+    memcpy(&v, *p, 4);
+    *p += 4;
+    return v;
+}
+
+/* Whether the filter may hold the normalized path np[0, n) (name hash
+ * h) or one of its tails: an absolute path may be tracked relative to an
+ * unknown workspace, and a memory file's id is its name or its memory/ or
+ * docs/ tail in any folder. */
+static int path_may_match(const name_filter *nf, const char *np, size_t n, uint64_t h)
+{
+    if (name_filter_test_hash(nf, h)) return 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (np[i] == '/' && name_filter_test(nf, np + i + 1, n - i - 1)) return 1;
+    return 0;
+}
+
+/* Runs a path program against this call's filter: its ids, when the
+ * filter may hold the path.  -1 when the scan must stop. */
+static int pg_run(ex_emitter *e, const unsigned char *p)
+{
+    uint32_t len = rd32(&p);
+    const char *np = (const char *)p;
+    p += len;
+    uint64_t h;
+    memcpy(&h, p, 8);
+    p += 8;
+    if (!path_may_match(e->nf, np, len, h)) return 0;
+    uint32_t ids = rd32(&p);
+    for (uint32_t j = 0; j < ids; j++) {
+        uint64_t idh;
+        memcpy(&idh, p, 8);
+        p += 8;
+        uint32_t sh = rd32(&p), l = rd32(&p);
+        if (ex_em_emit_hashed(e, (const char *)p, l, CAT_FILE, idh, sh) < 0) return -1;
+        p += l;
+    }
+    return 0;
+}
+
+/* The file ids of the path p[0, n) (hash h, ex_sset_hash_bytes), from
+ * the program kept from an earlier call when there is one, else built
+ * and kept.  -1 when the scan must stop. */
+static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
+{
+    const unsigned char *prog = ex_tp_find(&e->tp, p, n, h, e->ws_key);
+    if (!prog) {
+        if (pg_compile(e, p, n, &e->prog) < 0) {
+            ex_em_error(e, CLARITY_ENOMEM);
+            return -1;
+        }
+        prog = (const unsigned char *)e->prog.p;
+        ex_tp_keep(&e->tp, p, n, h, e->ws_key, prog, e->prog.len);
+    }
+    return pg_run(e, prog);
+}
+
 /* The same for a word inside a token, whose lanes are loaded here; room:
  * the bytes readable from w (the first test reads eight). */
 static int emit_word(ex_emitter *e, const char *w, size_t n, size_t room)
@@ -160,9 +256,10 @@ static int emit_run(ex_emitter *e, const char *s, size_t n)
     return 0;
 }
 
-/* The token t[0, n); room: the bytes readable from t (n or more). */
-static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, int url)
+/* The token t[0, n) (hash h); room: the bytes readable from t (n or more). */
+static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, int url, uint32_t h)
 {
+    size_t whole = n;
     while (n > 0 && t[n - 1] == '.') n--;
     if (n == 0) return 0;
     /* whether it holds a '.' and a '/': eight bytes at a time (tokens of
@@ -176,9 +273,9 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
     int dot = dots != 0, slash = slashes != 0;
     /* a tool argument under a path key had its forms emitted whole */
     int path_emitted = t == e->path_done && n == e->path_done_n;
-    if (!url && !path_emitted && n <= EX_MAX_PATH &&
-        (slash || (dot && ex_has_file_ext(t, n))))
-        if (emit_path_forms(e, t, n) < 0) return -1;
+    if (!url && !path_emitted && n <= EX_MAX_PATH && (slash || (dot && ex_has_file_ext(t, n))) &&
+        emit_path_forms(e, t, n, n == whole ? h : ex_sset_hash_bytes(e->tokens.seed, t, n)) < 0)
+        return -1;
     size_t i = 0, run_start = 0, run_words = 0;
     while (i < n) {
         if (!ex_is_word((unsigned char)t[i])) {
@@ -248,17 +345,21 @@ static int dot_continues(const char *t, size_t len, size_t p, size_t *q)
 static int expand_token(ex_emitter *e, const char *t, size_t len, size_t a, size_t i)
 {
     int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
+    uint32_t h = ex_sset_hash_bytes(e->tokens.seed, t + a, i - a);
+    /* a path's program is looked up after the deduplication below: its
+     * index entry is mostly out of the caches by the next turn */
+    ex_tp_prefetch(&e->tp, h);
     /* A token's forms depend only on its bytes: expand each distinct token
      * once per call (agents repeat the names they work on). */
     if (!url) {
-        int r = ex_sset_add(&e->tokens, t + a, i - a);
+        int r = ex_sset_add_h(&e->tokens, t + a, i - a, h);
         if (r == 0) return 0;
         if (r == -1) {
             ex_em_error(e, CLARITY_ENOMEM);
             return -1;
         }
     }
-    return process_token(e, t + a, i - a, len - a, url) < 0 ? -1 : 0;
+    return process_token(e, t + a, i - a, len - a, url, h) < 0 ? -1 : 0;
 }
 
 /* single_word's word that passed the name filter: deduplicated by its
@@ -650,7 +751,7 @@ static void visit_string(ex_emitter *e, const char *s, size_t n, int path_key, i
         }
         return;
     }
-    if (pathy && emit_path_forms(e, s, n) < 0) return;
+    if (pathy && emit_path_forms(e, s, n, ex_sset_hash_bytes(e->tokens.seed, s, n)) < 0) return;
     /* the scan would find the path again when it is the string's one
      * token, and emit the same ids (a call reports each id once) */
     e->path_done = pathy ? s : NULL;

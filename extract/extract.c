@@ -335,6 +335,8 @@ static void em_release(ex_emitter *e)
     ex_memo_store_free(&e->memo);
     buf_free(&e->id);
     buf_free(&e->np);
+    buf_free(&e->prog);
+    ex_tp_free(&e->tp);
     free(e->ws_in);
     free(e->ws_norm);
     e->ws_in = e->ws_norm = NULL;
@@ -396,6 +398,7 @@ static void em_clear(ex_emitter *e)
     spans_reuse(&e->paths);
     buf_reuse(&e->id);
     buf_reuse(&e->np);
+    buf_reuse(&e->prog);
 }
 
 /* e's workspace for this call: the normal form of ws, kept from the call
@@ -405,6 +408,7 @@ static int use_workspace(ex_emitter *e, const char *ws)
 {
     e->ws = NULL;
     e->wslen = 0;
+    e->ws_key = 0;
     if (!ws || ws[0] != '/') return 0; /* no workspace to make paths relative to */
     if (!e->ws_in || strcmp(e->ws_in, ws) != 0) {
         int oom;
@@ -421,6 +425,7 @@ static int use_workspace(ex_emitter *e, const char *ws)
     }
     e->ws = e->ws_norm;
     e->wslen = e->ws_norm_len;
+    e->ws_key = ex_tp_ws_key(e->ex->seed, e->ws, e->wslen);
     return 0;
 }
 
@@ -436,6 +441,7 @@ ex_emitter *ex_em_open(const extractor *ex, const char *workspace, extract_cb cb
         ex_wset_init(&e->words, ex->seed);
         buf_init(&e->id);
         buf_init(&e->np);
+        buf_init(&e->prog);
     }
     e->ex = ex;
     e->cb = cb;
@@ -527,6 +533,8 @@ static int excluded(ex_emitter *e, const char *id, size_t n)
     return 0;
 }
 
+static int em_report(ex_emitter *e, const char *id, size_t n, int cat, uint32_t set_hash);
+
 int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
 {
     if (e->stop) return -1;
@@ -534,7 +542,21 @@ int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
     if (e->nf && !name_filter_test_id(e->nf, id, n)) return 0;
     if (n == 0 || memchr(id, '\0', n)) return 0;
     if (e->filter && pattern_id && n < (size_t)e->ex->min_len) return 0;
-    int r = ex_sset_add(&e->seen, id, n);
+    return em_report(e, id, n, cat, ex_sset_hash_bytes(e->seen.seed, id, n));
+}
+
+int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t id_hash, uint32_t set_hash)
+{
+    if (e->stop) return -1;
+    if (e->nf && !name_filter_test_idhash(e->nf, id_hash)) return 0;
+    return em_report(e, id, n, cat, set_hash);
+}
+
+/* The rest of ex_em_emit: an id that passed the filter, reported when it
+ * is new and not excluded. */
+static int em_report(ex_emitter *e, const char *id, size_t n, int cat, uint32_t set_hash)
+{
+    int r = ex_sset_add_h(&e->seen, id, n, set_hash);
     if (r == -1) {
         ex_em_error(e, CLARITY_ENOMEM);
         return -1;

@@ -11,6 +11,7 @@
 #include "../util/buf.h"
 #include "../util/namefilter.h"
 #include "extract.h"
+#include "tokprog.h"
 
 /* Bounds that keep pathological input (64 MiB prompts, base64 blobs) cheap. */
 #define EX_MAX_WORD EXTRACT_WORD_MAX /* longer [A-Za-z0-9_] runs are never keywords/names */
@@ -408,6 +409,9 @@ typedef struct ex_emitter {
     ex_memo_store memo;
     buf id;                /* scratch for building ids */
     buf np;                /* scratch for a normalized path */
+    buf prog;              /* scratch for a path program */
+    ex_tp_store tp;        /* path programs of earlier calls (tokprog.h) */
+    uint64_t ws_key;       /* this call's workspace, as the programs are keyed (ex_tp_ws_key) */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
     char *ws;              /* this call's normalized workspace (ws_norm) or NULL */
     size_t wslen;
@@ -433,6 +437,9 @@ int ex_em_close(ex_emitter *e);
  * Returns 1 when reported, 0 when dropped or already seen, -1 when
  * processing must stop (e->stop). */
 int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id);
+/* The same for an id known to hold no NUL, of pattern_id 0, with its
+ * hashes given: name_id_hash(id) and ex_sset_hash_bytes(ex->seed, id). */
+int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t id_hash, uint32_t set_hash);
 /* Emits e->id (the scratch buffer) and resets it. */
 int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id);
 /* Records a matching error code into e->rc (ENOMEM also stops). */

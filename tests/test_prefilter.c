@@ -518,3 +518,107 @@ Test(prefilter, stripped_candidates_equal_those_of_the_stripped_copy)
     extract_free(ex);
     config_free(&cfg);
 }
+
+/* The tracked ids a filtered scan of text reports with workspace ws, in
+ * order, joined by spaces into out. */
+static void hits_of(extractor *ex, tracker *t, const char *text, const char *ws, char *out, size_t cap)
+{
+    hits h = {t, NULL, 0};
+    extract_filter f = {&t->names, NULL};
+    cr_assert_eq(extract_candidates_filtered(ex, text, strlen(text), ws, &f, collect, &h), 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < h.n; i++) {
+        size_t at = strlen(out);
+        snprintf(out + at, cap - at, "%s%s", i ? " " : "", h.ids[i]);
+    }
+    hits_free(&h);
+}
+
+/* A path's program (extract/tokprog.h) is built once and run again by
+ * later calls: what it emits must follow the filter of each call (an item
+ * tracked since), and a program built for one workspace must not serve
+ * another.  Each answer is checked against a new extractor's, which has
+ * no programs yet. */
+Test(prefilter, path_programs_follow_the_filter_and_the_workspace)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    const char *text = "see /w1/src/a.ts, lib/b.py and ./docs/Guide.md";
+    char got[512], fresh[512];
+    tracker t;
+    tracker_init(&t, 16);
+    tracker_touch(&t, "file:other.ts", CAT_FILE, 0);
+    hits_of(ex, &t, text, "/w1", got, sizeof got);
+    cr_assert_str_eq(got, "", "nothing tracked yet is reported");
+    tracker_touch(&t, "file:src/a.ts", CAT_FILE, 0);
+    tracker_touch(&t, "file:lib/b.py", CAT_FILE, 0);
+    tracker_touch(&t, "file:docs/guide.md", CAT_FILE, 0);
+    tracker_touch(&t, "file:/w1/src/a.ts", CAT_FILE, 0);
+    /* the same paths again: their programs now meet a filter that passes */
+    hits_of(ex, &t, text, "/w1", got, sizeof got);
+    cr_assert_str_eq(got, "file:src/a.ts file:lib/b.py file:docs/guide.md");
+    /* in another workspace the first path stays absolute: its own id, then
+     * its tails */
+    hits_of(ex, &t, text, "/w2", got, sizeof got);
+    cr_assert_str_eq(got, "file:/w1/src/a.ts file:src/a.ts file:lib/b.py file:docs/guide.md");
+    for (int k = 0; k < 3; k++) {
+        const char *ws = k == 1 ? "/w2" : k == 2 ? NULL : "/w1";
+        hits_of(ex, &t, text, ws, got, sizeof got);
+        extractor *ex2 = default_extractor(&cfg);
+        hits_of(ex2, &t, text, ws, fresh, sizeof fresh);
+        extract_free(ex2);
+        cr_assert_str_eq(got, fresh, "workspace %s: the kept programs differ from a new extractor's",
+                         ws ? ws : "(none)");
+    }
+    tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
+/* The store behind the programs: found by the path's bytes, hash and
+ * workspace alone; the oldest overwritten as the ring goes round. */
+Test(prefilter, the_path_store_keeps_its_newest_programs)
+{
+    ex_tp_store s = {0};
+    cr_assert_null(ex_tp_find(&s, "a", 1, 1, 0), "an empty store finds nothing");
+    char key[16];
+    unsigned char prog[200];
+    memset(prog, 'p', sizeof prog);
+    /* keys of 8 bytes, programs of 200, each hash its own index entry: the
+     * ring holds the last EX_TP_RING / 208 of them, give or take the one
+     * skipped where the ring wraps */
+    const uint32_t n = 1500, held = (uint32_t)(EX_TP_RING / (8 + sizeof prog));
+    cr_assert_lt(n, EX_TP_INDEX);
+    cr_assert_lt(held + 2, n);
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "k%07u", i);
+        prog[0] = (unsigned char)i;
+        ex_tp_keep(&s, key, 8, i, 7, prog, sizeof prog);
+    }
+    cr_assert_not_null(s.index, "the store was allocated");
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "k%07u", i);
+        const unsigned char *p = ex_tp_find(&s, key, 8, i, 7);
+        if (i + held < n + 1) {
+            if (i + held + 1 < n) cr_assert_null(p, "program %u was overwritten", i);
+            continue;
+        }
+        cr_assert_not_null(p, "program %u, of the last ring's worth, is found", i);
+        cr_assert_eq(p[0], (unsigned char)i, "program %u is its own", i);
+        cr_assert_eq(p[1], 'p');
+        cr_assert_null(ex_tp_find(&s, key, 8, i, 8), "a program is for its own workspace");
+        cr_assert_null(ex_tp_find(&s, key, 7, i, 7), "... and its own length");
+        key[1] ^= 1;
+        cr_assert_null(ex_tp_find(&s, key, 8, i, 7), "... and its own bytes, whatever the hash");
+    }
+    /* a path whose index entry another takes is built again */
+    ex_tp_keep(&s, "other", 5, n - 1 + EX_TP_INDEX, 7, prog, 10);
+    snprintf(key, sizeof key, "k%07u", n - 1);
+    cr_assert_null(ex_tp_find(&s, key, 8, n - 1, 7));
+    cr_assert_not_null(ex_tp_find(&s, "other", 5, n - 1 + EX_TP_INDEX, 7));
+    /* a program larger than EX_TP_MAX is not kept */
+    static unsigned char big[EX_TP_MAX + 1];
+    ex_tp_keep(&s, "big", 3, 5, 7, big, sizeof big);
+    cr_assert_null(ex_tp_find(&s, "big", 3, 5, 7));
+    ex_tp_free(&s);
+}

@@ -275,8 +275,9 @@ size_t tracker_history(const item *it, int64_t *out, size_t max)
     size_t n = it->hist_len < max ? it->hist_len : max;
     int cap = it->hist_len;
     if (cap == 0) return 0;
-    int idx = ((int)it->hist_head - 1) % cap; /* the newest, then one back at a time */
-    if (idx < 0) idx += cap;
+    int idx = (int)it->hist_head - 1; /* the newest, then one back at a time */
+    if (idx < 0) idx = cap - 1;
+    else if (idx >= cap) idx %= cap; /* pushed under a longer history (no division otherwise) */
     for (size_t i = 0; i < n; i++) {
         out[i] = it->history[idx];
         idx = idx ? idx - 1 : cap - 1;

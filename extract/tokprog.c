@@ -1,0 +1,53 @@
+/* tokprog.c: the emitter's store of path programs (layout in tokprog.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/namefilter.h"
+#include "tokprog.h"
+
+const unsigned char *ex_tp_find(const ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws)
+{
+    if (!s->index) return NULL;
+    const ex_tp_ent *e = &s->index[h & (EX_TP_INDEX - 1)];
+    /* its bytes are intact while less than the ring's size was written after them */
+    if (e->hash != h || e->keylen != n || e->ws != ws || !n || s->head - e->at > EX_TP_RING) return NULL;
+    const unsigned char *key = s->ring + e->at % EX_TP_RING;
+    return memcmp(key, t, n) == 0 ? key + n : NULL;
+}
+
+void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws, const unsigned char *prog,
+                size_t len)
+{
+    size_t need = n + len;
+    if (n == 0 || need > EX_TP_MAX) return;
+    if (!s->index) {
+        s->index = calloc(EX_TP_INDEX, sizeof *s->index);
+        s->ring = malloc(EX_TP_RING);
+        if (!s->index || !s->ring) {
+            ex_tp_free(s);
+            return;
+        }
+    }
+    /* kept whole: one that would run past the ring's end starts over at its start */
+    uint64_t off = s->head % EX_TP_RING;
+    if (off + need > EX_TP_RING) s->head += EX_TP_RING - off;
+    uint64_t at = s->head;
+    s->head += need;
+    unsigned char *p = s->ring + at % EX_TP_RING;
+    memcpy(p, t, n);
+    memcpy(p + n, prog, len);
+    s->index[h & (EX_TP_INDEX - 1)] = (ex_tp_ent){at, ws, h, (uint32_t)n, (uint32_t)len};
+}
+
+void ex_tp_free(ex_tp_store *s)
+{
+    free(s->index);
+    free(s->ring);
+    memset(s, 0, sizeof *s);
+}
+
+uint64_t ex_tp_ws_key(uint64_t seed, const char *ws, size_t n)
+{
+    if (!ws) return 0;
+    return name_mix_bytes(seed ^ (0x452821e638d01377ull + n), ws, n) | 1;
+}
