@@ -221,14 +221,15 @@ static int pg_run(ex_emitter *e, const unsigned char *p)
  * and kept.  -1 when the scan must stop. */
 static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
 {
-    const unsigned char *prog = ex_tp_find(&e->tp, p, n, h, e->ws_key);
+    int keep = e->ex->keep_programs;
+    const unsigned char *prog = keep ? ex_tp_find(&e->tp, p, n, h, e->ws_key) : NULL;
     if (!prog) {
         if (pg_compile(e, p, n, &e->prog) < 0) {
             ex_em_error(e, CLARITY_ENOMEM);
             return -1;
         }
         prog = (const unsigned char *)e->prog.p;
-        ex_tp_keep(&e->tp, p, n, h, e->ws_key, prog, e->prog.len);
+        if (keep) ex_tp_keep(&e->tp, p, n, h, e->ws_key, prog, e->prog.len);
     }
     return pg_run(e, prog);
 }

@@ -188,6 +188,7 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     ex->keywords = x->keywords;
     ex->seed = make_seed(ex);
     ex->avx2 = ex_cpu_avx2();
+    ex->keep_programs = 1;
     if (!(ex->park = calloc(1, sizeof *ex->park))) {
         free(ex);
         return CLARITY_ENOMEM;

@@ -41,6 +41,7 @@ struct extractor {
     uint64_t tool_lens;     /* bit n set: some name has length n (< 64) */
     uint64_t tool_first[4]; /* bit c set: some name starts with byte c */
     int avx2;               /* scans classify bytes with AVX2 (classify.h); tests may clear it */
+    int keep_programs;      /* emitters keep path programs across calls (tokprog.h); tests may clear it */
     size_t n_custom;
     char *custom_name[CFG_MAX_PATTERNS];
     pcre2_code *custom[CFG_MAX_PATTERNS];

@@ -89,8 +89,12 @@ static extractor *default_extractor(clarity_config *cfg)
  * one reports (in the same order, or as sets when sorted).  Returns how many. */
 static size_t same_hits(extractor *ex, tracker *t, const char *text, size_t len, int sorted, const char *what)
 {
+    /* the reference: the unfiltered scan, every path's forms built afresh
+     * (the filtered scans below run the programs earlier calls kept) */
     hits all = {t, NULL, 0};
+    ex->keep_programs = 0;
     extract_candidates(ex, text, len, "/ws", collect, &all);
+    ex->keep_programs = 1;
     if (sorted && all.n) qsort(all.ids, all.n, sizeof *all.ids, cmp);
     /* the filtered scan with each byte classifier this CPU runs, words'
      * forms as ids and through the word callback */
