@@ -72,6 +72,7 @@
 #define ITER_PAGE_BYTES (1u << 20)
 #define CKPT_PAGES 1000     /* WAL size (pages) that wakes the checkpointer */
 #define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
+#define WAL_LIMIT_BYTES "16777216" /* the WAL file cut back to this (4,096 pages) when it starts over */
 #define CKPT_QUIET_MS 10     /* a pause in the commits long enough to checkpoint in */
 #define RES_MIN_COMMITS 16   /* a process's commits before it reserves (one hook's process never does) */
 
@@ -749,6 +750,12 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
     int full = !wal || (flags & STORE_SQLITE_SYNC_FULL);
     rc = exec1(q->db, full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "synchronous");
+    /* A WAL only grows past the hard bound while something holds it back
+     * (a reader's old snapshot, a checkpoint stalled on a busy disk's sync:
+     * the commits do not wait for it), and SQLite keeps the file at its
+     * largest: cut back to the bound when the WAL next starts over. */
+    rc = exec1(q->db, "PRAGMA journal_size_limit=" WAL_LIMIT_BYTES, NULL);
+    if (rc != SQLITE_OK) return open_fail(q, err, "journal_size_limit");
     if (sqlite3_db_readonly(q->db, "main") == 1) {
         store_open_err(err, "store: cannot open sqlite database '%s': the file is read-only", path);
         sq_free(q);
