@@ -423,10 +423,11 @@ static int use_workspace(ex_emitter *e, const char *ws)
         e->ws_in = in;
         e->ws_norm = norm;
         e->ws_norm_len = strlen(norm);
+        e->ws_norm_key = ex_tp_ws_key(e->ex->seed, norm, e->ws_norm_len);
     }
     e->ws = e->ws_norm;
     e->wslen = e->ws_norm_len;
-    e->ws_key = ex_tp_ws_key(e->ex->seed, e->ws, e->wslen);
+    e->ws_key = e->ws_norm_key;
     return 0;
 }
 
@@ -534,7 +535,24 @@ static int excluded(ex_emitter *e, const char *id, size_t n)
     return 0;
 }
 
-static int em_report(ex_emitter *e, const char *id, size_t n, int cat, uint32_t set_hash);
+/* The rest of ex_em_emit and ex_em_emit_hashed: an id that passed the
+ * filter, reported when it is new and not excluded. */
+static int em_report(ex_emitter *e, const char *id, size_t n, int cat, uint32_t set_hash)
+{
+    int r = ex_sset_add_h(&e->seen, id, n, set_hash);
+    if (r == -1) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return -1;
+    }
+    if (r != 1) return 0; /* seen before (or the set is full) */
+    const char *key = ex_sset_key(&e->seen, e->seen.n - 1);
+    if (e->filter && excluded(e, key, n)) return e->stop ? -1 : 0;
+    if (e->cb(e->ud, key, cat)) {
+        e->stop = 1;
+        return -1;
+    }
+    return 1;
+}
 
 int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
 {
@@ -553,24 +571,6 @@ int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t
     return em_report(e, id, n, cat, set_hash);
 }
 
-/* The rest of ex_em_emit: an id that passed the filter, reported when it
- * is new and not excluded. */
-static int em_report(ex_emitter *e, const char *id, size_t n, int cat, uint32_t set_hash)
-{
-    int r = ex_sset_add_h(&e->seen, id, n, set_hash);
-    if (r == -1) {
-        ex_em_error(e, CLARITY_ENOMEM);
-        return -1;
-    }
-    if (r != 1) return 0; /* seen before (or the set is full) */
-    const char *key = ex_sset_key(&e->seen, e->seen.n - 1);
-    if (e->filter && excluded(e, key, n)) return e->stop ? -1 : 0;
-    if (e->cb(e->ud, key, cat)) {
-        e->stop = 1;
-        return -1;
-    }
-    return 1;
-}
 
 int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id)
 {

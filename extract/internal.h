@@ -418,6 +418,7 @@ typedef struct ex_emitter {
     size_t wslen;
     char *ws_in, *ws_norm; /* the last workspace given and its normal form, kept for the next call */
     size_t ws_norm_len;
+    uint64_t ws_norm_key;  /* ex_tp_ws_key of ws_norm */
     int filter;            /* mentions: drop short pattern ids and excluded ids */
     const name_filter *nf; /* candidates: skip names no tracked item has */
     extract_word_cb word;  /* candidates: whole words' forms go here (extract.h) */
