@@ -222,14 +222,15 @@ static int pg_run(ex_emitter *e, const unsigned char *p)
 static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
 {
     int keep = e->ex->keep_programs;
-    const unsigned char *prog = keep ? ex_tp_find(&e->tp, p, n, h, e->ws_key) : NULL;
+    uint64_t ws = e->ws ? e->ws_norm_key : 0; /* the programs of this call's workspace */
+    const unsigned char *prog = keep ? ex_tp_find(&e->tp, p, n, h, ws) : NULL;
     if (!prog) {
         if (pg_compile(e, p, n, &e->prog) < 0) {
             ex_em_error(e, CLARITY_ENOMEM);
             return -1;
         }
         prog = (const unsigned char *)e->prog.p;
-        if (keep) ex_tp_keep(&e->tp, p, n, h, e->ws_key, prog, e->prog.len);
+        if (keep) ex_tp_keep(&e->tp, p, n, h, ws, prog, e->prog.len);
     }
     return pg_run(e, prog);
 }
@@ -257,7 +258,8 @@ static int emit_run(ex_emitter *e, const char *s, size_t n)
     return 0;
 }
 
-/* The token t[0, n) (hash h); room: the bytes readable from t (n or more). */
+/* The token t[0, n) (hash h, ex_sset_hash_bytes, but for a URL); room:
+ * the bytes readable from t (n or more). */
 static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, int url, uint32_t h)
 {
     size_t whole = n;
@@ -346,13 +348,14 @@ static int dot_continues(const char *t, size_t len, size_t p, size_t *q)
 static int expand_token(ex_emitter *e, const char *t, size_t len, size_t a, size_t i)
 {
     int url = a > 0 && t[a - 1] == ':' && i - a >= 2 && t[a] == '/' && t[a + 1] == '/';
-    uint32_t h = ex_sset_hash_bytes(e->tokens.seed, t + a, i - a);
-    /* a path's program is looked up after the deduplication below: its
-     * index entry is mostly out of the caches by the next turn */
-    ex_tp_prefetch(&e->tp, h);
+    uint32_t h = 0; /* a URL's is not needed: it has no path forms */
     /* A token's forms depend only on its bytes: expand each distinct token
      * once per call (agents repeat the names they work on). */
     if (!url) {
+        h = ex_sset_hash_bytes(e->tokens.seed, t + a, i - a);
+        /* a path's program is looked up after the deduplication: its index
+         * entry is mostly out of the caches by the next turn */
+        ex_tp_prefetch(&e->tp, h);
         int r = ex_sset_add_h(&e->tokens, t + a, i - a, h);
         if (r == 0) return 0;
         if (r == -1) {

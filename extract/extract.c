@@ -409,7 +409,6 @@ static int use_workspace(ex_emitter *e, const char *ws)
 {
     e->ws = NULL;
     e->wslen = 0;
-    e->ws_key = 0;
     if (!ws || ws[0] != '/') return 0; /* no workspace to make paths relative to */
     if (!e->ws_in || strcmp(e->ws_in, ws) != 0) {
         int oom;
@@ -427,7 +426,6 @@ static int use_workspace(ex_emitter *e, const char *ws)
     }
     e->ws = e->ws_norm;
     e->wslen = e->ws_norm_len;
-    e->ws_key = e->ws_norm_key;
     return 0;
 }
 
@@ -570,7 +568,6 @@ int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t
     if (e->nf && !name_filter_test_idhash(e->nf, id_hash)) return 0;
     return em_report(e, id, n, cat, set_hash);
 }
-
 
 int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id)
 {

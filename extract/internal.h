@@ -412,13 +412,12 @@ typedef struct ex_emitter {
     buf np;                /* scratch for a normalized path */
     buf prog;              /* scratch for a path program */
     ex_tp_store tp;        /* path programs of earlier calls (tokprog.h) */
-    uint64_t ws_key;       /* this call's workspace, as the programs are keyed (ex_tp_ws_key) */
     pcre2_match_data *md;  /* group 0 only; shared by all patterns of a call */
     char *ws;              /* this call's normalized workspace (ws_norm) or NULL */
     size_t wslen;
     char *ws_in, *ws_norm; /* the last workspace given and its normal form, kept for the next call */
     size_t ws_norm_len;
-    uint64_t ws_norm_key;  /* ex_tp_ws_key of ws_norm */
+    uint64_t ws_norm_key;  /* ex_tp_ws_key of ws_norm: the programs' key for this call's ws when it is set */
     int filter;            /* mentions: drop short pattern ids and excluded ids */
     const name_filter *nf; /* candidates: skip names no tracked item has */
     extract_word_cb word;  /* candidates: whole words' forms go here (extract.h) */

@@ -36,7 +36,7 @@ void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws
     unsigned char *p = s->ring + at % EX_TP_RING;
     memcpy(p, t, n);
     memcpy(p + n, prog, len);
-    s->index[h & (EX_TP_INDEX - 1)] = (ex_tp_ent){at, ws, h, (uint32_t)n, (uint32_t)len};
+    s->index[h & (EX_TP_INDEX - 1)] = (ex_tp_ent){at, ws, h, (uint32_t)n};
 }
 
 void ex_tp_free(ex_tp_store *s)

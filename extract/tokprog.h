@@ -4,7 +4,8 @@
  * emit_path_forms) depend on its bytes and on the call's workspace, and
  * which of them are emitted depends on the name filter's answers, which
  * change as items are tracked.  Normalizing the path and building its ids
- * costs about a thousand instructions; asking the filter, a few dozen.
+ * costs about a thousand instructions; finding a kept program and asking
+ * the filter, about 150.
  * So the first is done once into a program: what to ask the filter
  * about and the ids to emit when it passes, with their hashes.  Running it emits
  * exactly what building the forms afresh did, and the emitter keeps
@@ -37,8 +38,7 @@ typedef struct ex_tp_ent {
     uint64_t at;      /* where its path starts, counted from the ring's first byte ever written */
     uint64_t ws;      /* the workspace it was built for (ex_tp_ws_key) */
     uint32_t hash;    /* the path's hash (ex_sset_hash_bytes) */
-    uint32_t keylen;  /* path bytes; 0: an empty entry */
-    uint32_t proglen; /* program bytes, after the path */
+    uint32_t keylen;  /* path bytes, its program after them; 0: an empty entry */
 } ex_tp_ent;
 
 typedef struct ex_tp_store {
