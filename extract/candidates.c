@@ -139,12 +139,15 @@ static int pg_compile(ex_emitter *e, const char *p, size_t n, buf *pg)
     pg_u64(pg, name_hash(s, len));
     size_t at = pg->len;
     uint32_t count = 0;
+    pg_u32(pg, FILE_NONE);
     pg_u32(pg, 0);
     buf_reset(id);
-    if (ex_file_id(s, len, id) != FILE_NONE) {
+    int kind = ex_file_id(s, len, id);
+    if (kind != FILE_NONE) {
         /* the canonical id is most often "file:" + the path itself */
         int same = id->len == 5 + len && memcmp(id->p + 5, s, len) == 0;
         pg_id(e, pg, id, &count);
+        if (count == 1) pg_patch(pg, at, (uint32_t)kind); /* the first id is the canonical one */
         if (!same) {
             buf_reset(id);
             buf_puts(id, "file:");
@@ -169,7 +172,7 @@ static int pg_compile(ex_emitter *e, const char *p, size_t n, buf *pg)
     }
     int failed = buf_failed(id) || buf_failed(pg);
     buf_reset(id);
-    pg_patch(pg, at, count);
+    pg_patch(pg, at + 4, count);
     return failed ? -1 : 0;
 }
 
@@ -204,6 +207,7 @@ static int pg_run(ex_emitter *e, const unsigned char *p)
     memcpy(&h, p, 8);
     p += 8;
     if (!path_may_match(e->nf, np, len, h)) return 0;
+    p += 4; /* the kind */
     uint32_t ids = rd32(&p);
     for (uint32_t j = 0; j < ids; j++) {
         uint64_t idh;
@@ -216,10 +220,10 @@ static int pg_run(ex_emitter *e, const unsigned char *p)
     return 0;
 }
 
-/* The file ids of the path p[0, n) (hash h, ex_sset_hash_bytes), from
- * the program kept from an earlier call when there is one, else built
- * and kept.  -1 when the scan must stop. */
-static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
+/* The program of the path p[0, n) (hash h, ex_sset_hash_bytes): the one
+ * kept from an earlier call when there is one, else built and kept.  NULL
+ * without memory (e's error is set). */
+static const unsigned char *path_program(ex_emitter *e, const char *p, size_t n, uint32_t h)
 {
     int keep = e->ex->keep_programs;
     uint64_t ws = e->ws ? e->ws_norm_key : 0; /* the programs of this call's workspace */
@@ -227,12 +231,41 @@ static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
     if (!prog) {
         if (pg_compile(e, p, n, &e->prog) < 0) {
             ex_em_error(e, CLARITY_ENOMEM);
-            return -1;
+            return NULL;
         }
         prog = (const unsigned char *)e->prog.p;
         if (keep) ex_tp_keep(&e->tp, p, n, h, ws, prog, e->prog.len);
     }
-    return pg_run(e, prog);
+    return prog;
+}
+
+/* The file ids of the path p[0, n) (hash h).  -1 when the scan must stop. */
+static int emit_path_forms(ex_emitter *e, const char *p, size_t n, uint32_t h)
+{
+    const unsigned char *prog = path_program(e, p, n, h);
+    return prog ? pg_run(e, prog) : -1;
+}
+
+/* The canonical id of a program's path into *ref: 1, or 0 when there is
+ * none. */
+static int file_ref(const unsigned char *prog, ex_file_ref *ref)
+{
+    uint32_t len = rd32(&prog);
+    prog += len + 8; /* the normalized path and its hash */
+    ref->kind = (int)rd32(&prog);
+    if (ref->kind == FILE_NONE || rd32(&prog) == 0) return 0;
+    memcpy(&ref->id_hash, prog, 8);
+    prog += 8;
+    ref->set_hash = rd32(&prog);
+    ref->n = rd32(&prog);
+    ref->id = (const char *)prog;
+    return 1;
+}
+
+int ex_path_file(ex_emitter *e, const char *p, size_t n, uint32_t h, ex_file_ref *ref)
+{
+    const unsigned char *prog = path_program(e, p, n, h);
+    return prog ? file_ref(prog, ref) : -1;
 }
 
 /* The same for a word inside a token, whose lanes are loaded here; room:
@@ -737,25 +770,42 @@ static int is_path_key(const char *k)
     return k && is_path_key_n(k, strlen(k));
 }
 
+/* The files pass of one path-key string, normalizing it here: what the
+ * programs' canonical ids must equal (tests and fuzz_prefilter clear
+ * extractor.keep_programs to compare). */
+static void file_afresh(ex_emitter *e, const char *s, size_t n)
+{
+    buf_reset(&e->np);
+    ex_norm_path(s, n, e->ws, e->wslen, &e->np);
+    if (buf_failed(&e->np)) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return;
+    }
+    int kind = ex_file_id(e->np.p, e->np.len, &e->id);
+    int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
+    if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
+    buf_reset(&e->id);
+}
+
 /* One string value s[0..n) under a member named by a path-like key or not. */
 static void visit_string(ex_emitter *e, const char *s, size_t n, int path_key, int files_only)
 {
     int pathy = path_key && n > 0 && n <= JSON_MAX_PATH && !memchr(s, '\0', n);
+    uint32_t h = pathy ? ex_sset_hash_bytes(e->tokens.seed, s, n) : 0;
     if (files_only) {
-        if (!pathy) return;
-        buf_reset(&e->np);
-        ex_norm_path(s, n, e->ws, e->wslen, &e->np);
-        if (buf_failed(&e->np)) {
-            ex_em_error(e, CLARITY_ENOMEM);
-        } else {
-            int kind = ex_file_id(e->np.p, e->np.len, &e->id);
-            int on = kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files;
-            if (kind != FILE_NONE && on) ex_em_emit_scratch(e, CAT_FILE, 1);
-            buf_reset(&e->id);
+        if (pathy && e->ex->keep_programs) {
+            /* the canonical id from the path's program, which the
+             * candidates pass over the same call runs next */
+            ex_file_ref f;
+            if (ex_path_file(e, s, n, h, &f) == 1 &&
+                (f.kind == FILE_MEMORY ? e->ex->memory_files : e->ex->source_files))
+                ex_em_emit_file(e, &f);
+        } else if (pathy) {
+            file_afresh(e, s, n); /* the reference the tests compare with */
         }
         return;
     }
-    if (pathy && emit_path_forms(e, s, n, ex_sset_hash_bytes(e->tokens.seed, s, n)) < 0) return;
+    if (pathy && emit_path_forms(e, s, n, h) < 0) return;
     /* the scan would find the path again when it is the string's one
      * token, and emit the same ids (a call reports each id once) */
     e->path_done = pathy ? s : NULL;

@@ -569,6 +569,13 @@ int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t
     return em_report(e, id, n, cat, set_hash);
 }
 
+int ex_em_emit_file(ex_emitter *e, const ex_file_ref *ref)
+{
+    if (e->stop) return -1;
+    if (e->filter && ref->n < (size_t)e->ex->min_len) return 0;
+    return ex_em_emit_hashed(e, ref->id, ref->n, CAT_FILE, ref->id_hash, ref->set_hash);
+}
+
 int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id)
 {
     if (buf_failed(&e->id)) {

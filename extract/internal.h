@@ -441,6 +441,21 @@ int ex_em_emit(ex_emitter *e, const char *id, size_t n, int cat, int pattern_id)
 /* The same for an id known to hold no NUL, of pattern_id 0, with its
  * hashes given: name_id_hash(id) and ex_sset_hash_bytes(ex->seed, id). */
 int ex_em_emit_hashed(ex_emitter *e, const char *id, size_t n, int cat, uint64_t id_hash, uint32_t set_hash);
+/* A path's canonical file id, from its program (ex_path_file). */
+typedef struct ex_file_ref {
+    const char *id; /* not NUL-terminated; valid until e's next program is built or kept */
+    size_t n;
+    uint64_t id_hash;  /* name_id_hash(id) */
+    uint32_t set_hash; /* ex_sset_hash_bytes(ex->seed, id) */
+    int kind;          /* FILE_MEMORY, FILE_SOURCE or FILE_OTHER */
+} ex_file_ref;
+/* What ex_file_id gives for the path p[0, n) normalized in e's workspace
+ * (h: its ex_sset_hash_bytes), from the path's program (candidates.c), so
+ * a path met before is not normalized again: 1 with *ref set, 0 when it
+ * names no file, -1 when the scan must stop (no memory). */
+int ex_path_file(ex_emitter *e, const char *p, size_t n, uint32_t h, ex_file_ref *ref);
+/* ex_em_emit(e, ref->id, ref->n, CAT_FILE, 1) with the hashes known. */
+int ex_em_emit_file(ex_emitter *e, const ex_file_ref *ref);
 /* Emits e->id (the scratch buffer) and resets it. */
 int ex_em_emit_scratch(ex_emitter *e, int cat, int pattern_id);
 /* Records a matching error code into e->rc (ENOMEM also stops). */

@@ -15,6 +15,8 @@
  * Program (host byte order; written and read only in this process):
  *   u32 length and the bytes of the normalized path, then its u64 name
  *       hash (the filter holding it or one of its tails opens the ids)
+ *   u32 the path's kind (ex_file_id; FILE_NONE also when its canonical
+ *       id is not the first id: the files passes take that one alone)
  *   u32 ids, each its u64 name_id_hash, its u32 ex_sset_hash_bytes, u32
  *       length and its bytes (CAT_FILE)
  */

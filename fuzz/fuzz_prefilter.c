@@ -10,7 +10,10 @@
  * and with whole words' forms through the word callback, and with the path
  * programs earlier inputs left, which the unfiltered scan does not use.  The scan that
  * leaves out clarity's own blocks as it goes must report what the filtered
- * scan of the stripped copy does. */
+ * scan of the stripped copy does.  The text's tokens, each a tool call's
+ * path argument, give the same files from the kept programs as from each
+ * path normalized afresh. */
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +129,45 @@ static void compare(extractor *ex, tracker *t, const char *s, size_t len, size_t
     free(text);
 }
 
+static int log_all(void *ud, const char *id, int category)
+{
+    buf *b = ud;
+    buf_putc(b, (char)('0' + category));
+    buf_append(b, id, strlen(id) + 1);
+    return 0;
+}
+
+/* Each space-separated token of s[0, len) (the first 32) as a tool
+ * call's path argument: the files pass, which takes canonical ids from the
+ * programs the scans above kept, reports what normalizing each afresh
+ * does. */
+static void compare_tool_files(extractor *ex, const char *s, size_t len)
+{
+    size_t pos = 0;
+    for (int k = 0; k < 32 && pos < len; k++) {
+        while (pos < len && (s[pos] == ' ' || s[pos] == '\n')) pos++;
+        size_t a = pos;
+        while (pos < len && s[pos] != ' ' && s[pos] != '\n') pos++;
+        if (pos == a) break;
+        json_t *o = json_pack("{s:s%}", "file_path", s + a, pos - a);
+        if (!o) continue; /* not UTF-8: jansson takes no such string */
+        char *doc = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!doc) abort();
+        buf want, got;
+        buf_init(&want);
+        buf_init(&got);
+        ex->keep_programs = 0;
+        int rw = extract_tool_files(ex, doc, "/ws", log_all, &want);
+        ex->keep_programs = 1;
+        int rg = extract_tool_files(ex, doc, "/ws", log_all, &got);
+        if (rw != rg || want.len != got.len || (want.len && memcmp(want.p, got.p, want.len) != 0)) abort();
+        buf_free(&want);
+        buf_free(&got);
+        free(doc);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static extractor *ex;
@@ -150,6 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t reps = len > 0 && len < 512 ? 600 / len + 1 : 1;
     compare(ex, &t, (const char *)sep + 1, len, 1);
     if (reps > 1) compare(ex, &t, (const char *)sep + 1, len, reps);
+    compare_tool_files(ex, (const char *)sep + 1, len);
     tracker_free(&t);
     return 0;
 }

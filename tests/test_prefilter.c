@@ -2,6 +2,7 @@
  * and random tracked sets, the filtered candidates that name a tracked item
  * are exactly the unfiltered ones that do. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -625,4 +626,82 @@ Test(prefilter, the_path_store_keeps_its_newest_programs)
     ex_tp_keep(&s, "big", 3, 5, 7, big, sizeof big);
     cr_assert_null(ex_tp_find(&s, "big", 3, 5, 7));
     ex_tp_free(&s);
+}
+
+/* The ids and categories extract_tool_files reports for doc, as
+ * "<category>:<id> " into out. */
+static int log_all(void *ud, const char *id, int category)
+{
+    buf *b = ud;
+    buf_printf(b, "%d:%s ", category, id);
+    return 0;
+}
+
+static void tool_files_of(extractor *ex, const char *doc, const char *ws, int keep, char *out, size_t cap)
+{
+    buf b;
+    buf_init(&b);
+    ex->keep_programs = keep;
+    cr_assert_eq(extract_tool_files(ex, doc, ws, log_all, &b), 0);
+    ex->keep_programs = 1;
+    cr_assert(!buf_failed(&b) && b.len < cap);
+    snprintf(out, cap, "%s", b.p ? b.p : "");
+    buf_free(&b);
+}
+
+/* The files pass of a tool call takes each path's canonical id from its
+ * program, which the candidates pass over the same call (or an earlier
+ * call, under any filter) built: the same ids, kinds and order as
+ * normalizing each path afresh, in every workspace. */
+Test(prefilter, tool_files_from_programs_equal_each_path_normalized)
+{
+    clarity_config cfg;
+    extractor *ex = default_extractor(&cfg);
+    static const char *const paths[] = {
+        "src/auth/session.ts", "/ws/src/auth/session.ts", "/w2/lib/x.py", "./lib/x.py", "../up/y.go",
+        "SOUL.md", "memory/Active-Context.md", "/ws/docs/Guide.md", "/elsewhere/docs/guide.md", "notes.txt",
+        "Makefile", "a.ts.", "no-extension", "/", ".", "src//a.c", "session.ts", "x\\y.c"};
+    static const char *const keys[] = {"file_path", "path", "paths", "command", "filePath"};
+    static const char *const spaces[] = {"/ws", "/w2", NULL};
+    tracker t;
+    tracker_init(&t, 16);
+    tracker_touch(&t, "file:src/auth/session.ts", CAT_FILE, 0);
+    char got[2048], want[2048], doc[512];
+    srand(11);
+    size_t reported = 0;
+    for (int round = 0; round < 400; round++) {
+        const char *ws = spaces[rand() % 3];
+        const char *key = keys[rand() % 5];
+        const char *p = paths[rand() % (sizeof paths / sizeof *paths)];
+        const char *q = paths[rand() % (sizeof paths / sizeof *paths)];
+        json_t *o = json_object();
+        if (rand() % 2) json_object_set_new(o, key, json_pack("[ss]", p, q));
+        else json_object_set_new(o, key, json_string(p));
+        json_object_set_new(o, "path", json_string(q));
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        snprintf(doc, sizeof doc, "%s", s);
+        free(s);
+        /* now and then the candidates pass first, filtered or not, which
+         * builds and keeps the programs the files pass then runs */
+        if (rand() % 2) {
+            hits h = {&t, NULL, 0};
+            extract_filter f = {&t.names, NULL};
+            if (rand() % 2) extract_candidates_filtered(ex, doc, strlen(doc), ws, &f, collect, &h);
+            else extract_candidates_json(ex, doc, ws, collect, &h);
+            hits_free(&h);
+        }
+        tool_files_of(ex, doc, ws, 0, want, sizeof want);
+        tool_files_of(ex, doc, ws, 1, got, sizeof got);
+        cr_assert_str_eq(got, want, "round %d, workspace %s: %s", round, ws ? ws : "(none)", doc);
+        reported += strlen(want) > 0;
+    }
+    cr_assert_gt(reported, 200, "most documents name files (%zu of 400)", reported);
+    /* what the reference gives, for the record */
+    tool_files_of(ex, "{\"file_path\":\"/ws/src/a.ts\",\"path\":\"memory/Active-Context.md\"}", "/ws", 1, got,
+                  sizeof got);
+    cr_assert_str_eq(got, "2:file:src/a.ts 2:file:memory/active-context.md ");
+    tracker_free(&t);
+    extract_free(ex);
+    config_free(&cfg);
 }
