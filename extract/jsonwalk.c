@@ -9,6 +9,9 @@
  * arguments are almost always plain ASCII and take the fast path. */
 #include <jansson.h>
 #include <stdint.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,39 @@ static void ws(jw *w)
     while (w->p < w->end && (*w->p == ' ' || *w->p == '\t' || *w->p == '\n' || *w->p == '\r')) w->p++;
 }
 
+#ifdef __SSE2__
+/* How many of the sixteen bytes at p are plain, up to the first that is
+ * not: a signed compare with 0x20 takes the bytes above 0x7f as well. */
+static inline unsigned plain16(const char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+                             _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m);
+    return bits ? (unsigned)__builtin_ctz(bits) : 16;
+}
+#endif
+
+/* The first byte at or after p that is not plain ('"', '\\', below 0x20
+ * or above 0x7f), sixteen bytes at a time, then eight; or the place where
+ * fewer than eight are left, for the caller to take one at a time. */
+static inline const char *plain_run(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    for (; end - p >= 16; p += 16) {
+        unsigned k = plain16(p);
+        if (k < 16) return p + k;
+    }
+#endif
+    for (; end - p >= 8; p += 8) {
+        uint64_t x = util_load_le64(p);
+        uint64_t m = util_bytes_below(x, 0x20) | util_bytes_eq(x, '"') | util_bytes_eq(x, '\\') |
+                     (x & UTIL_BYTES_HIGH);
+        if (m) return p + __builtin_ctzll(m) / 8;
+    }
+    return p;
+}
+
 /* A string at w->p ('"'): its raw span [*s, *e) between the quotes and
  * whether it holds escapes.  0, -1 invalid, -2 unsure. */
 static int str(jw *w, const char **s, const char **e, int *esc)
@@ -40,18 +76,7 @@ static int str(jw *w, const char **s, const char **e, int *esc)
     *s = p;
     *esc = 0;
     for (; p < w->end; p++) {
-        /* eight plain bytes at a time: none '"', '\\', below 0x20 or above
-         * 0x7f */
-        while (w->end - p >= 8) {
-            uint64_t x = util_load_le64(p);
-            uint64_t m = util_bytes_below(x, 0x20) | util_bytes_eq(x, '"') | util_bytes_eq(x, '\\') |
-                         (x & UTIL_BYTES_HIGH);
-            if (m) {
-                p += __builtin_ctzll(m) / 8;
-                break;
-            }
-            p += 8;
-        }
+        p = plain_run(p, w->end);
         if (p >= w->end) break;
         unsigned char c = (unsigned char)*p;
         if (c == '"') {

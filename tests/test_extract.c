@@ -762,6 +762,35 @@ Test(candidates, tool_call_equals_the_jansson_walks)
     extract_free(ex);
 }
 
+/* The same with one byte the reader must stop at ('"' and '\\' escaped, a
+ * \n escape, a control byte, a byte above 0x7f) at every place of strings
+ * from 1 to 40 bytes: the reader takes plain bytes sixteen and eight at a
+ * time, and each stop must fall where jansson's does. */
+Test(candidates, tool_call_equals_the_jansson_walks_at_every_stop)
+{
+    static const char *const stops[] = {"\\\"", "\\\\", "\\n", "\x01", "\xc3\xa9"};
+    extractor *ex = default_ex();
+    char doc[256], body[64];
+    for (size_t k = 0; k < sizeof stops / sizeof *stops; k++)
+        for (int n = 1; n <= 40; n++)
+            for (int at = 0; at <= n; at++) {
+                /* words and a path around the stop: "src/a.py ClaraCore ..." */
+                static const char fill[] = "src/a.py ClaraCore focus-engine lib/b.ts x";
+                snprintf(body, sizeof body, "%.*s%s%.*s", at, fill, stops[k], n - at, fill + at);
+                snprintf(doc, sizeof doc, "{\"command\":\"%s\",\"file_path\":\"%s\"}", body, body);
+                col *two = col_new(), *one = col_new();
+                cr_assert_eq(extract_tool_files(ex, doc, "/ws", collect, two), CLARITY_OK);
+                cr_assert_eq(extract_candidates_json(ex, doc, "/ws", collect, two), CLARITY_OK);
+                cr_assert_eq(extract_tool_call(ex, doc, "/ws", NULL, collect, collect, one), CLARITY_OK);
+                char *a = strdup(dump(two));
+                cr_assert_str_eq(dump(one), a, "stop %zu, %d bytes, at %d: %s", k, n, at, doc);
+                free(a);
+                col_free(two);
+                col_free(one);
+            }
+    extract_free(ex);
+}
+
 /* The one-pass scan against the earlier passes on real text: every text of
  * the recorded sessions (dev-sessions.jsonl from $CLARITY_SHARED/data or
  * ../shared/data, else the demo conversation), under configs that turn
