@@ -87,6 +87,7 @@ typedef struct session {
     unsigned log_every;
     buf logbuf;
     buf prunebuf; /* persist.c: a record's pruned section, being built */
+    buf touchbuf; /* ... and its touched section */
     /* Folds off the hook's thread (engine.c): fold_queued and fold_at are
      * set under engine.reg_mu (fold_at is read by the queued fold, which it
      * stays the same for), fold_wanted (persist.c: the log is long) under mu.

@@ -324,6 +324,38 @@ static int rec_pruned(session *s, tl_reader *r, const tl_header *h, int apply)
     return 0;
 }
 
+/* A record's touched section (turnlog.h): each id's item takes its
+ * counts (the larger), the touch turn as its last mention and reference
+ * turn where the entry says, a history entry when its mention count grew,
+ * and is no longer pruned.  An id the session does not hold is passed
+ * over, as in the pruned section. */
+static int rec_touched(session *s, tl_reader *r, const tl_header *h, int apply)
+{
+    uint32_t n;
+    int64_t turn;
+    if (tl_get_u32(r, &n, "touched") != 0 || tl_get_touch_turn(r, h->turn, &turn) != 0) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *id;
+        uint32_t idn;
+        unsigned bits;
+        int64_t mentions, references;
+        if (tl_get_touched(r, &id, &idn, &bits, &mentions, &references) != 0) return -1;
+        item *it = apply ? tracker_find_n(&s->t, id, idn) : NULL;
+        if (!it) continue;
+        if (bits & 1) {
+            if (mentions > it->mention_count) tracker_history_push(&s->t, it, turn);
+            it->last_mention_turn = turn;
+        }
+        if (bits & 2) it->last_reference_turn = turn;
+        if (mentions > it->mention_count) it->mention_count = mentions;
+        if (references > it->reference_count) it->reference_count = references;
+        it->pruned = 0;
+        it->pruned_turn = -1;
+        it->snap_dirty = 1;
+    }
+    return 0;
+}
+
 /* Checks (apply 0) or applies (apply 1) one record.  Returns 0, -1 with
  * r->what naming what is wrong, or -2 out of memory. */
 static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *where)
@@ -394,6 +426,7 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
         }
     }
     if (rc == 0 && (h.flags & TL_REC_PRUNED)) rc = rec_pruned(s, r, &h, apply);
+    if (rc == 0 && (h.flags & TL_REC_TOUCHED)) rc = rec_touched(s, r, &h, apply);
     if (rc == 0 && r->p != r->end) r->what = "length", rc = -1;
     return rc;
 }
@@ -442,6 +475,7 @@ void persist_session_free(session *s)
     s->n_snap_del = s->cap_snap_del = 0;
     buf_free(&s->logbuf);
     buf_free(&s->prunebuf);
+    buf_free(&s->touchbuf);
 }
 
 static void reset_state(engine *e, session *s)
@@ -739,10 +773,13 @@ static int write_record(engine *e, session *s, int first)
         tl_patch_u32(b, at, (uint32_t)(b->len - at - 4));
     }
     size_t count_at = b->len;
-    uint32_t n = 0, n_pruned = 0;
+    uint32_t n = 0, n_pruned = 0, n_touched = 0;
     tl_put_u32(b, 0);
-    buf *pb = &s->prunebuf; /* the pruned-only items, appended at the end */
+    buf *pb = &s->prunebuf, *tb = &s->touchbuf; /* the pruned-only and touched-only items, appended at the end */
     buf_reset(pb);
+    buf_reset(tb);
+    /* touched-only items go as such when all were touched in one turn */
+    int touch_one = t->touch_state == 1 && t->touch_turn <= h.turn;
     /* One walk: a compaction's 100,000 items are as many cache misses.
      * snap_dirty is set, and dirty cleared, here rather than after the
      * write succeeds: a failed write marks the list dirty again (below),
@@ -758,6 +795,9 @@ static int write_record(engine *e, session *s, int first)
             if (it->dirty == ITEM_DIRTY_PRUNED && it->pruned_turn >= 0 && it->pruned_turn <= h.turn) {
                 tl_put_pruned(pb, it, h.turn);
                 n_pruned++;
+            } else if (it->dirty == ITEM_DIRTY_TOUCHED && touch_one) {
+                tl_put_touched(tb, it, t->touch_turn);
+                n_touched++;
             } else {
                 tl_put_rec_item(b, it, &h);
                 n++;
@@ -774,10 +814,17 @@ static int write_record(engine *e, session *s, int first)
         tl_put_u32(b, n_pruned);
         buf_append(b, pb->p, pb->len);
     }
-    int rc = buf_failed(b) || buf_failed(pb) ? CLARITY_ENOMEM : CLARITY_OK;
+    if (n_touched && !buf_failed(b)) {
+        b->p[2] |= TL_REC_TOUCHED;
+        tl_put_u32(b, n_touched);
+        tl_put_var(b, (uint64_t)(h.turn - t->touch_turn));
+        buf_append(b, tb->p, tb->len);
+    }
+    t->touch_state = 0; /* the list is taken: written, or whole next time */
+    int rc = buf_failed(b) || buf_failed(pb) || buf_failed(tb) ? CLARITY_ENOMEM : CLARITY_OK;
     if (rc == CLARITY_OK) rc = put_record(e, s, b, h.seq, first);
     if (rc != CLARITY_OK) {
-        if (rc == CLARITY_ENOMEM) buf_free(b), buf_free(pb);
+        if (rc == CLARITY_ENOMEM) buf_free(b), buf_free(pb), buf_free(tb);
         if (!first) /* whole forms next time */
             for (item *it = t->dirty; it; it = it->dirty_next) it->dirty = ITEM_DIRTY;
         return rc;
@@ -786,6 +833,7 @@ static int write_record(engine *e, session *s, int first)
     /* a compaction's record can be megabytes: not kept for every session */
     if (b->cap > PERSIST_BUF_KEEP) buf_free(b);
     if (pb->cap > PERSIST_BUF_KEEP) buf_free(pb);
+    if (tb->cap > PERSIST_BUF_KEEP) buf_free(tb);
     for (size_t i = 0; i < t->n_deleted; i++) s->snap_del[s->n_snap_del++] = t->deleted[i];
     t->n_deleted = 0; /* the ids moved to snap_del */
     s->log_seq = h.seq;

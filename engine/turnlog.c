@@ -391,6 +391,53 @@ int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, in
     return 0;
 }
 
+void tl_put_var(buf *out, uint64_t v)
+{
+    if (buf_reserve(out, TL_VAR_MAX) != 0) return;
+    unsigned char *p = put_var((unsigned char *)out->p + out->len, v);
+    out->len = (size_t)(p - (unsigned char *)out->p);
+    out->p[out->len] = '\0';
+}
+
+void tl_put_touched(buf *out, const item *it, int64_t touch_turn)
+{
+    tl_put_id(out, it->id, tracker_id_len(it));
+    if (buf_reserve(out, 1 + 2 * TL_VAR_MAX) != 0) return;
+    unsigned char *p = (unsigned char *)out->p + out->len;
+    *p++ = (unsigned char)((it->last_mention_turn == touch_turn ? 1u : 0u) |
+                           (it->last_reference_turn == touch_turn ? 2u : 0u));
+    p = put_var(p, (uint64_t)it->mention_count);
+    p = put_var(p, (uint64_t)it->reference_count);
+    out->len = (size_t)(p - (unsigned char *)out->p);
+    out->p[out->len] = '\0';
+}
+
+int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn)
+{
+    uint64_t d;
+    if (get_var(r, &d, "touchTurn") != 0) return -1;
+    if (d > (uint64_t)turn) return r->what = "touchTurn", -1;
+    *touch_turn = turn - (int64_t)d;
+    return 0;
+}
+
+int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,
+                   int64_t *references)
+{
+    uint64_t m, n;
+    if (tl_get_id(r, id, idn, "touched id") != 0) return -1;
+    if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "touched id", -1;
+    if (need(r, 1, "touched")) return -1;
+    *bits = *r->p++;
+    if (*bits > 3) return r->what = "touched", -1;
+    if (get_var(r, &m, "mentionCount") != 0 || get_var(r, &n, "referenceCount") != 0) return -1;
+    if (m > (uint64_t)TRACKER_COUNT_MAX) return r->what = "mentionCount", -1;
+    if (n > (uint64_t)TRACKER_COUNT_MAX) return r->what = "referenceCount", -1;
+    *mentions = (int64_t)m;
+    *references = (int64_t)n;
+    return 0;
+}
+
 void tl_put_header(buf *out, const tl_header *h)
 {
     unsigned char b[TL_HEADER] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)h->flags, 0};
@@ -404,7 +451,7 @@ int tl_get_header(tl_reader *r, tl_header *h)
 {
     if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
-    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > (TL_REC_META | TL_REC_PRUNED)) {
+    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
         r->what = "header";
         return -1;
     }

@@ -47,9 +47,23 @@
  * items from 4.3 KB to 3.5 KB, under a 4 KiB page: nine of its commits
  * in ten write one WAL frame instead of two.
  * An item whose only change since the last record is that a compaction
- * pruned it is written in the last section: a large session's compaction
+ * pruned it is written in the pruned section: a large session's compaction
  * prunes most of its items, and their full forms were most of its cost.
  * Builds before the section refuse a record with flag 2 ("header").
+ *   [flag 4: u32 touched ids, the varint of the record's turn minus the
+ *    turn they were touched in, then each: id length, id, u8 (1: mentioned,
+ *    2: referenced in that turn), varints of its mention and reference
+ *    counts]
+ * An item whose only changes since the last record are a mention or a
+ * reference in one turn (ITEM_DIRTY_TOUCHED: a turn's usual item) is
+ * written in the touched section, its counts and no more: about a tenth
+ * of its whole form's cost.  Its entry is applied as set values, so that
+ * replaying it onto a row the fold wrote after it (a crash between a
+ * fold's chunks) ends where the session was, as whole forms do: the
+ * counts only grow (the larger is kept), the history takes the turn only
+ * when the mention count grows (a mention at the count's limit is written
+ * whole), and the turns it sets are set again by any later record that
+ * changed them.  Builds before the section refuse flag 4 ("header").
  * Records at or below the snapshot's seq are stale slots and ignored.  A
  * new session's first record holds every item, and the meta row written
  * with it is that of an empty snapshot (seq 0).
@@ -69,6 +83,7 @@
 #define TL_REC_VERSION 3
 #define TL_REC_META 1
 #define TL_REC_PRUNED 2
+#define TL_REC_TOUCHED 4
 
 /* Appends the item form (version 2) of it. */
 void tl_put_item(buf *out, const item *it);
@@ -111,6 +126,19 @@ void tl_put_pruned(buf *out, const item *it, int64_t turn);
 /* Reads one: the id (a pointer into the record) and the pruned turn,
  * checked to be in 0..turn.  0, or -1 with r->what set. */
 int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn);
+
+/* Appends a touched-section entry: its id, whether it was mentioned (1)
+ * and referenced (2) in the touch turn, and its two counts. */
+void tl_put_touched(buf *out, const item *it, int64_t touch_turn);
+/* Appends an unsigned varint (the touched section's turn). */
+void tl_put_var(buf *out, uint64_t v);
+/* Reads the touched section's turn (the record's turn minus a varint),
+ * checked to be in 0..turn.  0, or -1 with r->what set. */
+int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn);
+/* Reads one entry: the id (a pointer into the record), its bits (1, 2)
+ * and counts, each range-checked.  0, or -1 with r->what set. */
+int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,
+                   int64_t *references);
 
 /* Record header. */
 typedef struct tl_header {

@@ -183,14 +183,42 @@ Test(persist, host_kv_backend_is_used_when_offered)
     th_close(&h);
 }
 
-/* The u32 count of items of a turn-log record (turnlog.h's layout). */
+/* The items a turn-log record writes (turnlog.h's layout): whole, and
+ * in its touched section (counts alone), read with the log's reader. */
 static uint32_t record_items(const unsigned char *p, size_t len)
 {
-    size_t at = 28;
-    cr_assert_geq(len, at + 4);
-    if (p[2] & 1) at += 4 + (p[at] | p[at + 1] << 8 | (size_t)p[at + 2] << 16 | (size_t)p[at + 3] << 24);
-    cr_assert_geq(len, at + 4);
-    return p[at] | p[at + 1] << 8 | (uint32_t)p[at + 2] << 16 | (uint32_t)p[at + 3] << 24;
+    tracker t;
+    tracker_init(&t, ITEM_HISTORY_MAX);
+    item *it = calloc(1, sizeof *it + ITEM_HISTORY_MAX * sizeof it->history[0]);
+    tl_reader r = tl_reader_over(p, len, 0);
+    tl_header h;
+    cr_assert_eq(tl_get_header(&r, &h), 0, "%s", r.what ? r.what : "?");
+    const char *s;
+    uint32_t n, sn, total = 0;
+    if (h.flags & TL_REC_META) cr_assert_eq(tl_get_bytes(&r, &s, &sn, "meta"), 0);
+    cr_assert_eq(tl_get_u32(&r, &n, "items"), 0);
+    for (uint32_t i = 0; i < n; i++, total++)
+        cr_assert(tl_get_id(&r, &s, &sn, "id") == 0 && tl_get_item(&r, &t, it) == 0, "%s", r.what);
+    cr_assert_eq(tl_get_u32(&r, &n, "deleted"), 0);
+    for (uint32_t i = 0; i < n; i++) cr_assert_eq(tl_get_id(&r, &s, &sn, "deleted id"), 0);
+    if (h.flags & TL_REC_PRUNED) {
+        cr_assert_eq(tl_get_u32(&r, &n, "pruned"), 0);
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t turn;
+            cr_assert_eq(tl_get_pruned(&r, &s, &sn, h.turn, &turn), 0);
+        }
+    }
+    if (h.flags & TL_REC_TOUCHED) {
+        int64_t turn, m, k;
+        unsigned bits;
+        cr_assert(tl_get_u32(&r, &n, "touched") == 0 && tl_get_touch_turn(&r, h.turn, &turn) == 0);
+        for (uint32_t i = 0; i < n; i++, total++) cr_assert_eq(tl_get_touched(&r, &s, &sn, &bits, &m, &k), 0);
+    }
+    cr_assert(r.p == r.end, "bytes left in a record");
+    free(it->anchor_reason);
+    free(it);
+    tracker_free(&t);
+    return total;
 }
 
 Test(persist, only_changed_items_are_written_per_turn)
@@ -218,6 +246,7 @@ Test(persist, only_changed_items_are_written_per_turn)
     rec = th_kv_value(&h, "clarity:s:d", "l:0003", &len);
     cr_assert_not_null(rec);
     cr_assert_eq(record_items((unsigned char *)rec, len), 1);
+    cr_assert(rec[2] & TL_REC_TOUCHED, "a mention alone is written as a touch (its counts)");
     free(rec);
     th_close(&h);
 }
@@ -479,13 +508,12 @@ Test(persist, a_process_appends_to_the_log_another_left)
 }
 
 /* One record (a cell's value, its version 3 bytes) as version 2 wrote it:
- * u32 id lengths, items in form 2.  No pruned section (the test below
- * makes none). */
-static void as_version_2(const unsigned char *v, size_t n, buf *out)
+ * u32 id lengths, items in form 2.  Version 2 had no touched section: a
+ * touched item goes whole, as it was after the record, which the replica
+ * t (the records before it applied, from the session's first, which holds
+ * every item) gives.  No pruned section (the test below makes none). */
+static void as_version_2(const unsigned char *v, size_t n, tracker *t, buf *out)
 {
-    tracker t;
-    tracker_init(&t, ITEM_HISTORY_MAX);
-    item *it = calloc(1, sizeof *it + ITEM_HISTORY_MAX * sizeof it->history[0]);
     tl_reader r = tl_reader_over(v, n, 0);
     tl_header h;
     cr_assert_eq(tl_get_header(&r, &h), 0, "%s", r.what ? r.what : "?");
@@ -494,35 +522,84 @@ static void as_version_2(const unsigned char *v, size_t n, buf *out)
     buf_reset(out);
     tl_put_header(out, &h);
     out->p[1] = 2; /* the version */
+    out->p[2] &= ~TL_REC_TOUCHED;
     if (h.flags & TL_REC_META) {
         const char *m;
         uint32_t mn;
         cr_assert_eq(tl_get_bytes(&r, &m, &mn, "meta"), 0);
         tl_put_bytes(out, m, mn);
     }
-    uint32_t count;
-    for (int section = 0; section < 2; section++) { /* items, then deleted ids */
-        cr_assert_eq(tl_get_u32(&r, &count, "count"), 0);
-        tl_put_u32(out, count);
-        for (uint32_t i = 0; i < count; i++) {
-            const char *id;
-            uint32_t idn;
-            cr_assert_eq(tl_get_id(&r, &id, &idn, "id"), 0);
-            tl_put_bytes(out, id, idn);
-            if (section == 0) {
-                cr_assert_eq(tl_get_item(&r, &t, it), 0, "%s", r.what ? r.what : "?");
-                tl_put_item(out, it);
+    buf items, deleted;
+    buf_init(&items);
+    buf_init(&deleted);
+    uint32_t count, n_items = 0, n_deleted;
+    const char *id;
+    uint32_t idn;
+    char key[512];
+    cr_assert_eq(tl_get_u32(&r, &count, "count"), 0);
+    for (uint32_t i = 0; i < count; i++, n_items++) {
+        cr_assert_eq(tl_get_id(&r, &id, &idn, "id"), 0);
+        snprintf(key, sizeof key, "%.*s", (int)idn, id);
+        item *it = tracker_touch(t, key, CAT_PROJECT, 0);
+        cr_assert_eq(tl_get_item(&r, t, it), 0, "%s", r.what ? r.what : "?");
+        tl_put_bytes(&items, id, idn);
+        tl_put_item(&items, it);
+    }
+    cr_assert_eq(tl_get_u32(&r, &n_deleted, "count"), 0);
+    for (uint32_t i = 0; i < n_deleted; i++) {
+        cr_assert_eq(tl_get_id(&r, &id, &idn, "deleted id"), 0);
+        tl_put_bytes(&deleted, id, idn);
+        snprintf(key, sizeof key, "%.*s", (int)idn, id);
+        item *it = tracker_find(t, key);
+        if (it) tracker_discard(t, it);
+    }
+    if (h.flags & TL_REC_TOUCHED) { /* applied as persist.c's rec_touched does, then whole */
+        int64_t turn, m, k;
+        unsigned bits;
+        cr_assert(tl_get_u32(&r, &count, "touched") == 0 && tl_get_touch_turn(&r, h.turn, &turn) == 0);
+        for (uint32_t i = 0; i < count; i++, n_items++) {
+            cr_assert_eq(tl_get_touched(&r, &id, &idn, &bits, &m, &k), 0);
+            snprintf(key, sizeof key, "%.*s", (int)idn, id);
+            item *it = tracker_find(t, key);
+            cr_assert_not_null(it, "touched item %s not in the replica", key);
+            if (bits & 1) {
+                if (m > it->mention_count) tracker_history_push(t, it, turn);
+                it->last_mention_turn = turn;
             }
+            if (bits & 2) it->last_reference_turn = turn;
+            if (m > it->mention_count) it->mention_count = m;
+            if (k > it->reference_count) it->reference_count = k;
+            it->pruned = 0;
+            it->pruned_turn = -1;
+            tl_put_bytes(&items, id, idn);
+            tl_put_item(&items, it);
         }
     }
     cr_assert(r.p == r.end, "bytes left in a record");
-    cr_assert(!buf_failed(out));
-    free(it->anchor_reason);
-    free(it);
-    tracker_free(&t);
+    tl_put_u32(out, n_items);
+    buf_append(out, items.p, items.len);
+    tl_put_u32(out, n_deleted);
+    buf_append(out, deleted.p, deleted.len);
+    cr_assert(!buf_failed(out) && !buf_failed(&items) && !buf_failed(&deleted));
+    buf_free(&items);
+    buf_free(&deleted);
 }
 
-/* Rewrites every turn-log record of db as version 2 wrote it; their count. */
+typedef struct ring_cell {
+    int64_t slot;
+    uint64_t seq;
+    unsigned char *cell;
+    size_t n;
+} ring_cell;
+
+static int by_seq(const void *a, const void *b)
+{
+    const ring_cell *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Rewrites every turn-log record of db (one session's, from its first) as
+ * version 2 wrote it, in order; their count. */
 static int records_to_version_2(const char *db)
 {
     sqlite3 *d;
@@ -530,26 +607,43 @@ static int records_to_version_2(const char *db)
     sqlite3_stmt *get, *put;
     cr_assert_eq(sqlite3_prepare_v2(d, "SELECT id, val FROM ring", -1, &get, NULL), SQLITE_OK);
     cr_assert_eq(sqlite3_prepare_v2(d, "UPDATE ring SET val=?2 WHERE id=?1", -1, &put, NULL), SQLITE_OK);
-    buf rec, cell;
-    buf_init(&rec);
-    buf_init(&cell);
+    ring_cell *v = NULL;
     int n = 0;
     while (sqlite3_step(get) == SQLITE_ROW) {
-        const unsigned char *c = sqlite3_column_blob(get, 1); /* the record's length, then it */
-        size_t len = le32_at(c);
-        cr_assert_leq(len + 4, (size_t)sqlite3_column_bytes(get, 1));
-        as_version_2(c + 4, len, &rec);
-        buf_reset(&cell);
-        tl_put_bytes(&cell, rec.p, rec.len); /* a cell: u32 length, the record */
-        sqlite3_bind_int64(put, 1, sqlite3_column_int64(get, 0));
-        sqlite3_bind_blob(put, 2, cell.p, (int)cell.len, SQLITE_TRANSIENT);
-        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
-        sqlite3_reset(put);
+        v = realloc(v, (size_t)(n + 1) * sizeof *v);
+        size_t cn = (size_t)sqlite3_column_bytes(get, 1);
+        v[n].slot = sqlite3_column_int64(get, 0);
+        v[n].cell = malloc(cn);
+        memcpy(v[n].cell, sqlite3_column_blob(get, 1), cn);
+        v[n].n = cn;
+        cr_assert_geq(cn, 16);
+        v[n].seq = le64_at(v[n].cell + 8);
         n++;
     }
     sqlite3_finalize(get);
+    if (n > 1) qsort(v, (size_t)n, sizeof *v, by_seq);
+    cr_assert(n == 0 || v[0].seq == 1, "the session's first record is there");
+    tracker t;
+    tracker_init(&t, 16); /* limits.historyLength's default */
+    buf rec, cell;
+    buf_init(&rec);
+    buf_init(&cell);
+    for (int i = 0; i < n; i++) {
+        size_t len = le32_at(v[i].cell); /* the record's length, then it */
+        cr_assert_leq(len + 4, v[i].n);
+        as_version_2(v[i].cell + 4, len, &t, &rec);
+        buf_reset(&cell);
+        tl_put_bytes(&cell, rec.p, rec.len); /* a cell: u32 length, the record */
+        sqlite3_bind_int64(put, 1, v[i].slot);
+        sqlite3_bind_blob(put, 2, cell.p, (int)cell.len, SQLITE_TRANSIENT);
+        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
+        sqlite3_reset(put);
+        free(v[i].cell);
+    }
+    free(v);
     sqlite3_finalize(put);
     sqlite3_close(d);
+    tracker_free(&t);
     buf_free(&rec);
     buf_free(&cell);
     return n;
@@ -1093,4 +1187,189 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
         unlink(ref);
     }
     cr_assert(hit, "no kill landed between two chunks of a fold in 20 tries");
+}
+
+/* clarity.getState of session, without the time of its last write. */
+static json_t *state_of(th_host *h, const char *session)
+{
+    char params[128];
+    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.getState", params, &j), 0, "getState %s", session);
+    json_object_del(j, "lastPersistAt");
+    return j;
+}
+
+/* One random turn of session on h: a prompt naming some of the names, a
+ * reply and a tool call naming others; now and then a command (anchor,
+ * unanchor, tier, prune) or a compaction instead of the reply. */
+static void random_turn(th_host *h, const char *session, unsigned *seed)
+{
+    static const char *const names[] = {"ClaraCore", "FocusEngine", "focus-engine", "web_search",
+                                        "src/a.ts",  "src/b.ts",    "docs/guide.md", "MEMORY.md",
+                                        "lib/c.py",  "DeltaCache",  "retry-budget",  "src/main.go"};
+    const size_t nn = sizeof names / sizeof *names;
+    char prompt[256] = "", reply[256] = "", args[96];
+    for (int k = rand_r(seed) % 4; k > 0; k--) {
+        strcat(prompt, names[rand_r(seed) % nn]);
+        strcat(prompt, " ");
+    }
+    for (int k = rand_r(seed) % 4; k > 0; k--) {
+        strcat(reply, names[rand_r(seed) % nn]);
+        strcat(reply, " ");
+    }
+    snprintf(args, sizeof args, "{\"file_path\":\"%s\"}", names[4 + rand_r(seed) % 3]);
+    cr_assert_eq(th_before(h, session, NULL, prompt, strlen(prompt), NULL), 0);
+    int r = rand_r(seed) % 10;
+    char line[96];
+    if (r == 0) {
+        snprintf(line, sizeof line, "/clarity anchor %s", names[rand_r(seed) % nn]);
+        th_cmd(h, session, line, NULL, NULL); /* an item not tracked yet is refused: fine */
+    } else if (r == 1) {
+        snprintf(line, sizeof line, "/clarity unanchor %s", names[rand_r(seed) % nn]);
+        th_cmd(h, session, line, NULL, NULL);
+    } else if (r == 2) {
+        snprintf(line, sizeof line, "/clarity tier %s %s", names[rand_r(seed) % nn],
+                 rand_r(seed) % 2 ? "high" : "low");
+        th_cmd(h, session, line, NULL, NULL);
+    } else if (r == 3) {
+        th_cmd(h, session, "/clarity prune", NULL, NULL);
+    } else if (r == 4) {
+        char *out = NULL;
+        th_compact(h, session, &out);
+        free(out);
+    }
+    cr_assert_eq(th_end(h, session, reply, rand_r(seed) % 2 ? "Edit" : NULL, args), 0);
+}
+
+/* A copy of the committed state of the SQLite file src at dst. */
+static void copy_db(const char *src, const char *dst)
+{
+    sqlite3 *s, *d;
+    cr_assert_eq(sqlite3_open(src, &s), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(dst, &d), SQLITE_OK);
+    sqlite3_backup *b = sqlite3_backup_init(d, "main", s, "main");
+    cr_assert_not_null(b, "%s", sqlite3_errmsg(d));
+    cr_assert_eq(sqlite3_backup_step(b, -1), SQLITE_DONE);
+    sqlite3_backup_finish(b);
+    sqlite3_close(s);
+    sqlite3_close(d);
+}
+
+/* What a crash between a fold's chunks leaves, built without a kill: pre
+ * (the file as the fold found it: the meta of the last snapshot, the
+ * records after it) takes some of the rows and some of the removals the
+ * fold wrote into post.  Returns how many it took. */
+static int splice_fold(const char *pre, const char *post, unsigned *seed)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(pre, &d), SQLITE_OK);
+    char sql[512];
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS post", post);
+    cr_assert_eq(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
+    sqlite3_stmt *rows, *put, *gone, *del;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT ns, key, val FROM post.kv WHERE key LIKE 'i:%' AND NOT EXISTS "
+                                       "(SELECT 1 FROM main.kv m WHERE m.ns = post.kv.ns AND m.key = post.kv.key "
+                                       "AND m.val = post.kv.val)",
+                                    -1, &rows, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(d));
+    cr_assert_eq(sqlite3_prepare_v2(d, "INSERT OR REPLACE INTO main.kv VALUES (?1, ?2, ?3)", -1, &put, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT ns, key FROM main.kv m WHERE key LIKE 'i:%' AND NOT EXISTS "
+                                       "(SELECT 1 FROM post.kv p WHERE p.ns = m.ns AND p.key = m.key)",
+                                    -1, &gone, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(d, "DELETE FROM main.kv WHERE ns = ?1 AND key = ?2", -1, &del, NULL),
+                 SQLITE_OK);
+    int taken = 0;
+    cr_assert_eq(sqlite3_exec(d, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+    while (sqlite3_step(rows) == SQLITE_ROW) {
+        if (rand_r(seed) % 3 == 0) continue;
+        for (int c = 0; c < 3; c++) sqlite3_bind_value(put, c + 1, sqlite3_column_value(rows, c));
+        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
+        sqlite3_reset(put);
+        taken++;
+    }
+    while (sqlite3_step(gone) == SQLITE_ROW) {
+        if (rand_r(seed) % 2) continue;
+        for (int c = 0; c < 2; c++) sqlite3_bind_value(del, c + 1, sqlite3_column_value(gone, c));
+        cr_assert_eq(sqlite3_step(del), SQLITE_DONE, "%s", sqlite3_errmsg(d));
+        sqlite3_reset(del);
+        taken++;
+    }
+    sqlite3_finalize(rows);
+    sqlite3_finalize(put);
+    sqlite3_finalize(gone);
+    sqlite3_finalize(del);
+    cr_assert_eq(sqlite3_exec(d, "COMMIT", NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
+    sqlite3_close(d);
+    return taken;
+}
+
+/* The records above the snapshot of the file db that have a touched
+ * section. */
+static int touched_records(const char *db)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM ring", -1, &st, NULL), SQLITE_OK);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) { /* a cell: u32 length, then the record */
+        const unsigned char *c = sqlite3_column_blob(st, 0);
+        n += sqlite3_column_bytes(st, 0) > 6 && (c[6] & TL_REC_TOUCHED);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return n;
+}
+
+/* Records replayed onto rows a fold wrote after them (a crash between
+ * its chunks) end where the session was, whatever the mix of whole forms,
+ * pruned entries and touched entries (counts alone) the turns wrote: the
+ * whole state, mention histories included, for random sessions cut at
+ * random folds. */
+Test(persist, records_replayed_onto_newer_rows_end_where_the_session_was, .timeout = 120)
+{
+    int spliced = 0, touched = 0;
+    for (unsigned round = 0; round < 16; round++) {
+        unsigned seed = 1000 + round;
+        char db[256], pre[256], cfg[512], cfg_pre[512];
+        snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+        snprintf(pre, sizeof pre, "%s", th_tmp_path(".db"));
+        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+        snprintf(cfg_pre, sizeof cfg_pre, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", pre);
+        th_host a;
+        cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+        /* a snapshot mid-session (the session's end folds), then records
+         * after it */
+        int turns = 3 + (int)(rand_r(&seed) % 12);
+        for (int i = 0; i < turns; i++) random_turn(&a, "k", &seed);
+        cr_assert_eq(th_session_end(&a, "k"), 0);
+        th_close(&a);
+        cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+        int more = 3 + (int)(rand_r(&seed) % 20);
+        for (int i = 0; i < more; i++) random_turn(&a, "k", &seed);
+        turns += more;
+        json_t *want = state_of(&a, "k");
+        copy_db(db, pre); /* as the session's fold finds it */
+        touched += touched_records(pre) > 0;
+        cr_assert_eq(th_session_end(&a, "k"), 0);
+        th_close(&a); /* the fold done */
+        spliced += splice_fold(pre, db, &seed) > 0;
+        th_host b;
+        cr_assert_eq(th_open(&b, cfg_pre, 0, NULL), 0);
+        json_t *got = state_of(&b, "k");
+        char *w = json_dumps(want, JSON_SORT_KEYS), *g = json_dumps(got, JSON_SORT_KEYS);
+        cr_assert_str_eq(g, w, "round %u (%d turns): restored\n%s\nwritten\n%s", round, turns, g, w);
+        free(w);
+        free(g);
+        json_decref(want);
+        json_decref(got);
+        th_close(&b);
+        th_unlink_db(db);
+        th_unlink_db(pre);
+    }
+    cr_assert_geq(spliced, 12, "rows of a later fold under the records in %d rounds of 16", spliced);
+    cr_assert_geq(touched, 12, "touched sections in %d rounds of 16", touched);
 }

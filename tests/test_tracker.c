@@ -108,3 +108,56 @@ Test(tracker, find_many_answers_as_find_one_by_one)
     }
     tracker_free(&t);
 }
+
+/* Which changes the turn log may write as a touch (ITEM_DIRTY_TOUCHED,
+ * its counts alone): a mention or reference of an unchanged item, in one
+ * turn.  Any other change since the last persist makes it whole. */
+Test(tracker, only_a_mention_or_reference_in_one_turn_is_a_touch)
+{
+    tracker t;
+    tracker_init(&t, 16);
+    t.current_turn = 5;
+    item *a = tracker_mention(&t, "alpha", CAT_PROJECT, 0);
+    item *b = tracker_touch(&t, "beta", CAT_PROJECT, 0);
+    cr_assert_eq(a->dirty, ITEM_DIRTY, "a new item is whole");
+    tracker_clear_dirty(&t);
+    cr_assert_eq(t.touch_state, 0);
+    tracker_mention(&t, "alpha", CAT_PROJECT, 0); /* counted once a turn: no change */
+    cr_assert_eq(a->dirty, 0);
+    cr_assert_eq(t.touch_state, 0);
+    tracker_reference(&t, a);
+    tracker_mention(&t, "beta", CAT_PROJECT, 0);
+    cr_assert_eq(a->dirty, ITEM_DIRTY_TOUCHED);
+    cr_assert_eq(b->dirty, ITEM_DIRTY_TOUCHED);
+    cr_assert(t.touch_state == 1 && t.touch_turn == 5, "state %d, turn %lld", t.touch_state, (long long)t.touch_turn);
+    tracker_anchor(&t, a, NULL, 0);
+    cr_assert_eq(a->dirty, ITEM_DIRTY, "a touch and an anchor: whole");
+    cr_assert_eq(b->dirty, ITEM_DIRTY_TOUCHED);
+    b->pruned = 1;
+    tracker_mark_pruned(&t, b);
+    cr_assert_eq(b->dirty, ITEM_DIRTY, "a touch and a prune: whole");
+    tracker_clear_dirty(&t);
+    /* a prune, then a mention that revives the item: whole */
+    b->pruned = 1;
+    tracker_mark_pruned(&t, b);
+    cr_assert_eq(b->dirty, ITEM_DIRTY_PRUNED);
+    tracker_mention(&t, "beta", CAT_PROJECT, 0);
+    cr_assert_eq(b->dirty, ITEM_DIRTY);
+    tracker_clear_dirty(&t);
+    /* touches of two turns before a persist */
+    tracker_advance_turn(&t);
+    tracker_mention(&t, "alpha", CAT_PROJECT, 0);
+    cr_assert_eq(t.touch_state, 1);
+    tracker_advance_turn(&t);
+    tracker_reference(&t, b);
+    cr_assert_eq(b->dirty, ITEM_DIRTY_TOUCHED);
+    cr_assert_eq(t.touch_state, 2, "two turns' touches are marked");
+    tracker_clear_dirty(&t);
+    cr_assert_eq(t.touch_state, 0);
+    /* a mention whose count is at the limit pushes a turn the count does not show */
+    tracker_advance_turn(&t);
+    a->mention_count = TRACKER_COUNT_MAX;
+    tracker_mention(&t, "alpha", CAT_PROJECT, 0);
+    cr_assert_eq(a->dirty, ITEM_DIRTY, "a saturated mention is whole");
+    tracker_free(&t);
+}

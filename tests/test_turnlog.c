@@ -441,14 +441,91 @@ Test(turnlog, pruned_entries_round_trip_and_bad_ones_are_refused)
     free(it);
 }
 
-Test(turnlog, a_header_with_the_pruned_flag_reads_and_unknown_flags_do_not)
+/* A record's touched section: its turn as a difference from the
+ * record's, then per id whether it was mentioned and referenced in that
+ * turn and its counts; what is out of range is refused by name. */
+Test(turnlog, touched_entries_round_trip_and_bad_ones_are_refused)
 {
-    for (unsigned f = 0; f <= 4; f++) {
+    item *it = new_item(4);
+    char id[] = "ClaraCore";
+    it->id = id;
+    buf b;
+    buf_init(&b);
+    tl_put_var(&b, 300); /* the section's turn: 300 before the record's */
+    it->mention_count = 3;
+    it->reference_count = 0;
+    it->last_mention_turn = 9;
+    it->last_reference_turn = -1;
+    tl_put_touched(&b, it, 9);
+    it->mention_count = TRACKER_COUNT_MAX;
+    it->reference_count = 200;
+    it->last_reference_turn = 9;
+    it->last_mention_turn = 4;
+    tl_put_touched(&b, it, 9);
+    cr_assert(!buf_failed(&b));
+    tl_reader r = tl_reader_over(b.p, b.len, 3);
+    const char *s;
+    uint32_t n;
+    unsigned bits;
+    int64_t turn, m, k;
+    cr_assert_eq(tl_get_touch_turn(&r, 309, &turn), 0);
+    cr_assert_eq(turn, 9);
+    cr_assert_eq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0, "%s", r.what ? r.what : "?");
+    cr_assert(n == strlen(id) && memcmp(s, id, n) == 0);
+    cr_assert(bits == 1 && m == 3 && k == 0, "bits %u, counts %lld %lld", bits, (long long)m, (long long)k);
+    cr_assert_eq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0, "%s", r.what ? r.what : "?");
+    cr_assert(bits == 2 && m == TRACKER_COUNT_MAX && k == 200);
+    cr_assert(r.p == r.end);
+    /* the section's turn before turn 0 */
+    r = tl_reader_over(b.p, b.len, 3);
+    cr_assert_neq(tl_get_touch_turn(&r, 299, &turn), 0);
+    cr_assert_str_eq(r.what, "touchTurn");
+    /* cut short after the id, and in the counts */
+    size_t first = 2; /* the section's turn (two varint bytes) */
+    r = tl_reader_over(b.p + first, 1 + strlen(id), 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "touched");
+    r = tl_reader_over(b.p + first, 2 + strlen(id), 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "mentionCount");
+    /* unknown bits, counts past the limit, an empty id */
+    const unsigned char badbits[] = {1, 'a', 4, 0, 0};
+    r = tl_reader_over(badbits, sizeof badbits, 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "touched");
+    buf over;
+    buf_init(&over);
+    const unsigned char head[] = {1, 'a', 1};
+    buf_append(&over, (const char *)head, sizeof head);
+    tl_put_var(&over, (uint64_t)TRACKER_COUNT_MAX + 1);
+    tl_put_var(&over, 0);
+    r = tl_reader_over(over.p, over.len, 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "mentionCount");
+    buf_reset(&over);
+    buf_append(&over, (const char *)head, sizeof head);
+    tl_put_var(&over, 0);
+    tl_put_var(&over, (uint64_t)TRACKER_COUNT_MAX + 1);
+    r = tl_reader_over(over.p, over.len, 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "referenceCount");
+    const unsigned char empty[] = {0, 1, 0, 0};
+    r = tl_reader_over(empty, sizeof empty, 3);
+    cr_assert_neq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0);
+    cr_assert_str_eq(r.what, "touched id");
+    buf_free(&over);
+    buf_free(&b);
+    free(it);
+}
+
+Test(turnlog, a_header_with_the_pruned_and_touched_flags_reads_and_unknown_flags_do_not)
+{
+    for (unsigned f = 0; f <= 16; f++) {
         unsigned char h[28] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)f, 0, 1};
         tl_reader r = tl_reader_over(h, sizeof h, 0);
         tl_header hd;
         int rc = tl_get_header(&r, &hd);
-        if (f <= (TL_REC_META | TL_REC_PRUNED)) {
+        if (f <= (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
             cr_assert_eq(rc, 0, "flags %u", f);
             cr_assert_eq(hd.flags, f);
         } else {

@@ -213,6 +213,25 @@ void tracker_mark_pruned(tracker *t, item *it)
 {
     rank_note(t, it);
     if (!it->dirty) dirty_link(t, it, ITEM_DIRTY_PRUNED);
+    else if (it->dirty == ITEM_DIRTY_TOUCHED) it->dirty = ITEM_DIRTY; /* a touch and a prune: whole */
+}
+
+/* A mention or reference in the current turn; whole: one the turn log
+ * cannot write as a touch (ITEM_DIRTY_TOUCHED). */
+static void mark_touched(tracker *t, item *it, int whole)
+{
+    if (whole || (it->dirty && it->dirty != ITEM_DIRTY_TOUCHED)) {
+        tracker_mark_dirty(t, it);
+        return;
+    }
+    rank_note(t, it);
+    if (!it->dirty) dirty_link(t, it, ITEM_DIRTY_TOUCHED);
+    if (!t->touch_state) {
+        t->touch_state = 1;
+        t->touch_turn = t->current_turn;
+    } else if (t->touch_turn != t->current_turn) {
+        t->touch_state = 2; /* touches of two turns: the log writes them whole */
+    }
 }
 
 item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
@@ -291,12 +310,14 @@ item *tracker_mention(tracker *t, const char *id, int category, int64_t now_ms)
     if (!it) return NULL;
     if (it->mention_count > 0 && it->last_mention_turn == t->current_turn && !it->pruned)
         return it;
-    if (it->mention_count < TRACKER_COUNT_MAX) it->mention_count++;
+    /* a history entry the count does not show: the turn log writes it whole */
+    int saturated = it->mention_count >= TRACKER_COUNT_MAX;
+    if (!saturated) it->mention_count++;
     it->last_mention_turn = t->current_turn;
     it->pruned = 0;
     it->pruned_turn = -1;
     tracker_history_push(t, it, t->current_turn);
-    tracker_mark_dirty(t, it);
+    mark_touched(t, it, saturated);
     return it;
 }
 
@@ -307,7 +328,7 @@ int tracker_reference(tracker *t, item *it)
     it->last_reference_turn = t->current_turn;
     it->pruned = 0;
     it->pruned_turn = -1;
-    tracker_mark_dirty(t, it);
+    mark_touched(t, it, 0);
     return 1;
 }
 
@@ -387,6 +408,7 @@ void tracker_clear_dirty(tracker *t)
         it = next;
     }
     t->dirty = NULL;
+    t->touch_state = 0;
     t->meta_dirty = 0;
     t->turn_dirty = 0;
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);

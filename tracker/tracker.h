@@ -72,6 +72,11 @@ typedef struct tracker {
     int64_t last_persist_ms;
     int history_length; /* <= ITEM_HISTORY_MAX */
     item *dirty;        /* intrusive list of items changed since last persist */
+    /* the turn of the mentions and references of the touched-only items
+     * (ITEM_DIRTY_TOUCHED) on it, and whether it is one turn: 0 none
+     * since the list was last taken, 1 one turn, 2 more than one */
+    int64_t touch_turn;
+    int touch_state;
     int meta_dirty;     /* the stored meta JSON changed (workspace, turn keys, ...) */
     int turn_dirty;     /* the turn advanced (a turn-log record holds it without the meta) */
     /* ids evicted since last persist: the store must delete them */
@@ -138,9 +143,14 @@ void tracker_mark_dirty(tracker *t, item *it);
  * then writes its id, not its whole form (a change through
  * tracker_mark_dirty before the next persist makes it whole again). */
 void tracker_mark_pruned(tracker *t, item *it);
-/* Values of item.dirty: not changed, changed, pruned only. */
+/* Values of item.dirty: not changed, changed, pruned only, touched only:
+ * mentioned or referenced (no other change since the last persist), each
+ * count moved by one with its turn (a mention whose count is already at
+ * TRACKER_COUNT_MAX changes it whole), in t->touch_turn when
+ * t->touch_state is 1.  The turn log then writes its counts alone. */
 #define ITEM_DIRTY 1
 #define ITEM_DIRTY_PRUNED 2
+#define ITEM_DIRTY_TOUCHED 3
 /* Removes and frees an item, remembering its id for deletion from the store. */
 void tracker_remove(tracker *t, item *it);
 /* Removes and frees an item without touching the store (one that was never
