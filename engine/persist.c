@@ -324,10 +324,8 @@ static int rec_pruned(session *s, tl_reader *r, const tl_header *h, int apply)
     return 0;
 }
 
-/* A record's touched section (turnlog.h): each id's item takes its
- * counts (the larger), the touch turn as its last mention and reference
- * turn where the entry says, a history entry when its mention count grew,
- * and is no longer pruned.  An id the session does not hold is passed
+/* A record's touched section (turnlog.h): each entry applied to its id's
+ * item (tl_apply_touched).  An id the session does not hold is passed
  * over, as in the pruned section. */
 static int rec_touched(session *s, tl_reader *r, const tl_header *h, int apply)
 {
@@ -342,15 +340,7 @@ static int rec_touched(session *s, tl_reader *r, const tl_header *h, int apply)
         if (tl_get_touched(r, &id, &idn, &bits, &mentions, &references) != 0) return -1;
         item *it = apply ? tracker_find_n(&s->t, id, idn) : NULL;
         if (!it) continue;
-        if (bits & 1) {
-            if (mentions > it->mention_count) tracker_history_push(&s->t, it, turn);
-            it->last_mention_turn = turn;
-        }
-        if (bits & 2) it->last_reference_turn = turn;
-        if (mentions > it->mention_count) it->mention_count = mentions;
-        if (references > it->reference_count) it->reference_count = references;
-        it->pruned = 0;
-        it->pruned_turn = -1;
+        tl_apply_touched(&s->t, it, bits, mentions, references, turn);
         it->snap_dirty = 1;
     }
     return 0;

@@ -438,6 +438,19 @@ int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits,
     return 0;
 }
 
+void tl_apply_touched(tracker *t, item *it, unsigned bits, int64_t mentions, int64_t references, int64_t turn)
+{
+    if (bits & 1) {
+        if (mentions > it->mention_count) tracker_history_push(t, it, turn);
+        it->last_mention_turn = turn;
+    }
+    if (bits & 2) it->last_reference_turn = turn;
+    if (mentions > it->mention_count) it->mention_count = mentions;
+    if (references > it->reference_count) it->reference_count = references;
+    it->pruned = 0;
+    it->pruned_turn = -1;
+}
+
 void tl_put_header(buf *out, const tl_header *h)
 {
     unsigned char b[TL_HEADER] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)h->flags, 0};

@@ -140,6 +140,13 @@ int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn);
 int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,
                    int64_t *references);
 
+/* Applies a touched entry read for it in a section of the given turn:
+ * its counts (the larger of each), the turn as its last mention (bits 1)
+ * and last reference (2) turn, a history entry of the turn when its
+ * mention count grew, and not pruned (turnlog.h's comment above says why
+ * set values). */
+void tl_apply_touched(tracker *t, item *it, unsigned bits, int64_t mentions, int64_t references, int64_t turn);
+
 /* Record header. */
 typedef struct tl_header {
     unsigned flags;

@@ -553,7 +553,7 @@ static void as_version_2(const unsigned char *v, size_t n, tracker *t, buf *out)
         item *it = tracker_find(t, key);
         if (it) tracker_discard(t, it);
     }
-    if (h.flags & TL_REC_TOUCHED) { /* applied as persist.c's rec_touched does, then whole */
+    if (h.flags & TL_REC_TOUCHED) { /* applied as a restore does, then whole */
         int64_t turn, m, k;
         unsigned bits;
         cr_assert(tl_get_u32(&r, &count, "touched") == 0 && tl_get_touch_turn(&r, h.turn, &turn) == 0);
@@ -562,15 +562,7 @@ static void as_version_2(const unsigned char *v, size_t n, tracker *t, buf *out)
             snprintf(key, sizeof key, "%.*s", (int)idn, id);
             item *it = tracker_find(t, key);
             cr_assert_not_null(it, "touched item %s not in the replica", key);
-            if (bits & 1) {
-                if (m > it->mention_count) tracker_history_push(t, it, turn);
-                it->last_mention_turn = turn;
-            }
-            if (bits & 2) it->last_reference_turn = turn;
-            if (m > it->mention_count) it->mention_count = m;
-            if (k > it->reference_count) it->reference_count = k;
-            it->pruned = 0;
-            it->pruned_turn = -1;
+            tl_apply_touched(t, it, bits, m, k, turn);
             tl_put_bytes(&items, id, idn);
             tl_put_item(&items, it);
         }
