@@ -371,32 +371,36 @@ int tl_get_item(tl_reader *r, tracker *t, item *it)
     return 0;
 }
 
-void tl_put_pruned(buf *out, const item *it, int64_t turn)
-{
-    tl_put_id(out, it->id, tracker_id_len(it));
-    if (buf_reserve(out, TL_VAR_MAX) != 0) return;
-    unsigned char *p = put_var((unsigned char *)out->p + out->len, (uint64_t)(turn - it->pruned_turn));
-    out->len = (size_t)(p - (unsigned char *)out->p);
-    out->p[out->len] = '\0';
-}
-
-int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn)
-{
-    uint64_t d;
-    if (tl_get_id(r, id, idn, "pruned id") != 0) return -1;
-    if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "pruned id", -1;
-    if (get_var(r, &d, "prunedTurn") != 0) return -1;
-    if (d > (uint64_t)turn) return r->what = "prunedTurn", -1;
-    *pruned_turn = turn - (int64_t)d;
-    return 0;
-}
-
 void tl_put_var(buf *out, uint64_t v)
 {
     if (buf_reserve(out, TL_VAR_MAX) != 0) return;
     unsigned char *p = put_var((unsigned char *)out->p + out->len, v);
     out->len = (size_t)(p - (unsigned char *)out->p);
     out->p[out->len] = '\0';
+}
+
+/* A turn written as the record's turn minus it (a varint), checked to be
+ * in 0..turn. */
+static int get_turn_back(tl_reader *r, int64_t turn, int64_t *v, const char *what)
+{
+    uint64_t d;
+    if (get_var(r, &d, what) != 0) return -1;
+    if (d > (uint64_t)turn) return r->what = what, -1;
+    *v = turn - (int64_t)d;
+    return 0;
+}
+
+void tl_put_pruned(buf *out, const item *it, int64_t turn)
+{
+    tl_put_id(out, it->id, tracker_id_len(it));
+    tl_put_var(out, (uint64_t)(turn - it->pruned_turn));
+}
+
+int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, int64_t *pruned_turn)
+{
+    if (tl_get_id(r, id, idn, "pruned id") != 0) return -1;
+    if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "pruned id", -1;
+    return get_turn_back(r, turn, pruned_turn, "prunedTurn");
 }
 
 void tl_put_touched(buf *out, const item *it, int64_t touch_turn)
@@ -414,11 +418,7 @@ void tl_put_touched(buf *out, const item *it, int64_t touch_turn)
 
 int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn)
 {
-    uint64_t d;
-    if (get_var(r, &d, "touchTurn") != 0) return -1;
-    if (d > (uint64_t)turn) return r->what = "touchTurn", -1;
-    *touch_turn = turn - (int64_t)d;
-    return 0;
+    return get_turn_back(r, turn, touch_turn, "touchTurn");
 }
 
 int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,
@@ -464,7 +464,8 @@ int tl_get_header(tl_reader *r, tl_header *h)
 {
     if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
-    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION || b[2] > (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
+    if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION ||
+        b[2] > (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
         r->what = "header";
         return -1;
     }

@@ -9,11 +9,11 @@
  * arguments are almost always plain ASCII and take the fast path. */
 #include <jansson.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-#include <stdlib.h>
-#include <string.h>
 
 #include "../include/clarity.h"
 #include "../util/endian.h"
@@ -41,8 +41,8 @@ static void ws(jw *w)
 static inline unsigned plain16(const char *p)
 {
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
-                             _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+    __m128i quote = _mm_cmpeq_epi8(x, _mm_set1_epi8('"')), slash = _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'));
+    __m128i m = _mm_or_si128(_mm_or_si128(quote, slash), _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
     unsigned bits = (unsigned)_mm_movemask_epi8(m);
     return bits ? (unsigned)__builtin_ctz(bits) : 16;
 }

@@ -144,10 +144,11 @@ void tracker_mark_dirty(tracker *t, item *it);
  * tracker_mark_dirty before the next persist makes it whole again). */
 void tracker_mark_pruned(tracker *t, item *it);
 /* Values of item.dirty: not changed, changed, pruned only, touched only:
- * mentioned or referenced (no other change since the last persist), each
- * count moved by one with its turn (a mention whose count is already at
- * TRACKER_COUNT_MAX changes it whole), in t->touch_turn when
- * t->touch_state is 1.  The turn log then writes its counts alone. */
+ * mentioned or referenced in the current turn and changed in no other way
+ * since the last persist (a mention whose count is already at
+ * TRACKER_COUNT_MAX changes it whole: its history entry would not show in
+ * the count).  When t->touch_state is 1 every such item was touched in
+ * t->touch_turn, and the turn log writes its counts alone. */
 #define ITEM_DIRTY 1
 #define ITEM_DIRTY_PRUNED 2
 #define ITEM_DIRTY_TOUCHED 3
