@@ -312,14 +312,10 @@ static int process_token(ex_emitter *e, const char *t, size_t n, size_t room, in
     if (!url && !path_emitted && n <= EX_MAX_PATH && (slash || (dot && ex_has_file_ext(t, n))) &&
         emit_path_forms(e, t, n, n == whole ? h : ex_sset_hash_bytes(e->tokens.seed, t, n)) < 0)
         return -1;
-    size_t i = 0, run_start = 0, run_words = 0;
-    while (i < n) {
-        if (!ex_is_word((unsigned char)t[i])) {
-            i++;
-            continue;
-        }
-        size_t a = i;
-        while (i < n && ex_is_word((unsigned char)t[i])) i++;
+    size_t run_start = 0, run_words = 0, a, i;
+    ex_word_runs words;
+    ex_word_runs_init(&words, t, n, room);
+    while (ex_word_runs_next(&words, &a, &i)) {
         if (emit_word(e, t + a, i - a, room - a) < 0) return -1;
         if (run_words == 0 || a == 0 || t[a - 1] != '-' || (a >= 2 && !ex_is_word((unsigned char)t[a - 2])))
             run_start = a, run_words = 0;

@@ -170,6 +170,94 @@ static inline size_t ex_word_end(const char *t, size_t len, size_t p, unsigned b
     return end;
 }
 
+/* The maximal runs of word bytes of t[0, n), in order, from 64 bytes'
+ * word bits at a time: a few instructions a word where a byte loop took
+ * about five a byte (a token's words, candidates.c).  room: the bytes
+ * readable from t (n or more): a piece of sixteen with them is read in
+ * place, a shorter one through a padded copy. */
+typedef struct ex_word_runs {
+    const char *t;
+    size_t n, room;
+    size_t k;   /* the chunk w came from starts at t + k */
+    uint64_t w; /* its word bits not returned yet */
+} ex_word_runs;
+
+/* The word bits of p[0, m) (m <= 64; room bytes readable from p, room >= m),
+ * sixteen bytes at a time: a token is mostly shorter than a block. */
+static inline uint64_t ex_word_bits(const char *p, size_t m, size_t room)
+{
+    uint64_t w = 0;
+#ifdef __SSE2__
+    for (size_t j = 0; j < m; j += 16) {
+        unsigned char pad[16];
+        const unsigned char *q = (const unsigned char *)p + j;
+        if (room - j < 16) {
+            memset(pad, 0, sizeof pad);
+            memcpy(pad, q, room - j);
+            q = pad;
+        }
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+        __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(low, _mm_set1_epi8('a' - 1)),
+                                       _mm_cmplt_epi8(low, _mm_set1_epi8('z' + 1)));
+        __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+                                      _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+        __m128i word = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+        w |= (uint64_t)(unsigned)_mm_movemask_epi8(word) << j;
+    }
+#else
+    (void)room;
+    for (size_t i = 0; i < m; i++) w |= (uint64_t)(ex_is_word((unsigned char)p[i]) ? 1 : 0) << i;
+#endif
+    return m == 64 ? w : w & (((uint64_t)1 << m) - 1);
+}
+
+static inline uint64_t ex_word_runs_chunk(const ex_word_runs *r, size_t k)
+{
+    return ex_word_bits(r->t + k, r->n - k < 64 ? r->n - k : 64, r->room - k);
+}
+
+static inline void ex_word_runs_init(ex_word_runs *r, const char *t, size_t n, size_t room)
+{
+    *r = (ex_word_runs){t, n, room, 0, 0};
+    if (n) r->w = ex_word_runs_chunk(r, 0);
+}
+
+/* The next run as [*a, *b): 1, or 0 when there is none. */
+static inline int ex_word_runs_next(ex_word_runs *r, size_t *a, size_t *b)
+{
+    while (!r->w) {
+        r->k += 64;
+        if (r->k >= r->n) return 0;
+        r->w = ex_word_runs_chunk(r, r->k);
+    }
+    unsigned s = (unsigned)__builtin_ctzll(r->w);
+    uint64_t rest = ~(r->w >> s); /* its zero bits from 0: the run */
+    *a = r->k + s;
+    if (rest && s + (unsigned)__builtin_ctzll(rest) < 64) {
+        unsigned len = (unsigned)__builtin_ctzll(rest);
+        r->w &= ~((((uint64_t)1 << len) - 1) << s);
+        *b = *a + len;
+        return 1;
+    }
+    /* the run reaches the chunk's end: its end is in a later chunk (a
+     * partial chunk's bits past n are 0, so only a full one gets here) */
+    for (;;) {
+        r->k += 64;
+        if (r->k >= r->n) {
+            r->w = 0;
+            *b = r->n;
+            return 1;
+        }
+        uint64_t w = ex_word_runs_chunk(r, r->k);
+        if (w == ~(uint64_t)0) continue;
+        unsigned e = (unsigned)__builtin_ctzll(~w);
+        r->w = w & (~(uint64_t)0 << e); /* e < 64 */
+        *b = r->k + e;
+        return 1;
+    }
+}
+
 /* Whether this CPU runs ex_classify_avx2 (normalize.c). */
 int ex_cpu_avx2(void);
 

@@ -16,9 +16,14 @@
 
 static char transcript[64];
 
+static void remove_transcript(void) { unlink(transcript); }
+
 static void write_transcript(const uint8_t *p, size_t n)
 {
-    if (!transcript[0]) snprintf(transcript, sizeof transcript, "/tmp/clarity-fuzz-tr-%d.jsonl", (int)getpid());
+    if (!transcript[0]) { /* one file a process, gone when it exits */
+        snprintf(transcript, sizeof transcript, "/tmp/clarity-fuzz-tr-%d.jsonl", (int)getpid());
+        atexit(remove_transcript);
+    }
     FILE *f = fopen(transcript, "wb");
     if (!f) abort();
     if (n && fwrite(p, 1, n, f) != n) abort();

@@ -372,6 +372,42 @@ Test(prefilter, block_classes_equal_the_byte_table)
     }
 }
 
+/* A token's words as the word runs iterator gives them, against a byte
+ * loop: texts of word bytes, path bytes, other bytes and high bytes in
+ * runs of every length around the 64-byte chunks, read in place (room to
+ * spare) and through the padded copy (room = n). */
+Test(prefilter, word_runs_equal_the_byte_loop)
+{
+    static const char alphabet[] = "aZ_09-./~@+ \n\x80\xff[";
+    srand(23);
+    char *t = malloc(400 + 64);
+    cr_assert(t);
+    size_t total = 0;
+    for (int round = 0; round < 6000; round++) {
+        size_t n = (size_t)(rand() % 400), room = n + (round & 1 ? (size_t)(rand() % 65) : 0);
+        int bias = rand() % 4; /* 0: mostly word bytes, with runs past 64 and 128 */
+        for (size_t i = 0; i < room; i++) {
+            int r = rand();
+            t[i] = (bias == 0 && r % 97) || (bias && r % 3) ? "aZ_09"[r % 5] : alphabet[r % (sizeof alphabet - 1)];
+        }
+        ex_word_runs it;
+        ex_word_runs_init(&it, t, n, room);
+        size_t i = 0, a, b;
+        for (;;) {
+            while (i < n && !ex_is_word((unsigned char)t[i])) i++;
+            if (i == n) break;
+            size_t ea = i;
+            while (i < n && ex_is_word((unsigned char)t[i])) i++;
+            cr_assert_eq(ex_word_runs_next(&it, &a, &b), 1, "round %d: the run at %zu is missing", round, ea);
+            cr_assert(a == ea && b == i, "round %d: run [%zu, %zu), expected [%zu, %zu)", round, a, b, ea, i);
+            total++;
+        }
+        cr_assert_eq(ex_word_runs_next(&it, &a, &b), 0, "round %d: a run past the last, at %zu", round, a);
+    }
+    cr_assert_gt(total, 50000);
+    free(t);
+}
+
 static unsigned char fold_byte(unsigned char c)
 {
     if (c >= 'A' && c <= 'Z') return (unsigned char)(c + 32);
