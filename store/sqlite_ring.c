@@ -43,6 +43,19 @@ static size_t cell_size(const sq_ring *r, size_t len)
     return first + (need - first + more - 1) / more * more;
 }
 
+/* The cell of a new row for a value of len bytes (class size), or of a row
+ * the value outgrew: room for twice the value, up to a leaf's whole room.
+ * A slot's records vary from turn to turn, and a cell that must grow moves:
+ * its leaf splits, and the commit writes the leaf, a new one, their parent
+ * and the header page, where a rewrite in place writes one. */
+static size_t cell_new(const sq_ring *r, size_t len, size_t size)
+{
+    size_t room = leaf_room(r);
+    if (size >= room) return size;
+    size_t more = cell_size(r, 2 * len);
+    return more < room ? more : room;
+}
+
 /* The cell of a value in r->cell: its length, its bytes, zeros to size.
  * The buffer is kept zero past the last value's end (r->cell_end), so only
  * what that one left past this one's end is cleared. */
@@ -271,6 +284,7 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
     }
     if (old >= size && old <= 2 * size + r->page) size = old;
+    else size = cell_new(r, len, size);
     if (fill_cell(r, val, len, size) != SQLITE_OK) return SQLITE_NOMEM;
     /* an existing row is updated: SQLite rewrites a cell of the same size
      * in place, overflow pages included, where INSERT OR REPLACE frees them

@@ -12,7 +12,9 @@
  *
  * A value is stored after its length (u32) and padded with zeros to a
  * size class: a quarter to the whole of a leaf's room for one row, then
- * whole overflow pages.
+ * whole overflow pages.  A new row's cell (and one a value outgrew) takes
+ * the class of twice its value, up to a leaf's room: a slot's records vary
+ * from turn to turn, and a cell that must grow moves.
  * A record replaced by one of the same class has a cell of the same size,
  * which SQLite rewrites where it is: one WAL frame a page, no page freed
  * or allocated (which rewrites the freelist, the header and the parent).

@@ -1139,6 +1139,43 @@ Test(store, sqlite_a_slot_is_rewritten_in_place)
     free(v);
 }
 
+/* A slot's records grow and shrink from turn to turn (a dense session's
+ * run from 1.5 to 2.5 KB).  A new row's cell has room for twice its first
+ * value, up to a leaf's: the next records, up to that, rewrite it in place
+ * (no page allocated or freed).  A cell sized to its first value's class
+ * moved at the first larger record, and the commit wrote a new leaf, the
+ * parent and the header page besides. */
+Test(store, sqlite_a_slot_takes_records_up_to_twice_its_first_in_place)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "grow.db");
+    store *s = open_sqlite_at(p);
+    size_t first[8];
+    for (int k = 0; k < 8; k++) { /* 300 bytes to 1.7 KB: shared leaves, then leaves alone */
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        first[k] = 300 + (size_t)k * 200;
+        char *v = pattern(first[k], (unsigned)k);
+        cr_assert_eq(store_put(s, "r", key, v, first[k]), CLARITY_OK, "%s", store_errmsg(s));
+        free(v);
+    }
+    long pages = sql_long(p, "PRAGMA page_count"), free0 = sql_long(p, "PRAGMA freelist_count");
+    srand(31);
+    for (int round = 0; round < 64; round++) {
+        int k = round % 8;
+        size_t n = first[k] / 2 + (size_t)rand() % (first[k] * 3 / 2); /* half to twice the first */
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        char *w = pattern(n, (unsigned)round);
+        cr_assert_eq(store_put(s, "r", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
+        expect_bytes(s, "r", key, w, n);
+        free(w);
+    }
+    cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "pages were allocated: a cell moved");
+    cr_assert_eq(sql_long(p, "PRAGMA freelist_count"), free0, "pages were freed: a cell moved");
+    store_close(s);
+}
+
 /* A new slot row that a leaf holds alone (a session's first records, until
  * its ring wraps) makes the file grow: three WAL frames a commit.  After a
  * pause in the commits the checkpoint thread makes the next slots' rows
