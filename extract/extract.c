@@ -1127,6 +1127,18 @@ static void emit_keywords(ex_emitter *e, ex_sset *counts)
     free(q);
 }
 
+/* Whether the path token p[0, n) may name a file.  One whose last
+ * component is a name (it ends in neither '/' nor '.', file_token's trim)
+ * keeps that name through normalization, and a file needs an md or code
+ * extension on it: without one it is no file and is not normalized (most
+ * of a prompt's dotted tokens: np.array, e.g., 1.2.3).  pass_files, the
+ * reference, normalizes every token. */
+static int may_be_file(const char *p, size_t n)
+{
+    while (n > 0 && p[n - 1] == '.') n--;
+    return n == 0 || p[n - 1] == '/' || ex_has_file_ext(p, n);
+}
+
 /* Files: the path tokens the scan found, as pass_files takes them (a URL
  * hides the tokens up to the next white space). */
 static void emit_files(ex_emitter *e, const char *t, size_t len, const ex_spans *paths)
@@ -1145,8 +1157,11 @@ static void emit_files(ex_emitter *e, const char *t, size_t len, const ex_spans 
         }
         /* a token's ids depend only on its bytes: a repeat adds nothing
          * (prompts name the files they are about again and again); a set
-         * that cannot take it (full, no memory) only stops deduplicating */
-        if (ex_sset_add(&e->tokens, t + ms, me - ms) != 0) r = file_token(e, t, ms, me, &np, &pending);
+         * that cannot take it (full, no memory) only stops deduplicating.
+         * The extension first: it takes out more than the set would (a
+         * prompt's dotted words are mostly new; a file is repeated). */
+        if (may_be_file(t + ms, me - ms) && ex_sset_add(&e->tokens, t + ms, me - ms) != 0)
+            r = file_token(e, t, ms, me, &np, &pending);
     }
     if (buf_failed(&np) || buf_failed(&pending)) ex_em_error(e, CLARITY_ENOMEM);
     emit_pending(e, &pending);

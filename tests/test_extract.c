@@ -881,6 +881,46 @@ Test(mentions, one_pass_scan_equals_the_passes_on_real_text, .timeout = 120)
     cr_assert_gt(ids, 10, "the texts named nothing: the comparison proved nothing");
 }
 
+/* The scan leaves a path token unnormalized when its last component has
+ * no md or code extension: normalization must not be able to give it one.
+ * Tokens whose last component goes or changes in normalization (a
+ * trailing '/', "." and "..", trailing dots, the workspace itself, a
+ * doubled '/') each next to a file the same token would name, alone and
+ * in a sentence, against the passes, which normalize every token. */
+Test(mentions, path_tokens_the_scan_skips_name_no_file)
+{
+    static const char *const tokens[] = {
+        "src/auth.py/", "src/auth.py/.", "src/auth.py/..", "src/auth.py//", "src/auth.py/./",
+        "docs/guide.md/", "docs/guide.md/../", "memory/notes.md/.", "SOUL.md/", "/ws/SOUL.md/",
+        "/ws", "/ws/", "/ws/.", "/ws/..", "/ws/src/..", "a/b/../c.py", "a/b/../c", "a/b/./c.ts",
+        "np.array", "e.g.", "1.2.3", "self.assertEqual", "lib.so", "a.md.bak", "x.PY", "X.Md",
+        "..", "...", "./", "../", ".py", "/.py", "a/.py", "src//main.c", "src//main", "~/docs/x.md",
+        "v1.0/", "v1.0/.", "README.md..", "Makefile", "dir.d/file", "dir.py/file", "dir.py/file.",
+    };
+    clarity_config cfg;
+    char *err = NULL;
+    extractor *ex;
+    cr_assert_eq(config_parse(&cfg, "{}", &err), 0);
+    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    size_t files = 0;
+    for (size_t i = 0; i < sizeof tokens / sizeof *tokens; i++) {
+        char text[256];
+        for (int shape = 0; shape < 2; shape++) {
+            snprintf(text, sizeof text, shape ? "Look at %s then fix it" : "%s", tokens[i]);
+            char what[300];
+            snprintf(what, sizeof what, "'%s'", text);
+            char *b = NULL;
+            extract_mentions_reference(ex, text, strlen(text), "/ws", log_id, &b);
+            files += b && strstr(b, "file:") != NULL;
+            free(b);
+            same_mentions(ex, text, strlen(text), what);
+        }
+    }
+    cr_assert_gt(files, 20, "only %zu texts named a file: the cases prove little", files);
+    extract_free(ex);
+    config_free(&cfg);
+}
+
 /* Long texts of repeated words, where the scan decides each distinct word
  * once (its memo) and counts the repeats: keyword counts and their order,
  * tool names and CamelCase names must come out as the passes give them.
