@@ -393,32 +393,30 @@ static const char *const CODE_EXT[] = {
 
 /* The extension of the last path component (after its last '.', with a
  * non-empty stem) when it is at most EXT_MAX bytes long, else NULL: no
- * longer one is known (CODE_EXT, "md").  One walk back from the end, of
- * EXT_MAX + 1 bytes at most: asked about every token holding a '.' of
- * every turn ("self.assertEqual" too). */
+ * longer one is known (CODE_EXT, "md").  The last EXT_MAX + 1 bytes in
+ * one load: asked about every token holding a '.' of every turn
+ * ("self.assertEqual" too). */
 #define EXT_MAX 6
+_Static_assert(EXT_MAX + 1 == 7, "file_ext looks at the last 7 bytes: an eight-byte load less its first");
 static const char *file_ext(const char *p, size_t n, size_t *elen)
 {
-    size_t d = n, stop = n > EXT_MAX + 1 ? n - EXT_MAX - 1 : 0;
-    while (d > stop && p[d - 1] != '.' && p[d - 1] != '/') d--;
-    if (d == stop && stop > 0) return NULL; /* longer than EXT_MAX */
-    /* d: one past the last '.' or '/'; an empty stem is "/.x", ".x" or a '.' before */
-    if (d == 0 || p[d - 1] != '.' || d == n || d < 2 || p[d - 2] == '/') return NULL;
+    /* the last '.' or '/' among the last EXT_MAX + 1 bytes, found in one
+     * eight-byte load (its first byte left out when there are more) */
+    uint64_t x = n >= 8 ? util_load_le64(p + n - 8) : util_load_le_tail(p, n);
+    uint64_t hit = util_bytes_eq_each(x, '.') | util_bytes_eq_each(x, '/');
+    if (n >= 8) hit &= ~(uint64_t)0xff;
+    if (!hit) return NULL; /* none, or an extension longer than EXT_MAX */
+    size_t k = (63 - (size_t)__builtin_clzll(hit)) / 8;
+    size_t d = (n >= 8 ? n - 8 : 0) + k + 1; /* one past it */
+    /* an empty stem is "/.x", ".x" or a '.' before */
+    if (p[d - 1] != '.' || d == n || d < 2 || p[d - 2] == '/') return NULL;
     *elen = n - d;
     return p + d;
 }
 
-/* An extension of at most 6 bytes packed into an integer, lowercased. */
-static uint64_t pack_ext(const char *e, size_t n)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)e[i];
-        if (c >= 'A' && c <= 'Z') c = (unsigned char)(c + 32);
-        v = v << 8 | c;
-    }
-    return v;
-}
+/* An extension of at most 6 bytes packed into an integer, lowercased
+ * (memory order: its bytes hold no 0, so lengths cannot collide). */
+static uint64_t pack_ext(const char *e, size_t n) { return name_fold_upper8(util_load_le_tail(e, n)); }
 
 /* The code extensions by packed value, open-addressed: a probe is a
  * multiply and one or two compares, where a binary search over 44 took

@@ -1079,6 +1079,51 @@ Test(normalize, file_extensions)
     }
 }
 
+/* The same at every length around the eight bytes the extension is read
+ * from: random stems of word bytes, '.', '/' and '-' before endings whose
+ * answer is known, against a walk back to the last '.' or '/'. */
+Test(normalize, file_extensions_at_every_length)
+{
+    static const char *const code[] = {"c", "py", "PY", "ts", "json", "swift", "svelte", "gradle", "cmake", "md"};
+    static const char *const other[] = {"so", "bak", "MD", "xyz", "pyc", "jsonx", "gradlex", "x", "mdx", ""};
+    static const char stem_bytes[] = "ab_Z9./-";
+    srand(41);
+    char p[64];
+    size_t yes = 0;
+    for (int round = 0; round < 20000; round++) {
+        int known = rand() % 2;
+        const char *ext = known ? code[rand() % 10] : other[rand() % 10];
+        size_t sl = (size_t)(rand() % 20), n = 0;
+        for (size_t i = 0; i < sl; i++) p[n++] = stem_bytes[rand() % (sizeof stem_bytes - 1)];
+        if (rand() % 4) p[n++] = '.'; /* else the stem's own last '.' or none */
+        memcpy(p + n, ext, strlen(ext));
+        n += strlen(ext);
+        if (n == 0) continue;
+        /* the reference: the last '.' or '/', with at most 6 bytes after it,
+         * a '.' with a stem before it that is not a '/' */
+        size_t d = n;
+        while (d > 0 && p[d - 1] != '.' && p[d - 1] != '/') d--;
+        int want = 0, md = 0;
+        if (d >= 2 && p[d - 1] == '.' && d < n && n - d <= 6 && p[d - 2] != '/') {
+            const char *e = p + d;
+            size_t el = n - d;
+            md = el == 2 && e[0] == 'm' && e[1] == 'd';
+            for (int k = 0; k < 10; k++)
+                if (strlen(code[k]) == el && strncasecmp(code[k], e, el) == 0 && strcmp(code[k], "md") != 0) want = 1;
+            want |= md;
+            /* an ending from neither list (a stem's tail) has no known answer */
+            int listed = want;
+            for (int k = 0; k < 10; k++)
+                if (strlen(other[k]) == el && strcmp(other[k], e) == 0) listed = 1;
+            if (!listed) continue;
+        }
+        yes += (size_t)want;
+        cr_assert_eq(ex_has_file_ext(p, n), want, "'%.*s'", (int)n, p);
+        cr_assert_eq(ex_has_md_ext(p, n), md, "'%.*s'", (int)n, p);
+    }
+    cr_assert_gt(yes, 3000);
+}
+
 /* ------------------------------------------------------ normalize_path */
 
 static void norm_is(const char *in, const char *ws, const char *want)
