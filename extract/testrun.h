@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TESTRUN_MAX_FAILING 16 /* failing names kept per run */
 #define TESTRUN_NAME_MAX 128   /* bytes of a name, NUL included */
@@ -31,6 +32,9 @@ enum testrun_runner {
     TR_PLAIN
 };
 
+/* A slot of failing holds its name up to its NUL; the slots from
+ * n_failing on, and the bytes past a name's NUL, are not written (compare
+ * runs with testrun_equal, not memcmp). */
 typedef struct testrun {
     int runner;             /* enum testrun_runner */
     int64_t passed, failed; /* failed includes errors */
@@ -38,6 +42,17 @@ typedef struct testrun {
     size_t n_failing;       /* distinct names, in order of appearance */
     char failing[TESTRUN_MAX_FAILING][TESTRUN_NAME_MAX];
 } testrun;
+
+/* Whether two runs say the same: counts, runner and names. */
+static inline int testrun_equal(const testrun *a, const testrun *b)
+{
+    if (a->runner != b->runner || a->passed != b->passed || a->failed != b->failed ||
+        a->skipped != b->skipped || a->n_failing != b->n_failing)
+        return 0;
+    for (size_t i = 0; i < a->n_failing; i++)
+        if (strcmp(a->failing[i], b->failing[i]) != 0) return 0;
+    return 1;
+}
 
 /* Reads text (any bytes).  Returns 1 and fills out when a run was
  * recognised with at least one test passed or failed, else 0. */
