@@ -122,6 +122,7 @@ void engine_free(engine *e)
         HASH_DEL(e->sessions, s);
         session_free(s);
     }
+    e->last = NULL;
     store_close(e->st);
     graph_cache_free(e->graphs);
     asm_keep_free(e->asm_keep);
@@ -204,6 +205,14 @@ static void fold_job(void *ud, void *arg)
  * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
  * their state is folded first so nothing is lost: by the worker, which
  * drops them after (fold_job), or here for the host's kv. */
+/* Takes s out of the table (reg_mu held); the caller frees it. */
+static void unlist(engine *e, session *s)
+{
+    HASH_DEL(e->sessions, s);
+    e->n_sessions--;
+    if (e->last == s) e->last = NULL;
+}
+
 static void evict_idle(engine *e)
 {
     size_t cap = (size_t)e->cfg.storage.max_resident_sessions;
@@ -225,8 +234,7 @@ static void evict_idle(engine *e)
                        store_errmsg(e->st));
             return;
         }
-        HASH_DEL(e->sessions, victim);
-        e->n_sessions--;
+        unlist(e, victim);
         session_free(victim);
     }
 }
@@ -245,22 +253,28 @@ int engine_acquire(engine *e, const char *session_id, int create, session **out)
     *out = NULL;
     if (!session_id || !*session_id) return CLARITY_EINVAL;
     int oom = 0;
-    /* the table's hash, eight bytes at a time like the tracker's (uthash's
-     * default takes a byte at a time; ids are long and every hook looks one up) */
     size_t idn = strlen(session_id);
-    unsigned hv = (unsigned)name_mix_bytes(0x3c6ef372fe94f82bull ^ idn, session_id, idn);
     pthread_mutex_lock(&e->reg_mu);
-    session *s = NULL;
-    HASH_FIND_BYHASHVALUE(hh, e->sessions, session_id, idn, hv, s);
-    if (!s) {
-        s = session_new(e, session_id);
-        if (s) HASH_ADD_KEYPTR_BYHASHVALUE(hh, e->sessions, s->id, idn, hv, s);
-        if (!s || oom) {
-            pthread_mutex_unlock(&e->reg_mu);
-            if (s) session_free(s);
-            return CLARITY_ENOMEM;
+    /* the last hook's session, most often this one's too (an agent_end
+     * follows its before_agent_start): one compare, no hash and find */
+    session *s = e->last;
+    if (!s || s->hh.keylen != idn || memcmp(s->id, session_id, idn) != 0) {
+        /* the table's hash, eight bytes at a time like the tracker's
+         * (uthash's default takes a byte at a time; ids are long) */
+        unsigned hv = (unsigned)name_mix_bytes(0x3c6ef372fe94f82bull ^ idn, session_id, idn);
+        s = NULL;
+        HASH_FIND_BYHASHVALUE(hh, e->sessions, session_id, idn, hv, s);
+        if (!s) {
+            s = session_new(e, session_id);
+            if (s) HASH_ADD_KEYPTR_BYHASHVALUE(hh, e->sessions, s->id, idn, hv, s);
+            if (!s || oom) {
+                pthread_mutex_unlock(&e->reg_mu);
+                if (s) session_free(s);
+                return CLARITY_ENOMEM;
+            }
+            e->n_sessions++;
         }
-        e->n_sessions++;
+        e->last = s;
     }
     s->refs++;
     s->last_used = ++e->clock;
@@ -315,10 +329,7 @@ static void release(engine *e, session *s, int folded)
                 !s->t.meta_dirty && !s->asm_;
     int clean = !s->t.dirty && !s->t.meta_dirty && !s->t.turn_dirty && s->t.n_deleted == 0;
     int drop = s->refs == 0 && (empty || (s->unload && clean));
-    if (drop) {
-        HASH_DEL(e->sessions, s);
-        e->n_sessions--;
-    }
+    if (drop) unlist(e, s);
     pthread_mutex_unlock(&s->mu);
     if (drop) session_free(s);
     else if (!folded) evict_idle(e);

@@ -106,6 +106,7 @@ typedef struct engine {
     store *st;
     pthread_mutex_t reg_mu;
     session *sessions;
+    session *last; /* the session the last acquire found (engine_acquire) */
     size_t n_sessions;
     uint64_t clock; /* LRU stamps */
     scorer_tables tables; /* for the per-turn scans */

@@ -330,6 +330,46 @@ Test(persist, idle_sessions_leave_memory_and_come_back)
     th_unlink_db(db);
 }
 
+/* A hook finds the session of the hook before it without a lookup: that
+ * must never be one that left memory since, by eviction (one resident
+ * session here) or as the empty lookup of an unknown id.  Each session's
+ * turns are all there after runs of the same session, switches and
+ * lookups that find nothing; under ASan a freed one read would abort. */
+Test(persist, the_last_session_found_is_never_one_that_left, .timeout = 60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":1}}",
+             db);
+    th_host h;
+    cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
+    static const char order[] = "aabacbbcaxcaabxxc"; /* x: an id no hook gave */
+    int turns[3] = {0, 0, 0};
+    for (const char *o = order; *o; o++) {
+        char sid[16];
+        snprintf(sid, sizeof sid, "last-%c", *o);
+        if (*o == 'x') { /* an empty lookup, dropped at once */
+            json_t *j = NULL;
+            th_rpc(&h, "clarity.getScores", "{\"session\":\"last-x\"}", &j);
+            json_decref(j);
+            continue;
+        }
+        turn(&h, sid, turns[*o - 'a']++);
+    }
+    for (int k = 0; k < 3; k++) {
+        char sid[16];
+        snprintf(sid, sizeof sid, "last-%c", 'a' + k);
+        json_t *j = scores(&h, sid);
+        cr_assert_eq(json_integer_value(json_object_get(j, "currentTurn")), turns[k], "%s", sid);
+        cr_assert_eq(json_integer_value(json_object_get(th_item(j, "claracore"), "mentionCount")), turns[k], "%s",
+                     sid);
+        json_decref(j);
+    }
+    th_close(&h);
+    th_unlink_db(db);
+}
+
 Test(persist, item_cap_evicts_lowest_unanchored)
 {
     th_host h;
