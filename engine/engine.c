@@ -132,20 +132,23 @@ void engine_free(engine *e)
     free(e);
 }
 
+#define SESSION_NS_PREFIX "clarity:s:" /* a session's namespace in the store */
+
 static session *session_new(const engine *e, const char *id)
 {
     session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
+    size_t idn = strlen(id), pre = sizeof SESSION_NS_PREFIX - 1;
     s->id = strdup(id);
-    size_t n = strlen(id) + 16;
-    s->ns = malloc(n);
+    s->ns = malloc(pre + idn + 1);
     if (!s->id || !s->ns) {
         free(s->id);
         free(s->ns);
         free(s);
         return NULL;
     }
-    snprintf(s->ns, n, "clarity:s:%s", id);
+    memcpy(s->ns, SESSION_NS_PREFIX, pre); /* "clarity:s:<id>" */
+    memcpy(s->ns + pre, id, idn + 1);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->fold_cv, NULL);
     tracker_init(&s->t, e->cfg.limits.history_length);

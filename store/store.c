@@ -71,6 +71,26 @@ int store_fail(store *s, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* Appends src to m[*at, cap - 1), NUL kept: vsnprintf's truncation. */
+static void msg_cat(char *m, size_t cap, size_t *at, const char *src)
+{
+    size_t n = strlen(src);
+    if (n > cap - 1 - *at) n = cap - 1 - *at;
+    memcpy(m + *at, src, n);
+    *at += n;
+    m[*at] = '\0';
+}
+
+int store_not_found(store *s, const char *ns, const char *key)
+{
+    size_t at = 0;
+    const char *parts[] = {"store: no key '", key, "' in namespace '", ns, "'"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) msg_cat(tl_err.msg, sizeof tl_err.msg, &at, parts[i]);
+    tl_err.id = s->id;
+    memcpy(s->err, tl_err.msg, at + 1); /* the rest of s->err is never read past its NUL */
+    return CLARITY_ENOTFOUND;
+}
+
 void store_open_err(char **err, const char *fmt, ...)
 {
     if (!err) return;

@@ -48,8 +48,7 @@ static int hs_get(store *s, const char *ns, const char *key, char **val, size_t 
     char *hv = NULL;
     size_t hn = 0;
     int rc = h->kv_get(h->ud, ns, key, &hv, &hn);
-    if (rc == CLARITY_ENOTFOUND)
-        return store_fail(s, rc, "store: no key '%s' in namespace '%s'", key, ns);
+    if (rc == CLARITY_ENOTFOUND) return store_not_found(s, ns, key);
     if (rc != CLARITY_OK) return host_fail(s, "kv_get", rc);
     if (!hv && hn) return store_fail(s, CLARITY_ESTORE, "store: host kv_get returned no buffer");
     char *v = store_dup_val(hv ? hv : "", hn);

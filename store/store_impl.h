@@ -64,6 +64,10 @@ int store_create(const store_vt *vt, void *impl, store **out);
 /* Records the last error of s (call with s->mu held).  Returns rc so that
  * callers can write `return store_fail(s, CLARITY_ESTORE, ...)`. */
 int store_fail(store *s, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* store_fail(s, CLARITY_ENOTFOUND, "store: no key '<key>' in namespace
+ * '<ns>'") put together without printf: the expected miss of every new
+ * session's first lookups. */
+int store_not_found(store *s, const char *ns, const char *key);
 
 /* malloc()s a formatted message for the *err out-parameters of the open
  * functions; sets nothing when err is NULL; *err = NULL when out of memory. */

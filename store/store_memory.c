@@ -144,7 +144,7 @@ static int mem_get(store *s, const char *ns, const char *key, char **val, size_t
     int found;
     size_t i = lower_bound(m, ns, key, &found);
     if (!found)
-        return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+        return store_not_found(s, ns, key);
     char *v = store_dup_val(m->v[i]->val, m->v[i]->len);
     if (!v) return oom(s);
     *val = v;

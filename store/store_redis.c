@@ -273,7 +273,7 @@ static int rd_get(store *s, const char *ns, const char *key, char **val, size_t 
     rds *r = R(s);
     const rop *o = NULL;
     int b = r->in_txn ? buffered(r, ns, key, &o) : -1;
-    if (b == 0) return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+    if (b == 0) return store_not_found(s, ns, key);
     if (b == 1) {
         *val = store_dup_val(o->val, o->len);
         *len = o->len;
@@ -287,7 +287,7 @@ static int rd_get(store *s, const char *ns, const char *key, char **val, size_t 
     int rc = command(s, 3, argv, lens, &rep);
     free(k);
     if (rc != CLARITY_OK) return rc;
-    if (rep->type == REDIS_REPLY_NIL) rc = store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+    if (rep->type == REDIS_REPLY_NIL) rc = store_not_found(s, ns, key);
     else if (rep->type != REDIS_REPLY_STRING) rc = store_fail(s, CLARITY_ESTORE, "redis: HGET: unexpected reply");
     else if (!(*val = store_dup_val(rep->str, rep->len))) rc = store_fail(s, CLARITY_ENOMEM, "out of memory");
     else *len = rep->len;

@@ -136,7 +136,7 @@ static int bind_nk(sqlite3_stmt *st, const char *ns, const char *key)
 
 static int no_key(store *s, const char *ns, const char *key)
 {
-    return store_fail(s, CLARITY_ENOTFOUND, "store: no key '%s' in namespace '%s'", key, ns);
+    return store_not_found(s, ns, key);
 }
 
 static int bad_slot(store *s, const char *ns, const char *key)

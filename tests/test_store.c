@@ -339,6 +339,11 @@ static void expect_missing(store *s, const char *ns, const char *key)
                  key);
     cr_assert_null(v);
     cr_assert_eq(n, 0);
+    /* the message names the key and the namespace, cut as printf cuts */
+    char want[600];
+    snprintf(want, sizeof want, "store: no key '%s' in namespace '%s'", key, ns);
+    want[STORE_ERR_MAX - 1] = '\0';
+    cr_assert_str_eq(store_errmsg(s), want);
 }
 
 /* Collects "key=val;" of an iteration, stopping after `stop_after` keys. */
@@ -823,6 +828,11 @@ static void *miss_other(void *arg)
 
 static void check_errmsg(store *s)
 {
+    /* a key too long for the message: cut at STORE_ERR_MAX - 1 bytes */
+    char long_key[700];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = '\0';
+    expect_missing(s, "em", long_key);
     expect_missing(s, "em", "nothing");
     /* Another thread's failure does not replace this thread's message. */
     pthread_t t;
