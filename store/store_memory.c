@@ -35,6 +35,7 @@ typedef struct mem {
     ment **undo; /* prior states, oldest first; only during a transaction */
     size_t n_undo, cap_undo;
     int in_txn;
+    size_t hint; /* where the last lookup ended (lower_bound) */
 } mem;
 
 static mem *M(store *s) { return s->impl; }
@@ -70,17 +71,32 @@ static int cmp(const ment *e, const char *ns, const char *key)
     return c ? c : strcmp(ment_key(e), key);
 }
 
-/* Index of the first entry >= (ns, key); *found when it is equal. */
-static size_t lower_bound(const mem *m, const char *ns, const char *key, int *found)
+/* Whether (ns, key) goes at index i: after every entry before i, at or
+ * before the entry at i. */
+static int goes_at(const mem *m, size_t i, const char *ns, const char *key, int *found)
 {
-    size_t lo = 0, hi = m->n;
+    if (i > m->n || (i > 0 && cmp(m->v[i - 1], ns, key) >= 0)) return 0;
+    int c = i < m->n ? cmp(m->v[i], ns, key) : 1;
+    *found = c == 0;
+    return c >= 0;
+}
+
+/* Index of the first entry >= (ns, key); *found when it is equal.  Where
+ * the last lookup ended, and the place after it, are tried first: a
+ * session's calls come together (its turn's record goes after the last). */
+static size_t lower_bound(mem *m, const char *ns, const char *key, int *found)
+{
+    size_t lo = m->hint;
+    if (goes_at(m, lo, ns, key, found) || goes_at(m, ++lo, ns, key, found)) return m->hint = lo;
+    lo = 0;
+    size_t hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (cmp(m->v[mid], ns, key) < 0) lo = mid + 1;
         else hi = mid;
     }
     *found = lo < m->n && cmp(m->v[lo], ns, key) == 0;
-    return lo;
+    return m->hint = lo;
 }
 
 /* Makes room for `need` elements of `elem` bytes in array p of capacity

@@ -1617,6 +1617,52 @@ Test(store, memory_stores_are_separate)
     store_close(NULL); /* harmless */
 }
 
+/* The memory store looks where its last lookup ended before it searches:
+ * runs of keys one after another (a session's records), switches between
+ * namespaces, removals that shift the entries and gets of missing keys
+ * must all find what a model of the same operations holds. */
+Test(store, memory_lookups_from_the_last_place_find_what_a_model_holds)
+{
+    enum { NS = 4, KEYS = 64 };
+    static char model[NS][KEYS][16]; /* "" when absent */
+    store *s = open_kind(K_MEMORY);
+    srand(43);
+    int key = 0, ns = 0;
+    for (int op = 0; op < 20000; op++) {
+        int r = rand();
+        if (r % 5 == 0) ns = rand() % NS;             /* another session */
+        key = r % 3 ? (key + 1) % KEYS : rand() % KEYS; /* mostly the next key */
+        char nsn[8], k[8];
+        snprintf(nsn, sizeof nsn, "s%d", ns);
+        snprintf(k, sizeof k, "l:%04x", key);
+        char *m = model[ns][key];
+        switch (rand() % 6) {
+        case 0:
+            cr_assert_eq(store_del(s, nsn, k), CLARITY_OK);
+            m[0] = '\0';
+            break;
+        case 1:
+        case 2:
+            if (m[0]) expect_val(s, nsn, k, m);
+            else expect_missing(s, nsn, k);
+            break;
+        default:
+            snprintf(m, 16, "v%d", op);
+            put_s(s, nsn, k, m);
+        }
+    }
+    for (int n = 0; n < NS; n++) { /* and the whole namespace, in order */
+        char nsn[8];
+        snprintf(nsn, sizeof nsn, "s%d", n);
+        acc a;
+        dump_all(s, nsn, &a);
+        size_t want = 0;
+        for (int k = 0; k < KEYS; k++) want += model[n][k][0] != '\0';
+        cr_assert_eq((size_t)a.count, want, "%s", nsn);
+    }
+    store_close(s);
+}
+
 /* store_yield between two transactions lets a thread that has waited for
  * the store (3 ms or more) have it before the caller's next transaction (a
  * fold's chunks and a turn's commit).  Without it the caller, running,
