@@ -45,23 +45,30 @@ int progress_note_edit(session *s)
     return CLARITY_OK;
 }
 
+/* A name of a list, with its length (a literal's, known when compiled). */
+typedef struct lit {
+    const char *s;
+    size_t n;
+} lit;
+#define LIT(s) {s, sizeof s - 1}
+
 /* Whether name is one of the n names of list, whatever its case.  The
  * lengths first: this runs on every tool call of every turn, and a name
  * usually has the length of none or one of them. */
-static int name_in(const char *name, size_t len, const char *const *list, size_t n)
+static int name_in(const char *name, size_t len, const lit *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (strlen(list[i]) == len && !strncasecmp(name, list[i], len)) return 1;
+        if (list[i].n == len && !strncasecmp(name, list[i].s, len)) return 1;
     return 0;
 }
 #define NAME_IN(name, len, list) name_in(name, len, list, sizeof list / sizeof *list)
 
 int progress_is_edit(const char *tool_name, const char *args_json)
 {
-    static const char *const editors[] = {"edit",        "multiedit",  "write",      "notebookedit",
-                                          "apply_patch", "create_file", "edit_file", "write_file",
-                                          "replace_in_file", "patch"};
-    static const char *const views_too[] = {"str_replace_editor", "str_replace_based_edit_tool"};
+    static const lit editors[] = {LIT("edit"),        LIT("multiedit"),   LIT("write"),     LIT("notebookedit"),
+                                  LIT("apply_patch"), LIT("create_file"), LIT("edit_file"), LIT("write_file"),
+                                  LIT("replace_in_file"), LIT("patch")};
+    static const lit views_too[] = {LIT("str_replace_editor"), LIT("str_replace_based_edit_tool")};
     if (!tool_name) return 0;
     size_t len = strlen(tool_name);
     if (NAME_IN(tool_name, len, editors)) return 1;
@@ -81,8 +88,9 @@ static char *dup_cut(const char *s, size_t max);
 
 char *progress_command(const char *tool_name, const char *args_json)
 {
-    static const char *const shells[] = {"bash", "shell", "exec", "terminal", "run_command",
-                                         "execute_command", "run_terminal_cmd", "local_shell"};
+    static const lit shells[] = {LIT("bash"),        LIT("shell"),           LIT("exec"),
+                                 LIT("terminal"),    LIT("run_command"),     LIT("execute_command"),
+                                 LIT("run_terminal_cmd"), LIT("local_shell")};
     if (!tool_name) return NULL;
     if (NAME_IN(tool_name, strlen(tool_name), shells) && args_json) { /* the command line, not the tool's name */
         static const char *const keys[] = {"command", "cmd"};

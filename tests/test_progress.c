@@ -255,3 +255,35 @@ Test(progress_load, refuses_out_of_range_values)
     json_decref(ok);
     config_free(&e.cfg);
 }
+
+/* Which tool calls are edits, and which run a command line: every name of
+ * the lists in any case, names one byte longer or shorter, and the
+ * viewer-editors by their "command". */
+Test(progress_names, edits_and_commands_by_tool_name)
+{
+    static const char *const editors[] = {"edit",        "MultiEdit",   "Write",     "NotebookEdit",   "apply_patch",
+                                          "create_file", "edit_file",   "write_file", "replace_in_file", "PATCH"};
+    for (size_t i = 0; i < sizeof editors / sizeof *editors; i++) {
+        cr_assert(progress_is_edit(editors[i], NULL), "%s", editors[i]);
+        char longer[64], shorter[64];
+        snprintf(longer, sizeof longer, "%sx", editors[i]);
+        snprintf(shorter, sizeof shorter, "%.*s", (int)strlen(editors[i]) - 1, editors[i]);
+        cr_assert_not(progress_is_edit(longer, NULL), "%s", longer);
+        cr_assert_not(progress_is_edit(shorter, NULL), "%s", shorter);
+    }
+    cr_assert(progress_is_edit("str_replace_editor", "{\"command\":\"str_replace\",\"path\":\"a.py\"}"));
+    cr_assert_not(progress_is_edit("str_replace_based_edit_tool", "{\"command\":\"view\",\"path\":\"a.py\"}"));
+    cr_assert_not(progress_is_edit("Read", NULL));
+    cr_assert_not(progress_is_edit(NULL, NULL));
+    static const char *const shells[] = {"bash",        "Shell",           "exec",             "terminal",
+                                         "run_command", "execute_command", "run_terminal_cmd", "local_shell"};
+    for (size_t i = 0; i < sizeof shells / sizeof *shells; i++) {
+        char *c = progress_command(shells[i], "{\"command\":\"pytest -q\"}");
+        cr_assert_not_null(c, "%s", shells[i]);
+        cr_assert_str_eq(c, "pytest -q", "%s", shells[i]);
+        free(c);
+    }
+    char *c = progress_command("bashx", "{\"command\":\"pytest -q\"}");
+    cr_assert(c == NULL || strcmp(c, "pytest -q") != 0, "bashx is no shell: %s", c);
+    free(c);
+}
