@@ -124,9 +124,12 @@ static void block_emit(engine *e, session *s, buf *out, int use_index)
     if (n == 0 && s->n_pred_targets == 0 && s->n_reinject == 0 && !with_progress && !s->n_hints) goto done;
     size_t budget = (size_t)c->context.max_chars;
     size_t start = out->len;
-    /* the block is at most budget bytes: one allocation instead of the
-     * doublings from 64 (a few thousand instructions a turn) */
-    buf_reserve(out, budget < 16384 ? budget : 16384);
+    /* 512 bytes at once rather than the doublings from 64: a usual block
+     * holds a few hundred.  Not the whole budget: 1 KiB or more is a
+     * large-bin request to glibc's malloc, which first consolidates its
+     * fast bins (about 170 instructions a turn on the replay); a full block
+     * doubles once or twice. */
+    buf_reserve(out, budget < 511 ? budget : 511);
     buf_puts(out, BLOCK_OPEN "\n");
     size_t closing = sizeof(BLOCK_CLOSE "\n") - 1;
     /* the progress signal first: it is short, and it is what an agent in a
