@@ -31,11 +31,13 @@ static int acquire_failed(engine *e, int rc, const char *session_id, char **err)
     return rc;
 }
 
-/* Roles hosts give a tool's output. */
+/* Roles hosts give a tool's output (the first byte first: most messages
+ * are the assistant's). */
 static int tool_output_role(const char *role)
 {
-    return role && (strcmp(role, "tool") == 0 || strcmp(role, "toolResult") == 0 ||
-                    strcmp(role, "tool_result") == 0 || strcmp(role, "function") == 0);
+    if (!role || (role[0] != 't' && role[0] != 'f')) return 0;
+    return strcmp(role, "tool") == 0 || strcmp(role, "toolResult") == 0 || strcmp(role, "tool_result") == 0 ||
+           strcmp(role, "function") == 0;
 }
 
 /* ---- before_agent_start ----------------------------------------------- */

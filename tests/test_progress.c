@@ -121,6 +121,26 @@ Test(progress, runs_trend_and_the_rpc_answer)
     json_decref(j);
 }
 
+/* A tool's output comes under the role each host gives it ("tool",
+ * OpenClaw's "toolResult", "tool_result", "function"); the same text from
+ * the assistant or the user is no run. */
+Test(progress, a_run_under_each_role_a_tool_output_has)
+{
+    static const char *const roles[] = {"tool", "toolResult", "tool_result", "function", "assistant", "user", "t",
+                                        "functions"};
+    for (size_t i = 0; i < sizeof roles / sizeof *roles; i++) {
+        char sid[32];
+        snprintf(sid, sizeof sid, "role%zu", i);
+        clarity_message m[2];
+        m[0] = (clarity_message){sizeof m[0], "assistant", "", 0, "Bash", "{\"command\":\"pytest -q\"}"};
+        m[1] = (clarity_message){sizeof m[0], roles[i], PASS, strlen(PASS), "Bash", NULL};
+        cr_assert_eq(th_end_msgs(&host, sid, m, 2), 0);
+        json_t *j = progress_of(sid);
+        cr_expect_eq(json_array_size(json_object_get(j, "runs")), i < 4 ? 1u : 0u, "role %s", roles[i]);
+        json_decref(j);
+    }
+}
+
 Test(progress, no_improvement_streak_and_all_green)
 {
     turn(0, FAIL2); /* best 42/44 at turn 0 */
