@@ -1632,7 +1632,7 @@ Test(store, memory_lookups_from_the_last_place_find_what_a_model_holds)
         int r = rand();
         if (r % 5 == 0) ns = rand() % NS;             /* another session */
         key = r % 3 ? (key + 1) % KEYS : rand() % KEYS; /* mostly the next key */
-        char nsn[8], k[8];
+        char nsn[16], k[16];
         snprintf(nsn, sizeof nsn, "s%d", ns);
         snprintf(k, sizeof k, "l:%04x", key);
         char *m = model[ns][key];
@@ -1652,7 +1652,7 @@ Test(store, memory_lookups_from_the_last_place_find_what_a_model_holds)
         }
     }
     for (int n = 0; n < NS; n++) { /* and the whole namespace, in order */
-        char nsn[8];
+        char nsn[16];
         snprintf(nsn, sizeof nsn, "s%d", n);
         acc a;
         dump_all(s, nsn, &a);
