@@ -31,17 +31,23 @@ typedef struct ex_cls {
 } ex_cls;
 
 #ifdef __SSE2__
-static inline __attribute__((always_inline)) void ex_classify16(const unsigned char *p, unsigned sh, ex_cls *c,
-                                                                int open)
+/* The word bytes ([A-Za-z0-9_]) of the sixteen bytes v, as 0xff bytes. */
+static inline __attribute__((always_inline)) __m128i ex_word16(__m128i v)
 {
-    __m128i v = _mm_loadu_si128((const __m128i *)p);
     __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
     /* signed compares: bytes >= 0x80 are negative and fall outside */
     __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(low, _mm_set1_epi8('a' - 1)),
                                    _mm_cmplt_epi8(low, _mm_set1_epi8('z' + 1)));
     __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
                                   _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
-    __m128i word = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+    return _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+}
+
+static inline __attribute__((always_inline)) void ex_classify16(const unsigned char *p, unsigned sh, ex_cls *c,
+                                                                int open)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    __m128i word = ex_word16(v);
     __m128i dot = _mm_cmpeq_epi8(v, _mm_set1_epi8('.'));
     __m128i slash = _mm_cmpeq_epi8(v, _mm_set1_epi8('/'));
     __m128i other = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('~')),
@@ -196,13 +202,7 @@ static inline uint64_t ex_word_bits(const char *p, size_t m, size_t room)
             memcpy(pad, q, room - j);
             q = pad;
         }
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
-        __m128i low = _mm_or_si128(v, _mm_set1_epi8(0x20));
-        __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(low, _mm_set1_epi8('a' - 1)),
-                                       _mm_cmplt_epi8(low, _mm_set1_epi8('z' + 1)));
-        __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
-                                      _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
-        __m128i word = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+        __m128i word = ex_word16(_mm_loadu_si128((const __m128i *)(const void *)q));
         w |= (uint64_t)(unsigned)_mm_movemask_epi8(word) << j;
     }
 #else

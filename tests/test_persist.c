@@ -63,6 +63,18 @@ static void expect_restored(const char *cfg, const char *session, json_t *before
     expect_restored_by(cfg, session, before, scores);
 }
 
+/* A new database's path into db, and the config of a SQLite store there
+ * keeping `resident` sessions in memory (storage.maxResidentSessions). */
+static const char *resident_cfg(char *db, size_t dbn, int resident)
+{
+    static __thread char cfg[512];
+    snprintf(db, dbn, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":%d}}", db,
+             resident);
+    return cfg;
+}
+
 static void turn(th_host *h, const char *session, int i)
 {
     char prompt[256];
@@ -305,10 +317,8 @@ Test(persist, restart_after_kill_9_keeps_every_finished_turn, .timeout = 60)
 Test(persist, idle_sessions_leave_memory_and_come_back)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    const char *cfg = resident_cfg(db, sizeof db, 2);
     th_host h;
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":2}}", db);
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     char sid[32];
     for (int s = 0; s < 6; s++) {
@@ -338,10 +348,7 @@ Test(persist, idle_sessions_leave_memory_and_come_back)
 Test(persist, the_last_session_found_is_never_one_that_left, .timeout = 60)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":1}}",
-             db);
+    const char *cfg = resident_cfg(db, sizeof db, 1);
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     static const char order[] = "aabacbbcaxcaabxxc"; /* x: an id no hook gave */
@@ -871,10 +878,7 @@ Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .timeout = 60)
 Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
 {
     char db[256];
-    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    char cfg[512];
-    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\",\"maxResidentSessions\":1}}",
-             db);
+    const char *cfg = resident_cfg(db, sizeof db, 1);
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     turn(&h, "e1", 0);

@@ -1115,6 +1115,18 @@ Test(store, sqlite_slots_are_keys_like_the_others)
     free(big);
 }
 
+/* Puts n bytes (pattern seed) in turn-log slot k of namespace "r" and
+ * reads them back. */
+static void put_slot_back(store *s, int k, size_t n, unsigned seed)
+{
+    char key[8];
+    snprintf(key, sizeof key, "l:%04x", k & 0xffff);
+    char *w = pattern(n, seed);
+    cr_assert_eq(store_put(s, "r", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
+    expect_bytes(s, "r", key, w, n);
+    free(w);
+}
+
 /* Rewriting a slot with a value its cell holds (down to about half of it)
  * keeps the cell: no page is allocated or freed, so a turn's commit writes
  * the slot's pages and nothing else.  A value past the cell moves to a
@@ -1134,12 +1146,7 @@ Test(store, sqlite_a_slot_is_rewritten_in_place)
     for (int round = 0; round < 40; round++) {
         int k = round % 8;
         size_t n = k < 4 ? 1600 + (size_t)round * 30 : 4200 + (size_t)round * 90; /* the cell holds it */
-        char key[8];
-        snprintf(key, sizeof key, "l:%04x", k);
-        char *w = pattern(n, (unsigned)round);
-        cr_assert_eq(store_put(s, "r", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
-        expect_bytes(s, "r", key, w, n);
-        free(w);
+        put_slot_back(s, k, n, (unsigned)round);
     }
     cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "pages were allocated");
     cr_assert_eq(sql_long(p, "PRAGMA freelist_count"), free0, "pages were freed");
@@ -1174,12 +1181,7 @@ Test(store, sqlite_a_slot_takes_records_up_to_twice_its_first_in_place)
     for (int round = 0; round < 64; round++) {
         int k = round % 8;
         size_t n = first[k] / 2 + (size_t)rand() % (first[k] * 3 / 2); /* half to twice the first */
-        char key[8];
-        snprintf(key, sizeof key, "l:%04x", k);
-        char *w = pattern(n, (unsigned)round);
-        cr_assert_eq(store_put(s, "r", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
-        expect_bytes(s, "r", key, w, n);
-        free(w);
+        put_slot_back(s, k, n, (unsigned)round);
     }
     cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "pages were allocated: a cell moved");
     cr_assert_eq(sql_long(p, "PRAGMA freelist_count"), free0, "pages were freed: a cell moved");
