@@ -932,15 +932,19 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
     int camel_may = ex->projects && t[a] >= 'A' && t[a] <= 'Z';
     if (n > EX_MAX_WORD) /* never a keyword; the tool table has no such name */
         return camel_may && n <= EX_MAX_ID && is_camel(t + a, n) && spans_add(camel, a, n) != 0 ? -1 : 0;
+    int tool_may = ex->tool_names && ex->tool_words && tool_may_be(ex, t + a, n);
+    int kw_may = ex->keywords && ex->max_keywords > 0 && n >= (size_t)ex->min_len;
+    /* a short word in lower case ("the", "is", "of"), most of a prompt's
+     * first words: none of the three, and no lanes to load */
+    if (!tool_may && !camel_may && !kw_may) return 0;
     /* the word's lanes, loaded once: every hash below comes from them */
     ex_lanes raw, low;
     ex_word_lanes(t, len, a, n, &raw, &low);
-    if (ex->tool_names && ex->tool_words && tool_may_be(ex, t + a, n) &&
-        is_tool_word_h(ex, t + a, n, (uint32_t)ex_lanes_mix(EX_TOOL_SEED, &raw, n)) && spans_add(tools, a, n) != 0)
+    if (tool_may && is_tool_word_h(ex, t + a, n, (uint32_t)ex_lanes_mix(EX_TOOL_SEED, &raw, n)) &&
+        spans_add(tools, a, n) != 0)
         return -1;
     if (camel_may && is_camel(t + a, n) && spans_add(camel, a, n) != 0) return -1;
-    if (ex->keywords && ex->max_keywords > 0 && count_keyword_lanes(ex, counts, t + a, n, &low, kw) != 0)
-        return -1;
+    if (kw_may && count_keyword_lanes(ex, counts, t + a, n, &low, kw) != 0) return -1;
     return 0;
 }
 
