@@ -122,7 +122,6 @@ void engine_free(engine *e)
         HASH_DEL(e->sessions, s);
         session_free(s);
     }
-    e->last = NULL;
     store_close(e->st);
     graph_cache_free(e->graphs);
     asm_keep_free(e->asm_keep);
@@ -204,10 +203,6 @@ static void fold_job(void *ud, void *arg)
     release(e, s, 1);
 }
 
-/* Drops idle resident sessions beyond the cap, least recently used first.
- * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
- * their state is folded first so nothing is lost: by the worker, which
- * drops them after (fold_job), or here for the host's kv. */
 /* Takes s out of the table (reg_mu held); the caller frees it. */
 static void unlist(engine *e, session *s)
 {
@@ -216,6 +211,10 @@ static void unlist(engine *e, session *s)
     if (e->last == s) e->last = NULL;
 }
 
+/* Drops idle resident sessions beyond the cap, least recently used first.
+ * Called with reg_mu held; only sessions nobody holds (refs == 0) go, and
+ * their state is folded first so nothing is lost: by the worker, which
+ * drops them after (fold_job), or here for the host's kv. */
 static void evict_idle(engine *e)
 {
     size_t cap = (size_t)e->cfg.storage.max_resident_sessions;

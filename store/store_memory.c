@@ -159,8 +159,7 @@ static int mem_get(store *s, const char *ns, const char *key, char **val, size_t
     mem *m = M(s);
     int found;
     size_t i = lower_bound(m, ns, key, &found);
-    if (!found)
-        return store_not_found(s, ns, key);
+    if (!found) return store_not_found(s, ns, key);
     char *v = store_dup_val(m->v[i]->val, m->v[i]->len);
     if (!v) return oom(s);
     *val = v;

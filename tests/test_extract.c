@@ -897,11 +897,9 @@ Test(mentions, path_tokens_the_scan_skips_name_no_file)
         "..", "...", "./", "../", ".py", "/.py", "a/.py", "src//main.c", "src//main", "~/docs/x.md",
         "v1.0/", "v1.0/.", "README.md..", "Makefile", "dir.d/file", "dir.py/file", "dir.py/file.",
     };
-    clarity_config cfg;
-    char *err = NULL;
+    static const char *const cfgs[] = {"{}"};
     extractor *ex;
-    cr_assert_eq(config_parse(&cfg, "{}", &err), 0);
-    cr_assert_eq(extract_new(&cfg, &ex, &err), 0);
+    extractors_of(cfgs, 1, &ex);
     size_t files = 0;
     for (size_t i = 0; i < sizeof tokens / sizeof *tokens; i++) {
         char text[256];
@@ -918,7 +916,6 @@ Test(mentions, path_tokens_the_scan_skips_name_no_file)
     }
     cr_assert_gt(files, 20, "only %zu texts named a file: the cases prove little", files);
     extract_free(ex);
-    config_free(&cfg);
 }
 
 /* Long texts of repeated words, where the scan decides each distinct word
