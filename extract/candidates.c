@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "stopwords.h"
 #include "tokprog.h"
+#include "wordbatch.h"
 
 #define JSON_MAX_PATH 4096
 
@@ -440,33 +441,6 @@ static inline __attribute__((always_inline)) int single_word(ex_emitter *e, cons
 enum { EX_SAMPLING, EX_MISSES_FIRST, EX_MEMO_FIRST };
 #define EX_ORDER_SAMPLE 512
 
-/* The starts among `cand` (bits of the 64-byte block at t, whose word
- * bits are `word`, the next block's `next_word`; each with eight bytes of
- * text from it) of words no name can equal (name_filter_word_may).  A
- * word of 63 bytes or more is left to the scan. */
-static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_filter *nf, const char *t,
-                                                                     uint64_t cand, uint64_t word,
-                                                                     uint64_t next_word)
-{
-    /* the filter's fields in locals, and no branch but the loop's */
-    if (!nf->nbits) return 0; /* no filter: every word may name an item */
-    const uint64_t *wb = nf->wbits;
-    const unsigned shift = nf->wshift;
-    uint64_t out = 0, nonword = ~word;
-    unsigned last = ex_take_straddler(&cand, word);
-    while (cand) {
-        unsigned bit = (unsigned)__builtin_ctzll(cand);
-        cand &= cand - 1;
-        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        out |= (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) << bit;
-    }
-    if (last < 64) {
-        size_t n = ex_word_len(nonword, ~next_word, last);
-        out |= ((name_word_bit(wb, shift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
-    }
-    return out;
-}
-
 /* With a filter of the tracked names, most tokens name nothing: the text is
  * classified 64 bytes at a time and only what could matter is looked at.
  * A token is expanded when one of its words, or one of its hyphen runs,
@@ -490,9 +464,13 @@ static size_t own_block_at(const char *t, size_t len, size_t base, uint64_t open
  * `own` it looks for clarity's own blocks as it goes and stops before the
  * first: it returns where that starts, or len.  Nothing it did before
  * depends on the block: '[' ends every token. */
+typedef uint64_t ex_misses_fn(const name_filter *nf, const char *t, uint64_t cand, uint64_t word,
+                              uint64_t next_word);
+
 static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitter *e, const char *t, size_t len,
                                                                        ex_memo *memo, int own,
-                                                                       ex_classify_fn *classify)
+                                                                       ex_classify_fn *classify,
+                                                                       ex_misses_fn *word_misses)
 {
     size_t stop = len; /* where the blocks end: the first own block's start, when found */
     size_t done = 0; /* bytes before this are decided */
@@ -536,7 +514,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
         uint64_t misses = 0;
         if (order != EX_MEMO_FIRST) {
             uint64_t wm = starts & ~after_path & ex_room(base, len, 8);
-            misses = ex_word_misses(e->nf, t + base, wm, c.word, nx.word);
+            misses = word_misses(e->nf, t + base, wm, c.word, nx.word);
             trig &= ~misses;
             if (order == EX_SAMPLING) {
                 seen += (unsigned)__builtin_popcountll(wm);
@@ -620,16 +598,16 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
  * own blocks does not classify '[' either. */
 static size_t scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open, ex_word_misses)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify, ex_word_misses);
 }
 
 #if EX_AVX2
 __attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t scan_filtered_avx2(ex_emitter *e, const char *t,
                                                                                  size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2, ex_word_misses_avx2)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2, ex_word_misses_avx2);
 }
 #endif
 

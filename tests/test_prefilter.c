@@ -11,6 +11,7 @@
 #include "../extract/classify.h"
 #include "../extract/extract.h"
 #include "../extract/internal.h"
+#include "../extract/wordbatch.h"
 #include "../tracker/tracker.h"
 
 typedef struct hits {
@@ -406,6 +407,92 @@ Test(prefilter, word_runs_equal_the_byte_loop)
     }
     cr_assert_gt(total, 50000);
     free(t);
+}
+
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static uint64_t misses_avx2(const name_filter *f, const char *t, uint64_t cand,
+                                                                      uint64_t word, uint64_t next_word)
+{
+    return ex_word_misses_avx2(f, t, cand, word, next_word);
+}
+#endif
+
+/* The first word test of a block's words, one at a time and in batches,
+ * against name_filter_word_may word by word: filters of three sizes
+ * holding names of 1 to 20 bytes, blocks of words of every length (some
+ * the names, in other cases; runs into the next block and past it), any
+ * subset of the starts. */
+Test(prefilter, word_batches_equal_the_one_at_a_time_test)
+{
+    static const char wordc[] = "aZq_09xYk", other[] = " .-/\n\x80[";
+    srand(31);
+    enum { NN = 300 };
+    char names[NN][24];
+    size_t total = 0, missed = 0, batched = 0;
+    const size_t sizes[] = {16, 4096, (size_t)1 << 20};
+    for (size_t si = 0; si < 3; si++) {
+        name_filter f = {0};
+        cr_assert_eq(name_filter_reset(&f, sizes[si]), 0);
+        for (int i = 0; i < NN; i++) {
+            size_t n = 1 + (size_t)(rand() % 20);
+            for (size_t k = 0; k < n; k++) names[i][k] = wordc[rand() % (sizeof wordc - 1)];
+            names[i][n] = '\0';
+            name_filter_add(&f, names[i], n, names[i], n);
+        }
+        char t[64 * 3];
+        for (int round = 0; round < 20000; round++) {
+            /* short words (up to 32 a block), long ones, names in any case */
+            int shape = rand() % 4;
+            for (size_t i = 0; i < sizeof t;) {
+                if (shape == 3 && rand() % 3 == 0) {
+                    const char *nm = names[rand() % NN];
+                    for (size_t k = 0; nm[k] && i < sizeof t; k++, i++)
+                        t[i] = rand() % 2 || (nm[k] | 0x20) < 'a' || (nm[k] | 0x20) > 'z' ? nm[k] : (char)(nm[k] ^ 0x20);
+                    if (i < sizeof t) t[i++] = ' ';
+                    continue;
+                }
+                size_t run = shape == 0 ? 1 + (size_t)(rand() % 2) : 1 + (size_t)(rand() % (shape == 1 ? 90 : 12));
+                for (size_t k = 0; k < run && i < sizeof t; k++) t[i++] = wordc[rand() % (sizeof wordc - 1)];
+                if (i < sizeof t) t[i++] = other[rand() % (sizeof other - 1)];
+            }
+            uint64_t word = 0, next = 0;
+            for (int i = 0; i < 64; i++) {
+                word |= (uint64_t)ex_is_word((unsigned char)t[i]) << i;
+                next |= (uint64_t)ex_is_word((unsigned char)t[64 + i]) << i;
+            }
+            int carry = rand() % 2 && ex_is_word((unsigned char)t[0]); /* a word from the block before */
+            uint64_t starts = word & ~((word << 1) | (uint64_t)carry);
+            uint64_t cand = starts & ((uint64_t)rand() << 33 ^ (uint64_t)rand() << 11 ^ (uint64_t)rand() ^
+                                      (rand() % 3 ? ~(uint64_t)0 : 0));
+            uint64_t want = 0;
+            for (uint64_t c = cand; c; c &= c - 1) {
+                unsigned bit = (unsigned)__builtin_ctzll(c);
+                size_t n = 0;
+                while (bit + n < 128 && ex_is_word((unsigned char)t[bit + n])) n++;
+                int straddles = bit + n >= 64;
+                int miss = !(straddles && n >= 63) && !name_filter_word_may(&f, name_load8(t + bit), n);
+                want |= (uint64_t)miss << bit;
+                missed += (size_t)miss;
+                total++;
+            }
+            uint64_t one = ex_word_misses(&f, t, cand, word, next);
+            cr_assert_eq(one, want, "size %zu, round %d: one at a time %#llx, expected %#llx", sizes[si], round,
+                         (unsigned long long)one, (unsigned long long)want);
+#if EX_AVX2
+            if (ex_cpu_avx2()) {
+                uint64_t many = misses_avx2(&f, t, cand, word, next);
+                cr_assert_eq(many, want, "size %zu, round %d: batched %#llx, expected %#llx", sizes[si], round,
+                             (unsigned long long)many, (unsigned long long)want);
+                batched++;
+            }
+#endif
+        }
+        name_filter_free(&f);
+    }
+    /* both outcomes are common, and every batch count is reached */
+    cr_assert_gt(missed, total / 5, "%zu of %zu words missed", missed, total);
+    cr_assert_lt(missed, total - total / 5, "%zu of %zu words missed", missed, total);
+    if (ex_cpu_avx2()) cr_assert_eq(batched, 60000);
 }
 
 static unsigned char fold_byte(unsigned char c)

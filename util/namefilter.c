@@ -27,7 +27,8 @@ int name_filter_reset(name_filter *f, size_t expected)
         f->idbits = b + words;
         f->wbits = b + 2 * words;
         f->nbits = want;
-        f->wshift = 64 - (unsigned)__builtin_ctzll(want);
+        unsigned lg = (unsigned)__builtin_ctzll(want);
+        f->wshift = 32 - (lg < 32 ? lg : 32);
     } else {
         memset(f->bits, 0, 3 * words * sizeof *f->bits);
     }

@@ -1,0 +1,109 @@
+/* wordbatch.h: the name filter's first word test (name_filter_word_may)
+ * for the words that start in a 64-byte block, all at once.
+ *
+ * The filtered scan (candidates.c) tests each word of a block before
+ * anything else; most fail, so the test is most of what prose costs.  One
+ * at a time (ex_word_misses) it is about 23 instructions a word: a length,
+ * a load, the key, a multiply, a dependent load of the bitmap.  With AVX2
+ * (ex_word_misses_avx2) the starts and run ends are listed first, then
+ * eight words go through the same steps in 32-bit lanes, the text's bytes
+ * and the bitmap's words fetched by gathers: about 16 a word.  The lanes
+ * compute exactly name_word_slot (util/namefilter.h), so the two give the
+ * same bits (tests/test_prefilter.c compares them on random blocks). */
+#ifndef EXTRACT_WORDBATCH_H
+#define EXTRACT_WORDBATCH_H
+
+#include "classify.h"
+
+/* The starts among `cand` (bits of the 64-byte block at t, whose word
+ * bits are `word`, the next block's `next_word`; each with eight bytes of
+ * text from it) of words no name can equal (name_filter_word_may).  A
+ * word of 63 bytes or more is left to the scan. */
+static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_filter *nf, const char *t,
+                                                                     uint64_t cand, uint64_t word,
+                                                                     uint64_t next_word)
+{
+    /* the filter's fields in locals, and no branch but the loop's */
+    if (!nf->nbits) return 0; /* no filter: every word may name an item */
+    const uint64_t *wb = nf->wbits;
+    const unsigned shift = nf->wshift;
+    uint64_t out = 0, nonword = ~word;
+    unsigned last = ex_take_straddler(&cand, word);
+    while (cand) {
+        unsigned bit = (unsigned)__builtin_ctzll(cand);
+        cand &= cand - 1;
+        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
+        out |= (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) << bit;
+    }
+    if (last < 64) {
+        size_t n = ex_word_len(nonword, ~next_word, last);
+        out |= ((name_word_bit(wb, shift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
+    }
+    return out;
+}
+
+#if EX_AVX2
+/* The runs of `word` that start at cand's bits (each a start of a run,
+ * none reaching bit 63): their first byte in pos[], the byte after them
+ * in end[], in order; their count (at most 32: runs are apart).  Eight
+ * zero bytes follow in each, which the batches read past the count. */
+static inline __attribute__((always_inline)) size_t ex_list_runs(uint64_t cand, uint64_t word, uint8_t pos[40],
+                                                                 uint8_t end[40])
+{
+    /* adding a run's first bit carries through it to the byte after it */
+    uint64_t after = (word + cand) & ~word;
+    size_t k = 0;
+    for (; cand; k++, cand &= cand - 1, after &= after - 1) {
+        pos[k] = (uint8_t)__builtin_ctzll(cand);
+        end[k] = (uint8_t)__builtin_ctzll(after);
+    }
+    memset(pos + k, 0, 8);
+    memset(end + k, 0, 8);
+    return k;
+}
+
+/* ex_word_misses (candidates.c) with the words but the straddler in
+ * batches of eight: the starts among cand of words the filter's word bits
+ * say no name can equal.  cand's words have eight bytes of text from their
+ * start (the gather reads four). */
+__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline uint64_t
+ex_word_misses_avx2(const name_filter *nf, const char *t, uint64_t cand, uint64_t word, uint64_t next_word)
+{
+    if (!nf->nbits) return 0;
+    uint64_t out = 0;
+    unsigned last = ex_take_straddler(&cand, word);
+    if (cand) {
+        uint8_t pos[40], end[40];
+        size_t k = ex_list_runs(cand, word, pos, end);
+        const __m128i shift = _mm_cvtsi32_si128((int)nf->wshift);
+        const __m256i three = _mm256_set1_epi32(3), low31 = _mm256_set1_epi32(31);
+        uint64_t may = 0;
+        for (size_t j = 0; j < k; j += 8) {
+            __m256i p = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(pos + j)));
+            __m256i n = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(end + j))), p);
+            __m256i lane = _mm256_i32gather_epi32((const int *)(const void *)t, p, 1);
+            /* name_keep3[n]: the word's first min(n, 3) bytes */
+            __m256i drop = _mm256_slli_epi32(_mm256_sub_epi32(three, _mm256_min_epu32(n, three)), 3);
+            __m256i keep = _mm256_srlv_epi32(_mm256_set1_epi32(0xffffff), drop);
+            __m256i key = _mm256_and_si256(_mm256_or_si256(lane, _mm256_set1_epi32(0x202020)), keep);
+            key = _mm256_or_si256(key, _mm256_slli_epi32(n, 24));
+            __m256i slot = _mm256_srl_epi32(_mm256_mullo_epi32(key, _mm256_set1_epi32((int)NAME_WORD_MUL)), shift);
+            /* the slot's bit of the bitmap, read as 32-bit words (x86 is
+             * little-endian: bit s of the 64-bit words is bit s % 32 of
+             * 32-bit word s / 32), moved to the lane's sign */
+            __m256i w = _mm256_i32gather_epi32((const int *)(const void *)nf->wbits, _mm256_srli_epi32(slot, 5), 4);
+            w = _mm256_sllv_epi32(w, _mm256_sub_epi32(low31, _mm256_and_si256(slot, low31)));
+            may |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(w)) << j;
+        }
+        /* the k words' bits, back at their starts */
+        out = _pdep_u64(~may, cand);
+    }
+    if (last < 64) {
+        size_t n = ex_word_len(~word, ~next_word, last);
+        out |= ((name_word_bit(nf->wbits, nf->wshift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
+    }
+    return out;
+}
+#endif
+
+#endif
