@@ -5,7 +5,8 @@
  * lookups are binary searches and iteration is naturally in key order.
  *
  * Transactions behave like SQLite's: writes are applied at once and an undo
- * log keeps what each one replaced; store_rollback replays the log
+ * log keeps what each one replaced (the entry, or for a key that was not
+ * there a mark on the entry that added it); store_rollback replays the log
  * backwards, store_commit drops it.  Undoing never allocates: the array's
  * capacity never shrinks, and replaying the log backwards only goes through
  * sizes the array already had.  Every write allocates what it needs before
@@ -19,15 +20,23 @@
 #include "store_impl.h"
 
 /* One entry, in one allocation: the struct, then nk (ns, NUL, key, NUL),
- * then val.  In the undo log, absent != 0 records "this key did not
- * exist". */
+ * then val. */
 typedef struct ment {
     char *nk;
     size_t nslen;
-    char *val; /* NUL-terminated; len excludes the NUL; NULL when absent */
+    char *val; /* NUL-terminated; len excludes the NUL */
     size_t len;
-    int absent;
 } ment;
+
+/* An undo log entry is an entry a write replaced or deleted, or an entry a
+ * write added where its key was absent, with the low bit set (entries are
+ * malloc'd, so the bit is free): rolling back removes that key, and
+ * committing keeps the entry, which the store still holds.  (A mark costs
+ * no allocation, where a tombstone copied the key.) */
+#define ADDED ((uintptr_t)1)
+static ment *added_mark(ment *e) { return (ment *)((uintptr_t)e | ADDED); }
+static int is_added(const ment *u) { return ((uintptr_t)u & ADDED) != 0; }
+static ment *unmarked(ment *u) { return (ment *)((uintptr_t)u & ~ADDED); }
 
 typedef struct mem {
     ment **v;
@@ -44,24 +53,20 @@ static const char *ment_key(const ment *e) { return e->nk + e->nslen + 1; }
 
 static void ment_free(ment *e) { free(e); }
 
-static ment *ment_new(const char *ns, const char *key, const char *val, size_t len, int absent)
+static ment *ment_new(const char *ns, const char *key, const char *val, size_t len)
 {
-    size_t a = strlen(ns), b = strlen(key), vn = absent ? 0 : len + 1;
-    if (!absent && len > SIZE_MAX - sizeof(ment) - a - b - 3) return NULL;
-    ment *e = malloc(sizeof *e + a + b + 2 + vn);
+    size_t a = strlen(ns), b = strlen(key);
+    if (len > SIZE_MAX - sizeof(ment) - a - b - 3) return NULL;
+    ment *e = malloc(sizeof *e + a + b + 3 + len);
     if (!e) return NULL;
     e->nk = (char *)(e + 1);
     memcpy(e->nk, ns, a + 1);
     memcpy(e->nk + a + 1, key, b + 1);
-    e->val = NULL;
-    if (!absent) {
-        e->val = e->nk + a + b + 2;
-        if (len) memcpy(e->val, val, len);
-        e->val[len] = '\0';
-    }
+    e->val = e->nk + a + b + 2;
+    if (len) memcpy(e->val, val, len);
+    e->val[len] = '\0';
     e->nslen = a;
     e->len = len;
-    e->absent = absent;
     return e;
 }
 
@@ -145,7 +150,7 @@ static void remove_at(mem *m, size_t i)
     m->n--;
 }
 
-/* Keeps the replaced entry (or a tombstone) in the undo log, or frees it. */
+/* Keeps the replaced entry in the undo log, or frees it. */
 static void retire(mem *m, ment *old)
 {
     if (m->in_txn) m->undo[m->n_undo++] = old;
@@ -172,12 +177,9 @@ static int mem_put(store *s, const char *ns, const char *key, const char *val, s
     mem *m = M(s);
     int found;
     size_t i = lower_bound(m, ns, key, &found);
-    ment *e = ment_new(ns, key, val, len, 0);
-    ment *tomb = (!found && m->in_txn) ? ment_new(ns, key, NULL, 0, 1) : NULL;
-    if (!e || (!found && m->in_txn && !tomb) || reserve_undo(m, 1) != 0 ||
-        (!found && reserve_slot(m) != 0)) {
+    ment *e = ment_new(ns, key, val, len);
+    if (!e || reserve_undo(m, 1) != 0 || (!found && reserve_slot(m) != 0)) {
         ment_free(e);
-        ment_free(tomb);
         return oom(s);
     }
     if (found) {
@@ -185,7 +187,7 @@ static int mem_put(store *s, const char *ns, const char *key, const char *val, s
         m->v[i] = e;
     } else {
         insert_at(m, i, e);
-        if (tomb) retire(m, tomb);
+        if (m->in_txn) m->undo[m->n_undo++] = added_mark(e);
     }
     return CLARITY_OK;
 }
@@ -265,7 +267,8 @@ static int mem_begin(store *s)
 
 static void drop_undo(mem *m)
 {
-    for (size_t i = 0; i < m->n_undo; i++) ment_free(m->undo[i]);
+    for (size_t i = 0; i < m->n_undo; i++)
+        if (!is_added(m->undo[i])) ment_free(m->undo[i]); /* an added entry stays in the store */
     m->n_undo = 0;
     m->in_txn = 0;
     /* Keep the log small between transactions. */
@@ -286,21 +289,25 @@ static void mem_rollback(store *s)
 {
     mem *m = M(s);
     while (m->n_undo > 0) {
-        ment *prior = m->undo[--m->n_undo];
+        ment *u = m->undo[--m->n_undo];
         int found;
-        size_t i = lower_bound(m, prior->nk, ment_key(prior), &found);
+        if (is_added(u)) {
+            /* the key was absent: the entry that added it is the store's
+             * again by now (every later write to the key was undone) */
+            ment *e = unmarked(u);
+            size_t i = lower_bound(m, e->nk, ment_key(e), &found);
+            if (found) {
+                ment_free(m->v[i]);
+                remove_at(m, i);
+            }
+            continue;
+        }
+        size_t i = lower_bound(m, u->nk, ment_key(u), &found);
         if (found) {
             ment_free(m->v[i]);
-            if (prior->absent) {
-                remove_at(m, i);
-                ment_free(prior);
-            } else {
-                m->v[i] = prior;
-            }
-        } else if (prior->absent) {
-            ment_free(prior);
+            m->v[i] = u;
         } else {
-            insert_at(m, i, prior); /* within capacity, see the top comment */
+            insert_at(m, i, u); /* within capacity, see the top comment */
         }
     }
     drop_undo(m);
