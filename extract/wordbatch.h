@@ -87,7 +87,10 @@ ex_word_misses_avx2(const name_filter *nf, const char *t, uint64_t cand, uint64_
             __m256i keep = _mm256_srlv_epi32(_mm256_set1_epi32(0xffffff), drop);
             __m256i key = _mm256_and_si256(_mm256_or_si256(lane, _mm256_set1_epi32(0x202020)), keep);
             key = _mm256_or_si256(key, _mm256_slli_epi32(n, 24));
-            __m256i slot = _mm256_srl_epi32(_mm256_mullo_epi32(key, _mm256_set1_epi32((int)NAME_WORD_MUL)), shift);
+            __m256i h = _mm256_mullo_epi32(key, _mm256_set1_epi32((int)NAME_WORD_MUL1));
+            h = _mm256_mullo_epi32(_mm256_xor_si256(h, _mm256_srli_epi32(h, 16)),
+                                   _mm256_set1_epi32((int)NAME_WORD_MUL2));
+            __m256i slot = _mm256_srl_epi32(h, shift);
             /* the slot's bit of the bitmap, read as 32-bit words (x86 is
              * little-endian: bit s of the 64-bit words is bit s % 32 of
              * 32-bit word s / 32), moved to the lane's sign */
