@@ -495,6 +495,105 @@ Test(prefilter, word_batches_equal_the_one_at_a_time_test)
     if (ex_cpu_avx2()) cr_assert_eq(batched, 60000);
 }
 
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static uint64_t memo_hits_avx2(const ex_memo *m, const char *t, uint64_t cand,
+                                                                         uint64_t word, uint64_t next_word)
+{
+    return ex_memo_hits_avx2(m, t, cand, word, next_word);
+}
+#endif
+
+/* The memo's test of a block's words, one at a time and in batches, against
+ * the memo read word by word: memos of the smallest and largest size
+ * holding words of 1 to 16 bytes put from texts (some cut short by what
+ * follows them, some longer than the memo keeps), blocks of words of every
+ * length, any subset of the starts. */
+Test(prefilter, memo_batches_equal_the_one_at_a_time_test)
+{
+    static const char wordc[] = "aZq_09xYk", other[] = " .-/\n[";
+    srand(37);
+    size_t total = 0, hit = 0, batched = 0;
+    const size_t lens[] = {EX_MEMO_MIN_TEXT, (size_t)16 << 20}; /* 2,048 and EX_MEMO_SLOTS_MAX slots */
+    char t[64 * 3 + 16];
+    for (size_t li = 0; li < 2; li++) {
+        ex_memo_store st = {0};
+        ex_memo m;
+        ex_memo_init(&m, lens[li], 0, &st);
+        cr_assert(m.key, "no memo");
+        enum { NW = 200 };
+        char words[NW][24];
+        for (int i = 0; i < NW; i++) {
+            size_t n = 1 + (size_t)(rand() % 20);
+            for (size_t k = 0; k < n; k++) words[i][k] = wordc[rand() % (sizeof wordc - 1)];
+            words[i][n] = '\0';
+            if (n > EX_MEMO_MAX) continue;
+            /* put as the scan puts it: its key read from a text where other
+             * bytes follow it */
+            char src[32];
+            memcpy(src, words[i], n);
+            memset(src + n, other[rand() % (sizeof other - 1)], sizeof src - n);
+            uint64_t key[2];
+            ex_memo_put(&m, ex_memo_slot(&m, src, 0, n, key), key);
+        }
+        for (int round = 0; round < 20000; round++) {
+            int shape = rand() % 3;
+            for (size_t i = 0; i < sizeof t;) {
+                if (shape == 2 && rand() % 2) {
+                    const char *w = words[rand() % NW];
+                    for (size_t k = 0; w[k] && i < sizeof t; k++) t[i++] = w[k];
+                    /* now and then a longer word that begins as it does, by
+                     * a byte or by more than the memo keeps */
+                    for (size_t more = rand() % 4 ? 0 : rand() % 2 ? 1 : 9 + (size_t)(rand() % 8); more && i < sizeof t;
+                         more--)
+                        t[i++] = wordc[rand() % (sizeof wordc - 1)];
+                } else {
+                    size_t run = 1 + (size_t)(rand() % (shape == 0 ? 3 : 30));
+                    for (size_t k = 0; k < run && i < sizeof t; k++) t[i++] = wordc[rand() % (sizeof wordc - 1)];
+                }
+                if (i < sizeof t) t[i++] = other[rand() % (sizeof other - 1)];
+            }
+            uint64_t word = 0, next = 0;
+            for (int i = 0; i < 64; i++) {
+                word |= (uint64_t)ex_is_word((unsigned char)t[i]) << i;
+                next |= (uint64_t)ex_is_word((unsigned char)t[64 + i]) << i;
+            }
+            int carry = rand() % 2 && ex_is_word((unsigned char)t[0]);
+            uint64_t starts = word & ~((word << 1) | (uint64_t)carry);
+            uint64_t cand = starts & ((uint64_t)rand() << 33 ^ (uint64_t)rand() << 11 ^ (uint64_t)rand() ^
+                                      (rand() % 3 ? ~(uint64_t)0 : 0));
+            uint64_t want = 0;
+            for (uint64_t c = cand; c; c &= c - 1) {
+                unsigned bit = (unsigned)__builtin_ctzll(c);
+                size_t n = 0;
+                while (bit + n < 128 && ex_is_word((unsigned char)t[bit + n])) n++;
+                int h = 0;
+                if (n <= EX_MEMO_MAX) {
+                    uint64_t key[2];
+                    h = ex_memo_has(&m, ex_memo_slot(&m, t, bit, n, key), key);
+                }
+                want |= (uint64_t)h << bit;
+                hit += (size_t)h;
+                total++;
+            }
+            uint64_t one = ex_memo_hits(&m, t, cand, word, next, 0);
+            cr_assert_eq(one, want, "slots %zu, round %d: one at a time %#llx, expected %#llx", li, round,
+                         (unsigned long long)one, (unsigned long long)want);
+#if EX_AVX2
+            if (ex_cpu_avx2()) {
+                uint64_t many = memo_hits_avx2(&m, t, cand, word, next);
+                cr_assert_eq(many, want, "slots %zu, round %d: batched %#llx, expected %#llx", li, round,
+                             (unsigned long long)many, (unsigned long long)want);
+                batched++;
+            }
+#endif
+        }
+        ex_memo_store_free(&st);
+    }
+    cr_assert_gt(hit, total / 10, "%zu of %zu words decided", hit, total);
+    cr_assert_lt(hit, total - total / 10, "%zu of %zu words decided", hit, total);
+    if (ex_cpu_avx2()) cr_assert_eq(batched, 40000);
+}
+
 static unsigned char fold_byte(unsigned char c)
 {
     if (c >= 'A' && c <= 'Z') return (unsigned char)(c + 32);

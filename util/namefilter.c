@@ -27,8 +27,7 @@ int name_filter_reset(name_filter *f, size_t expected)
         f->idbits = b + words;
         f->wbits = b + 2 * words;
         f->nbits = want;
-        unsigned lg = (unsigned)__builtin_ctzll(want);
-        f->wshift = 32 - (lg < 32 ? lg : 32);
+        f->wshift = 64 - (unsigned)__builtin_ctzll(want);
     } else {
         memset(f->bits, 0, 3 * words * sizeof *f->bits);
     }
@@ -50,7 +49,7 @@ void name_filter_add(name_filter *f, const char *name, size_t n, const char *id,
     uint64_t h = name_hash(name, n), idh;
     /* a "tool:" or "keyword:" id whose bare name is the rest of it hashes
      * as that name (name_id_hash): its hash is the one just taken */
-    size_t pre = id_n - n;
+    size_t pre = id_n >= n ? id_n - n : 0;
     if (name == id + pre && pre == 5 && memcmp(id, "tool:", 5) == 0 && n > 0) idh = name_id_mix(h, NAME_FORM_TOOL);
     else if (name == id + pre && pre == 8 && memcmp(id, "keyword:", 8) == 0 && n > 0)
         idh = name_id_mix(h, NAME_FORM_KEYWORD);

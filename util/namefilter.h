@@ -30,7 +30,7 @@ typedef struct name_filter {
     uint64_t *idbits; /* the ids, as many bits */
     uint64_t *wbits;  /* the names' word keys (name_word_slot), as many bits */
     size_t nbits;     /* power of two, or 0 when unallocated */
-    unsigned wshift;  /* 32 - log2(the word bits used): name_word_slot */
+    unsigned wshift;  /* 64 - log2(nbits) */
     size_t n;         /* names added since the last reset */
 } name_filter;
 
@@ -115,20 +115,10 @@ static inline int name_filter_test(const name_filter *f, const char *s, size_t n
  * clear bit means no name; one bit per name.  lane: the eight bytes from
  * the word's start, little-endian (name_load8); 1 <= n < 64. */
 extern const uint32_t name_keep3[64] __attribute__((visibility("hidden"))); /* n -> its min(n, 3) bytes */
-/* The key is 30 bits (three bytes and a length), hashed in 32 bits so that
- * a scan can hash eight words at once in 32-bit lanes (extract/wordbatch.h
- * does the same steps): a multiply, a fold of the high half into the low
- * and a second multiply, whose top bits are the slot (one multiply left
- * keys that differ in a digit or two in the same slots).  A filter of more
- * than 2^32 bits uses its first 2^32 for the words. */
-#define NAME_WORD_MUL1 0x9e3779b1u
-#define NAME_WORD_MUL2 0x85ebca6bu
 static inline size_t name_word_slot(uint64_t lane, size_t n, unsigned shift)
 {
-    uint32_t k = (((uint32_t)lane | 0x202020u) & name_keep3[n]) | (uint32_t)n << 24;
-    k *= NAME_WORD_MUL1;
-    k = (k ^ k >> 16) * NAME_WORD_MUL2;
-    return (size_t)(k >> shift);
+    uint64_t k = ((lane | 0x202020u) & name_keep3[n]) | (uint64_t)n << 24;
+    return (size_t)((k * 0x9e3779b97f4a7c15ull) >> shift);
 }
 /* The word's bit in wbits (0 or 1), for a scan that holds the filter's
  * fields in registers; name_filter_word_may below checks the filter. */
