@@ -466,20 +466,11 @@ static size_t own_block_at(const char *t, size_t len, size_t base, uint64_t open
  * depends on the block: '[' ends every token. */
 typedef uint64_t ex_misses_fn(const name_filter *nf, const char *t, uint64_t cand, uint64_t word,
                               uint64_t next_word);
-typedef uint64_t ex_hits_fn(const ex_memo *m, const char *t, uint64_t cand, uint64_t word, uint64_t next_word);
-
-/* ex_memo_hits as the scan asks it (its repeats are not counted) */
-static inline __attribute__((always_inline)) uint64_t memo_hits(const ex_memo *m, const char *t, uint64_t cand,
-                                                                 uint64_t word, uint64_t next_word)
-{
-    return ex_memo_hits(m, t, cand, word, next_word, 0);
-}
 
 static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitter *e, const char *t, size_t len,
                                                                        ex_memo *memo, int own,
                                                                        ex_classify_fn *classify,
-                                                                       ex_misses_fn *word_misses,
-                                                                       ex_hits_fn *memo_hits_of)
+                                                                       ex_misses_fn *word_misses)
 {
     size_t stop = len; /* where the blocks end: the first own block's start, when found */
     size_t done = 0; /* bytes before this are decided */
@@ -531,7 +522,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
                 if (base + 64 >= EX_ORDER_SAMPLE) order = missed * 4 >= seen * 3 ? EX_MISSES_FIRST : EX_MEMO_FIRST;
             }
         }
-        trig &= ~memo_hits_of(memo, t + base, starts & memo_ok & ~misses, c.word, nx.word);
+        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, nx.word, 0);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -607,17 +598,16 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
  * own blocks does not classify '[' either. */
 static size_t scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open, ex_word_misses, memo_hits)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify, ex_word_misses, memo_hits);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open, ex_word_misses)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify, ex_word_misses);
 }
 
 #if EX_AVX2
 __attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t scan_filtered_avx2(ex_emitter *e, const char *t,
                                                                                  size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2, ex_word_misses_avx2,
-                                    ex_memo_hits_avx2)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2, ex_word_misses_avx2, ex_memo_hits_avx2);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2, ex_word_misses_avx2)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2, ex_word_misses_avx2);
 }
 #endif
 

@@ -1,18 +1,21 @@
-/* wordbatch.h: the two first tests of the words that start in a 64-byte
- * block, all at once: the name filter's word test (name_filter_word_may)
- * and the memo's (ex_memo_hits, internal.h).
+/* wordbatch.h: the name filter's first word test (name_filter_word_may)
+ * for the words that start in a 64-byte block, all at once.
  *
- * The filtered scan (candidates.c) puts each word of a block through one
- * of them before anything else, so they are most of what prose costs.  One
- * word at a time the filter's is about 23 instructions (a length, a load,
- * the key, a multiply, a dependent load of the bitmap) and the memo's 28.
- * With AVX2 the starts and run ends are listed first (10 a word), then the
- * words go through the same steps in lanes, eight at a time for the filter
- * (its keys in 32-bit lanes, their slots in 64-bit ones) and four for the
- * memo (its 16-byte keys in 64-bit lanes), the text and the tables read
- * with gathers: about 13 and 21 a word in all.  The lanes compute exactly
- * what the one-word code does, the slots included, so both give the same
- * bits (tests/test_prefilter.c compares them on random blocks). */
+ * The filtered scan (candidates.c) tests each word of a block before
+ * anything else; most fail, so the test is most of what prose costs.  One
+ * at a time (ex_word_misses) it is about 23 instructions a word: a length,
+ * a load, the key, a multiply, a dependent load of the bitmap.  With AVX2
+ * (ex_word_misses_avx2) the starts and run ends are listed first (10 a
+ * word), then eight words go through the same steps in lanes (their keys
+ * in 32-bit lanes, the slot's 64-bit multiply in 64-bit ones), the text
+ * and the bitmap read with gathers: about 13 a word in all.  The lanes
+ * compute exactly name_word_slot, so the two give the same bits
+ * (tests/test_prefilter.c compares them on random blocks).
+ *
+ * The memo's test (ex_memo_hits) was batched the same way, four 16-byte
+ * keys at a time: 8 instructions a word fewer, but the dense turn's reply
+ * took 40 % longer (one long chain of gathers a batch, where the words'
+ * loads one at a time overlap), so it stays one word at a time. */
 #ifndef EXTRACT_WORDBATCH_H
 #define EXTRACT_WORDBATCH_H
 
@@ -117,58 +120,6 @@ ex_word_misses_avx2(const name_filter *nf, const char *t, uint64_t cand, uint64_
         out |= ((name_word_bit(nf->wbits, nf->wshift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
     }
     return out;
-}
-/* ex_memo_hits, uncounted, with the words but the straddler in batches of
- * four: the starts among cand of words the memo has decided.  cand's words
- * have the 16 bytes the memo reads from their start (the gathers read
- * them); so do the lanes past the count, which read from t and are
- * dropped. */
-__attribute__((target("avx2,bmi,bmi2"), always_inline)) static inline uint64_t
-ex_memo_hits_avx2(const ex_memo *m, const char *t, uint64_t cand, uint64_t word, uint64_t next_word)
-{
-    const ex_memo at = *m;
-    uint64_t hits = 0;
-    unsigned last = ex_take_straddler(&cand, word);
-    if (cand) {
-        uint8_t pos[40], end[40];
-        size_t k = ex_list_runs(cand, word, pos, end);
-        const __m256i ones = _mm256_set1_epi64x(-1), c64 = _mm256_set1_epi64x(64), c8 = _mm256_set1_epi64x(8);
-        const __m256i most = _mm256_set1_epi64x(EX_MEMO_MAX);
-        /* the slot's multiply by 0x9e3779b97f4a7c15 (ex_memo_slot) from
-         * 32-bit halves: AVX2 has no 64-bit one */
-        const __m256i mlo = _mm256_set1_epi64x(0x7f4a7c15), mhi = _mm256_set1_epi64x(0x9e3779b9);
-        const __m128i shift = _mm_cvtsi32_si128((int)at.shift);
-        const long long *keys = (const long long *)(const void *)at.key;
-        uint64_t hit = 0;
-        for (size_t j = 0; j < k; j += 4) {
-            uint32_t p4, e4;
-            memcpy(&p4, pos + j, 4);
-            memcpy(&e4, end + j, 4);
-            __m128i pb = _mm_cvtsi32_si128((int)p4);
-            __m128i p = _mm_cvtepu8_epi32(pb);
-            __m256i n = _mm256_sub_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)e4)), _mm256_cvtepu8_epi64(pb));
-            __m256i k0 = _mm256_i32gather_epi64((const long long *)(const void *)t, p, 1);
-            __m256i k1 = _mm256_i32gather_epi64((const long long *)(const void *)(t + 8), p, 1);
-            /* ex_memo_keep: min(n, 8) bytes of the first lane, the rest
-             * (up to 8) of the second; a shift of 64 keeps none */
-            __m256i n0 = _mm256_min_epu32(n, c8), n1 = _mm256_sub_epi64(_mm256_max_epu32(n, c8), c8);
-            k0 = _mm256_and_si256(k0, _mm256_srlv_epi64(ones, _mm256_sub_epi64(c64, _mm256_slli_epi64(n0, 3))));
-            k1 = _mm256_and_si256(k1, _mm256_srlv_epi64(ones, _mm256_sub_epi64(c64, _mm256_slli_epi64(n1, 3))));
-            __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(k0, 32), mlo), _mm256_mul_epu32(k0, mhi));
-            __m256i prod = _mm256_add_epi64(_mm256_mul_epu32(k0, mlo), _mm256_slli_epi64(cross, 32));
-            __m256i idx = _mm256_slli_epi64(_mm256_srl_epi64(prod, shift), 1); /* two words a slot */
-            __m256i g0 = _mm256_i64gather_epi64(keys, idx, 8), g1 = _mm256_i64gather_epi64(keys + 1, idx, 8);
-            __m256i eq = _mm256_and_si256(_mm256_cmpeq_epi64(g0, k0), _mm256_cmpeq_epi64(g1, k1));
-            eq = _mm256_andnot_si256(_mm256_cmpgt_epi64(n, most), eq); /* a longer word is not kept */
-            hit |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(eq)) << j;
-        }
-        hits = _pdep_u64(hit, cand); /* the k words' bits at their starts (the rest dropped) */
-    }
-    if (last < 64) {
-        size_t n = ex_word_len(~word, ~next_word, last);
-        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, 0);
-    }
-    return hits;
 }
 #endif
 
