@@ -12,7 +12,10 @@ same.
 
   python3 ab.py --bench-turn BUILD/bench_turn A.so B.so [--pairs N]
                 [--items N] [--turns N] [--store memory|sqlite] [--cpu K]
-                [--json FILE] [--smoke]
+                [--density N] [--json FILE] [--smoke]
+
+--density N is bench_turn's: one token in N names an item (32 by default;
+1000 is prose that names little, where most words fail the first test).
 """
 import argparse
 import json
@@ -29,6 +32,8 @@ def run_once(args, lib, tmp):
     out = os.path.join(tmp, "run.json")
     cmd = [args.bench_turn, "--plugin", lib, "--items", str(args.items), "--turns", str(args.turns),
            "--store", args.store, "--dir", tmp, "--json", out]
+    if args.density:
+        cmd += ["--density", str(args.density)]
     if args.cpu is not None:
         cmd = ["taskset", "-c", str(args.cpu)] + cmd
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -51,13 +56,14 @@ def main():
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--store", choices=("memory", "sqlite"), default="memory")
     ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last; none without taskset)")
+    ap.add_argument("--density", type=int, default=0, help="bench_turn's --density (default: its own)")
     ap.add_argument("--json", default="")
     ap.add_argument("--smoke", action="store_true", help="2 pairs of 20 turns at 40 items")
     args = ap.parse_args()
     if args.smoke:
         args.pairs, args.items, args.turns = 2, 40, 20
-    if args.pairs < 1 or args.items < 1 or args.turns < 1:
-        ap.error("--pairs, --items and --turns must be at least 1")
+    if args.pairs < 1 or args.items < 1 or args.turns < 1 or args.density < 0:
+        ap.error("--pairs, --items and --turns must be at least 1, --density at least 0")
     for lib in (args.a, args.b, args.bench_turn):
         if not os.path.exists(lib):
             ap.error("not found: " + lib)
@@ -70,8 +76,9 @@ def main():
 
     runs = {"a": [], "b": []}
     with tempfile.TemporaryDirectory(prefix="clarity-ab-") as tmp:
-        print("ab: %d pairs, bench_turn --items %d --turns %d --store %s%s"
+        print("ab: %d pairs, bench_turn --items %d --turns %d --store %s%s%s"
               % (args.pairs, args.items, args.turns, args.store,
+                 " --density %d" % args.density if args.density else "",
                  ", pinned to core %d" % args.cpu if args.cpu is not None else ""))
         print("%5s %12s %12s %9s" % ("pair", "A turn p50", "B turn p50", "B / A"))
         for i in range(args.pairs):
