@@ -203,6 +203,11 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
         (rc = compile_tools(ex, cfg, err)))
         goto fail;
+    for (unsigned n = 1; n <= 3; n++) {
+        int kw = ex->keywords && ex->max_keywords > 0 && n >= (unsigned)ex->min_len;
+        int tool = ex->tool_names && ex->tool_words && (ex->tool_lens >> n & 1);
+        if (!kw && !tool) ex->short_skip |= 1u << n;
+    }
 
     char key[64];
     for (size_t i = 0; i < x->n_custom && i < CFG_MAX_PATTERNS; i++) {
@@ -997,6 +1002,25 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
     return has && spans_add(paths, base + s, e - (base + s)) != 0 ? -1 : 0;
 }
 
+/* The starts among `starts` (of the word runs of a block, whose word
+ * bits are `word`, the next block's `next`) of words of n bytes for the
+ * bits n (1 to 3) of lens: the lengths at least 2, 3 and 4 from the bits
+ * one, two and three bytes on.  The usual lens (words of 1 and 2 bytes:
+ * the defaults) take one mask. */
+static inline __attribute__((always_inline)) uint64_t short_words(uint64_t word, uint64_t next, uint64_t starts,
+                                                                  unsigned lens)
+{
+    uint64_t ge2 = starts & (word >> 1 | next << 63);
+    uint64_t ge3 = ge2 & (word >> 2 | next << 62);
+    if (lens == 6) return starts & ~ge3;
+    uint64_t ge4 = ge3 & (word >> 3 | next << 61);
+    uint64_t out = 0;
+    if (lens & 2) out |= starts & ~ge2;
+    if (lens & 4) out |= ge2 & ~ge3;
+    if (lens & 8) out |= ge3 & ~ge4;
+    return out;
+}
+
 static inline __attribute__((always_inline)) int scan_words_body(const extractor *ex, const char *t, size_t len,
                                                                  ex_spans *tools, ex_spans *camel, ex_sset *counts,
                                                                  ex_spans *paths, ex_memo *memo,
@@ -1014,6 +1038,7 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
         carry_p = c.path >> 63;
         uint64_t memo_ok = ex_memo_room(memo, base, len);
         if (path_on && block_paths(t, len, base, &c, &nx, ts, paths) != 0) return -1;
+        if (ex->short_skip) ws &= ~short_words(c.word, nx.word, ws, ex->short_skip);
         /* repeats the memo has decided are counted first; the loop looks at
          * the other words */
         ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, nx.word, 1);

@@ -40,6 +40,10 @@ struct extractor {
     size_t tool_mask;       /* slots - 1 */
     uint64_t tool_lens;     /* bit n set: some name has length n (< 64) */
     uint64_t tool_first[4]; /* bit c set: some name starts with byte c */
+    /* bit n (1 to 3) set: a word of n bytes is no keyword (shorter than
+     * min_len, or none counted), no tool name (none that long) and no
+     * CamelCase name (which takes 4): the mention scan drops it unread */
+    unsigned short_skip;
     int avx2;               /* scans classify bytes with AVX2 (classify.h); tests may clear it */
     int keep_programs;      /* emitters keep path programs across calls (tokprog.h); tests may clear it */
     size_t n_custom;
