@@ -243,8 +243,11 @@ item *tracker_touch(tracker *t, const char *id, int category, int64_t now_ms)
     /* the id lives after the history ring, in the item's allocation: one
      * allocation per item, and a walk that reads ids misses less */
     size_t hist = (size_t)t->history_length * sizeof it->history[0];
-    it = calloc(1, sizeof *it + hist + n + 1);
+    /* malloc (glibc's calloc skips its per-thread cache) and the header
+     * cleared: the history ring is read only up to hist_len */
+    it = malloc(sizeof *it + hist + n + 1);
     if (!it) return NULL;
+    memset(it, 0, sizeof *it);
     it->id = (char *)it->history + hist;
     memcpy(it->id, id, n + 1);
     it->category = (int8_t)category;
