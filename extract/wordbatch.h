@@ -5,12 +5,15 @@
  * anything else; most fail, so the test is most of what prose costs.  One
  * at a time (ex_word_misses) it is about 23 instructions a word: a length,
  * a load, the key, a multiply, a dependent load of the bitmap.  With AVX2
- * (ex_word_misses_avx2) the starts and run ends are listed first (10 a
- * word), then eight words go through the same steps in lanes (their keys
- * in 32-bit lanes, the slot's 64-bit multiply in 64-bit ones), the text
- * and the bitmap read with gathers: about 13 a word in all.  The lanes
- * compute exactly name_word_slot, so the two give the same bits
- * (tests/test_prefilter.c compares them on random blocks).
+ * (ex_word_misses_avx2) the starts and run ends are listed first (about
+ * 10 a word), then eight words go through the same steps in lanes (their
+ * keys in 32-bit lanes, the slot's 64-bit multiply in 64-bit ones), the
+ * text and the bitmap read with gathers (about 35 a batch).  A block of
+ * prose holds about five such words, so the gain is small: 0.2 % of the
+ * replay's instructions, 0.9 % of the dense turn's, and no change in time
+ * (bench/HISTORY.md, fourteenth session).  The lanes compute exactly
+ * name_word_slot, so the two give the same bits (tests/test_prefilter.c
+ * compares them on random blocks).
  *
  * The memo's test (ex_memo_hits) was batched the same way, four 16-byte
  * keys at a time: 8 instructions a word fewer, but the dense turn's reply
