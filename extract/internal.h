@@ -238,6 +238,13 @@ static inline size_t ex_word_len(uint64_t nonword, uint64_t next_nonword, unsign
     return (size_t)__builtin_ctzll(from | (uint64_t)1 << 63);
 }
 
+/* The length of the word starting at bit `bit` of a block whose non-word
+ * bits are `nonword`, within the block (63 when it runs to its end). */
+static inline size_t ex_len_in_block(uint64_t nonword, unsigned bit)
+{
+    return (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
+}
+
 /* The start of the word that runs into the next block, among `cand` (a
  * block's word starts, whose word bits are `word`): taken out of *cand and
  * returned, or 64 when there is none.  Its length needs the next block's
@@ -284,7 +291,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
     while (cand) {
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
-        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
+        size_t n = ex_len_in_block(nonword, bit);
         if (__builtin_expect(n <= EX_MEMO_MAX, 1)) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
     }
     if (last < 64) {

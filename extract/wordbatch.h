@@ -41,8 +41,7 @@ static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_
     while (cand) {
         unsigned bit = (unsigned)__builtin_ctzll(cand);
         cand &= cand - 1;
-        size_t n = (size_t)__builtin_ctzll((nonword >> bit) | (uint64_t)1 << 63);
-        out |= (name_word_bit(wb, shift, name_load8(t + bit), n) ^ 1) << bit;
+        out |= (name_word_bit(wb, shift, name_load8(t + bit), ex_len_in_block(nonword, bit)) ^ 1) << bit;
     }
     if (last < 64) {
         size_t n = ex_word_len(nonword, ~next_word, last);
