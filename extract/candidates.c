@@ -459,14 +459,15 @@ static size_t own_block_at(const char *t, size_t len, size_t base, uint64_t open
     return SIZE_MAX;
 }
 
-/* The scan, with the classifier as a constant argument: each caller below
- * is compiled for its instruction set with the classifier inlined.  With
- * `own` it looks for clarity's own blocks as it goes and stops before the
- * first: it returns where that starts, or len.  Nothing it did before
- * depends on the block: '[' ends every token. */
+/* A block's first word test (wordbatch.h), one word at a time or in batches. */
 typedef uint64_t ex_misses_fn(const name_filter *nf, const char *t, uint64_t cand, uint64_t word,
                               uint64_t next_word);
 
+/* The scan, with the classifier and the first word test as constant
+ * arguments: each caller below is compiled for its instruction set with
+ * both inlined.  With `own` it looks for clarity's own blocks as it goes
+ * and stops before the first: it returns where that starts, or len.
+ * Nothing it did before depends on the block: '[' ends every token. */
 static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitter *e, const char *t, size_t len,
                                                                        ex_memo *memo, int own,
                                                                        ex_classify_fn *classify,

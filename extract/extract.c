@@ -203,6 +203,7 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
         (rc = compile_tools(ex, cfg, err)))
         goto fail;
+    /* the word lengths the mention scan may drop unread (short_skip) */
     for (unsigned n = 1; n <= 3; n++) {
         int kw = ex->keywords && ex->max_keywords > 0 && n >= (unsigned)ex->min_len;
         int tool = ex->tool_names && ex->tool_words && (ex->tool_lens >> n & 1);
