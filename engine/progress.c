@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "../util/buf.h"
+#include "../util/lit.h"
 
 static void run_free(progress_run *r)
 {
@@ -45,17 +46,10 @@ int progress_note_edit(session *s)
     return CLARITY_OK;
 }
 
-/* A name of a list, with its length (a literal's, known when compiled). */
-typedef struct lit {
-    const char *s;
-    size_t n;
-} lit;
-#define LIT(s) {s, sizeof s - 1}
-
 /* Whether name is one of the n names of list, whatever its case.  The
  * lengths first: this runs on every tool call of every turn, and a name
  * usually has the length of none or one of them. */
-static int name_in(const char *name, size_t len, const lit *list, size_t n)
+static int name_in(const char *name, size_t len, const util_lit *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (list[i].n == len && !strncasecmp(name, list[i].s, len)) return 1;
@@ -65,10 +59,11 @@ static int name_in(const char *name, size_t len, const lit *list, size_t n)
 
 int progress_is_edit(const char *tool_name, const char *args_json)
 {
-    static const lit editors[] = {LIT("edit"),        LIT("multiedit"),   LIT("write"),     LIT("notebookedit"),
-                                  LIT("apply_patch"), LIT("create_file"), LIT("edit_file"), LIT("write_file"),
-                                  LIT("replace_in_file"), LIT("patch")};
-    static const lit views_too[] = {LIT("str_replace_editor"), LIT("str_replace_based_edit_tool")};
+    static const util_lit editors[] = {UTIL_LIT("edit"),           UTIL_LIT("multiedit"),   UTIL_LIT("write"),
+                                       UTIL_LIT("notebookedit"),   UTIL_LIT("apply_patch"), UTIL_LIT("create_file"),
+                                       UTIL_LIT("edit_file"),      UTIL_LIT("write_file"),  UTIL_LIT("replace_in_file"),
+                                       UTIL_LIT("patch")};
+    static const util_lit views_too[] = {UTIL_LIT("str_replace_editor"), UTIL_LIT("str_replace_based_edit_tool")};
     if (!tool_name) return 0;
     size_t len = strlen(tool_name);
     if (NAME_IN(tool_name, len, editors)) return 1;
@@ -88,9 +83,9 @@ static char *dup_cut(const char *s, size_t max);
 
 char *progress_command(const char *tool_name, const char *args_json)
 {
-    static const lit shells[] = {LIT("bash"),        LIT("shell"),           LIT("exec"),
-                                 LIT("terminal"),    LIT("run_command"),     LIT("execute_command"),
-                                 LIT("run_terminal_cmd"), LIT("local_shell")};
+    static const util_lit shells[] = {UTIL_LIT("bash"),        UTIL_LIT("shell"),           UTIL_LIT("exec"),
+                                      UTIL_LIT("terminal"),    UTIL_LIT("run_command"),     UTIL_LIT("execute_command"),
+                                      UTIL_LIT("run_terminal_cmd"), UTIL_LIT("local_shell")};
     if (!tool_name) return NULL;
     if (NAME_IN(tool_name, strlen(tool_name), shells) && args_json) { /* the command line, not the tool's name */
         static const char *const keys[] = {"command", "cmd"};

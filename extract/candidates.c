@@ -9,6 +9,7 @@
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
 #include "../util/endian.h"
+#include "../util/lit.h"
 #include "../util/memfind.h"
 #include "classify.h"
 #include "internal.h"
@@ -727,13 +728,10 @@ int extract_candidates(const extractor *ex, const char *text, size_t len, const 
 
 static int is_path_key_n(const char *k, size_t n)
 {
-#define KEY(s) {s, sizeof s - 1}
-    static const struct {
-        const char *s;
-        size_t n;
-    } keys[] = {KEY("file_path"), KEY("path"),        KEY("filePath"),   KEY("notebook_path"), KEY("filename"),
-                KEY("file"),      KEY("target_file"), KEY("file_paths"), KEY("paths"),         KEY("files")};
-#undef KEY
+    static const util_lit keys[] = {UTIL_LIT("file_path"),   UTIL_LIT("path"),       UTIL_LIT("filePath"),
+                                    UTIL_LIT("notebook_path"), UTIL_LIT("filename"), UTIL_LIT("file"),
+                                    UTIL_LIT("target_file"), UTIL_LIT("file_paths"), UTIL_LIT("paths"),
+                                    UTIL_LIT("files")};
     if (!k) return 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         if (keys[i].n == n && memcmp(k, keys[i].s, n) == 0) return 1;

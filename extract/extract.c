@@ -11,6 +11,7 @@
 
 #include "../include/clarity.h"
 #include "../tracker/tracker.h"
+#include "../util/lit.h"
 #include "../util/memfind.h"
 #include "classify.h"
 #include "internal.h"
@@ -501,12 +502,8 @@ static void park_free(ex_park *pk)
  * runs for every id a turn emits, and few start as these names do. */
 static int builtin_excluded(const char *id, size_t n)
 {
-#define KW(s) {s, sizeof s - 1}
-    static const struct {
-        const char *s;
-        size_t n;
-    } kw[] = {KW("claude"), KW("sonnet"), KW("opus"), KW("haiku"), KW("gpt"), KW("copilot")};
-#undef KW
+    static const util_lit kw[] = {UTIL_LIT("claude"), UTIL_LIT("sonnet"), UTIL_LIT("opus"),
+                                  UTIL_LIT("haiku"),  UTIL_LIT("gpt"),    UTIL_LIT("copilot")};
     if (n == 0) return 0;
     switch (id[0]) {
     case 'c': return HAS_PREFIX(id, n, "claude_") || IS_WORD(id, n, "claude");
