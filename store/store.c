@@ -60,15 +60,21 @@ int store_create(const store_vt *vt, void *impl, store **out)
     return CLARITY_OK;
 }
 
+/* tl_err.msg, n bytes long, as s's last error: rc. */
+static int record(store *s, int rc, size_t n)
+{
+    tl_err.id = s->id;
+    memcpy(s->err, tl_err.msg, n + 1); /* s->err is never read past its NUL */
+    return rc;
+}
+
 int store_fail(store *s, int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tl_err.msg, sizeof tl_err.msg, fmt, ap);
+    if (vsnprintf(tl_err.msg, sizeof tl_err.msg, fmt, ap) < 0) tl_err.msg[0] = '\0';
     va_end(ap);
-    tl_err.id = s->id;
-    memcpy(s->err, tl_err.msg, sizeof s->err);
-    return rc;
+    return record(s, rc, strlen(tl_err.msg));
 }
 
 /* Appends src to m[*at, cap - 1), NUL kept: vsnprintf's truncation. */
@@ -86,9 +92,7 @@ int store_not_found(store *s, const char *ns, const char *key)
     size_t at = 0;
     const char *parts[] = {"store: no key '", key, "' in namespace '", ns, "'"};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) msg_cat(tl_err.msg, sizeof tl_err.msg, &at, parts[i]);
-    tl_err.id = s->id;
-    memcpy(s->err, tl_err.msg, at + 1); /* the rest of s->err is never read past its NUL */
-    return CLARITY_ENOTFOUND;
+    return record(s, CLARITY_ENOTFOUND, at);
 }
 
 void store_open_err(char **err, const char *fmt, ...)

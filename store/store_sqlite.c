@@ -134,11 +134,6 @@ static int bind_nk(sqlite3_stmt *st, const char *ns, const char *key)
     return rc;
 }
 
-static int no_key(store *s, const char *ns, const char *key)
-{
-    return store_not_found(s, ns, key);
-}
-
 static int bad_slot(store *s, const char *ns, const char *key)
 {
     return store_fail(s, CLARITY_ESTORE, "store: sqlite slot '%s' of namespace '%s' in '%s' is damaged: "
@@ -166,7 +161,7 @@ static int ring_get(store *s, const char *ns, const char *key, int slot, char **
     const char *p;
     size_t n;
     int rc = sq_ring_get(&q->ring, ns, slot, &p, &n);
-    if (rc == SQLITE_DONE) return no_key(s, ns, key);
+    if (rc == SQLITE_DONE) return store_not_found(s, ns, key);
     if (rc == SQ_RING_BAD) return bad_slot(s, ns, key);
     if (rc != SQLITE_ROW) return ring_done(s, rc, "get");
     char *v = store_dup_val(p, n);
@@ -186,7 +181,7 @@ static int sq_get(store *s, const char *ns, const char *key, char **val, size_t 
     if (rc == SQLITE_OK) rc = sqlite3_step(q->get);
     if (rc == SQLITE_DONE) {
         done(q->get);
-        return no_key(s, ns, key);
+        return store_not_found(s, ns, key);
     }
     if (rc != SQLITE_ROW) {
         rc = fail_db(s, "get");
