@@ -46,16 +46,14 @@ static void set_bits(uint64_t *bits, size_t nbits, uint64_t h)
 void name_filter_add(name_filter *f, const char *name, size_t n, const char *id, size_t id_n)
 {
     if (!f->nbits) return;
-    uint64_t h = name_hash(name, n), idh;
-    /* a "tool:" or "keyword:" id whose bare name is the rest of it hashes
-     * as that name (name_id_hash): its hash is the one just taken */
-    size_t pre = id_n >= n ? id_n - n : 0;
-    if (name == id + pre && pre == 5 && memcmp(id, "tool:", 5) == 0 && n > 0) idh = name_id_mix(h, NAME_FORM_TOOL);
-    else if (name == id + pre && pre == 8 && memcmp(id, "keyword:", 8) == 0 && n > 0)
-        idh = name_id_mix(h, NAME_FORM_KEYWORD);
-    else idh = name_id_hash(id, id_n);
+    uint64_t h = name_hash(name, n);
+    /* an id hashes as its name after its prefix (name_id_hash): when that
+     * is the bare name, as for tools and keywords, its hash is h */
+    size_t skip;
+    unsigned form = name_id_form(id, id_n, &skip);
+    int same = id + skip == name && id_n - skip == n;
     set_bits(f->bits, f->nbits, h);
-    set_bits(f->idbits, f->nbits, idh);
+    set_bits(f->idbits, f->nbits, name_id_mix(same ? h : name_hash(id + skip, id_n - skip), form));
     if (n < 64) { /* longer names are no word of a text */
         size_t w = name_word_slot(name_fold8(util_load_le_tail(name, n < 3 ? n : 3)), n, f->wshift);
         f->wbits[w >> 6] |= (uint64_t)1 << (w & 63);

@@ -145,11 +145,20 @@ static inline uint64_t name_id_mix(uint64_t name_h, unsigned form)
     return name_hash_end(name_h ^ (0x13198a2e03707344ull * (form + 1)));
 }
 
+/* An id's form, and in *skip the length of its prefix ("tool:",
+ * "keyword:", or none): the name hashed is the rest. */
+static inline unsigned name_id_form(const char *id, size_t n, size_t *skip)
+{
+    if (n > 5 && memcmp(id, "tool:", 5) == 0) return *skip = 5, NAME_FORM_TOOL;
+    if (n > 8 && memcmp(id, "keyword:", 8) == 0) return *skip = 8, NAME_FORM_KEYWORD;
+    return *skip = 0, NAME_FORM_OTHER;
+}
+
 static inline uint64_t name_id_hash(const char *id, size_t n)
 {
-    if (n > 5 && memcmp(id, "tool:", 5) == 0) return name_id_mix(name_hash(id + 5, n - 5), NAME_FORM_TOOL);
-    if (n > 8 && memcmp(id, "keyword:", 8) == 0) return name_id_mix(name_hash(id + 8, n - 8), NAME_FORM_KEYWORD);
-    return name_id_mix(name_hash(id, n), NAME_FORM_OTHER);
+    size_t skip;
+    unsigned form = name_id_form(id, n, &skip);
+    return name_id_mix(name_hash(id + skip, n - skip), form);
 }
 
 /* Whether an id of this hash (name_id_hash, name_id_mix) may be held. */
