@@ -13,6 +13,10 @@ counted in the same profile:
   replay-memory        clarity replay DATA (dev-sessions.jsonl), memory store
   replay-sqlite        the same on SQLite
 
+Each case's instructions are also split by the part of a turn that spent
+them (PHASES: the inclusive cost of the function that does that part; the
+rest is "other"), so that a change shows where it landed.
+
 The replay's output is hashed (md5) so that a change of instructions can be
 told from a change of what the hooks answer.  The replay cases are skipped
 when DATA is missing (it lives outside the repository).
@@ -56,8 +60,51 @@ def profile_counts(path):
     return total, calls
 
 
+# The parts of a turn, each the function that does it (none calls another).
+PHASES = [
+    ("prompt: mentions", "extract_mentions"),
+    ("prompt: context block", "block_write"),
+    ("reply text", "extract_candidates_stripped"),
+    ("tool calls", "extract_tool_call"),
+    ("tool output: progress signal", "progress_output"),
+    ("persistence", "persist_flush"),
+    ("session lookup and creation", "engine_acquire"),
+]
+
+
+def phase_costs(path):
+    """Inclusive instructions of each PHASES function: the costs callgrind
+    gives its calls (a call from itself, a recursion or its own inlined
+    copy, is not counted twice); None for one never called (the case has
+    no such part, or the build inlined it)."""
+    want = {fn for _, fn in PHASES}
+    ids, cur, callee, pending = {}, None, None, False
+    cost, seen = {fn: 0 for fn in want}, set()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+            if m:
+                kind, ident, name = m.groups()
+                if name:
+                    ids[ident] = name
+                if kind == "fn":
+                    cur = ids.get(ident)
+                else:
+                    callee = ids.get(ident)
+                continue
+            if line.startswith("calls="):
+                pending = True
+                continue
+            if pending:
+                pending = False
+                if callee in want and cur != callee:
+                    cost[callee] += int(line.split()[-1])
+                    seen.add(callee)
+    return {label: (cost[fn] if fn in seen else None) for label, fn in PHASES}
+
+
 def callgrind(cmd, tmp, label):
-    """Runs cmd under callgrind; (instructions, turns, stdout bytes)."""
+    """Runs cmd under callgrind; (instructions, turns, stdout bytes, phases)."""
     out = os.path.join(tmp, "callgrind." + label)
     full = ["valgrind", "--tool=callgrind", "--toggle-collect=hooks_on_event",
             "--callgrind-out-file=" + out] + cmd
@@ -66,12 +113,20 @@ def callgrind(cmd, tmp, label):
     if r.returncode != 0:
         raise RuntimeError("%s failed (%d): %s" % (label, r.returncode, r.stderr.decode(errors="replace")[-600:]))
     total, turns = profile_counts(out)
+    phases = phase_costs(out)
     os.unlink(out)
     if not total or not turns:
         raise RuntimeError("%s: no instructions or no agent_end calls in the profile" % label)
     log("instr: %-20s %8.3f M instructions, %5d turns, %9.1f k a turn (%.0f s)"
         % (label, total / 1e6, turns, total / turns / 1e3, time.time() - t0))
-    return total, turns, r.stdout
+    known = sum(v for v in phases.values() if v is not None)
+    if known > total:  # a part counted twice: PHASES holds a function another calls
+        raise RuntimeError("%s: the parts' %d instructions exceed the total %d" % (label, known, total))
+    split = {k: (v / turns if v is not None else None) for k, v in phases.items()}
+    split["other"] = (total - known) / turns
+    log("instr:   " + ", ".join("%s %s" % (k, "-" if v is None else "%.1f k" % (v / 1e3))
+                                for k, v in split.items()))
+    return total, turns, r.stdout, split
 
 
 def main():
@@ -114,9 +169,9 @@ def run_cases(a, result, tmp, so, bench_turn, cli):
     for label, n, store in dense:
         cmd = [bench_turn, "--plugin", so, "--items", str(n), "--turns", str(turns), "--store", store,
                "--dir", tmp]
-        total, t, _ = callgrind(cmd, tmp, label)
+        total, t, _, split = callgrind(cmd, tmp, label)
         result["cases"].append({"name": label, "items": n, "store": store, "instructions": total,
-                                "turns": t, "perTurn": total / t})
+                                "turns": t, "perTurn": total / t, "perTurnByPart": split})
     data = a.data
     if a.smoke and data and os.path.exists(data):
         # the first sessions only: a smoke run checks that the case works
@@ -142,10 +197,10 @@ def run_cases(a, result, tmp, so, bench_turn, cli):
         with open(cfg, "w") as f:
             json.dump({"storage": storage}, f)
         label = "replay-" + store
-        total, t, out = callgrind([cli, "--config", cfg, "replay", data], tmp, label)
+        total, t, out, split = callgrind([cli, "--config", cfg, "replay", data], tmp, label)
         result["cases"].append({"name": label, "store": store, "data": os.path.basename(a.data),
                                 "instructions": total, "turns": t, "perTurn": total / t,
-                                "outputMd5": hashlib.md5(out).hexdigest()})
+                                "perTurnByPart": split, "outputMd5": hashlib.md5(out).hexdigest()})
 
 
 if __name__ == "__main__":

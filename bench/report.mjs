@@ -403,6 +403,17 @@ ${table(["items", "implementation", "turns", "before p50 µs", "end p50 µs", "t
     ]);
     body = `<p>Instructions counted by ${esc(instr.valgrind)} (callgrind) inside <code>hooks_on_event</code> only, divided by the <code>agent_end</code> calls of the same run: figures that the machine's load does not move (<code>bench/instr.py</code>). <i>dense</i> is <code>bench_turn</code>'s turn (a 4 KiB prompt, a 16 KiB reply, a tool call); <i>replay</i> is <code>clarity replay</code> of the recorded sessions, whose output hash tells a change of cost from a change of answers.${instr.replaySkipped ? ` Replay: ${esc(instr.replaySkipped)}.` : ""}</p>
 ${table(["case", "store", "items / data", "turns", "instructions (M)", "per turn (k)", "replay output md5"], rows)}`;
+    // where each case's turn spends them (instr.py's PHASES; "-": none in that case)
+    const split = instr.cases.filter((c) => c.perTurnByPart);
+    if (split.length) {
+      const parts = Object.keys(split[0].perTurnByPart);
+      const partRows = parts.map((p) => [esc(p), ...split.map((c) => {
+        const v = c.perTurnByPart[p];
+        return v == null ? "-" : `${num(v / 1e3, 1)} <small>(${num((100 * v) / c.perTurn, 0)} %)</small>`;
+      })]);
+      body += `<p>Where a turn's instructions go, k a turn: each part is the inclusive cost of the function that does it (<code>instr.py</code>'s <code>PHASES</code>); <i>other</i> is the rest of the hooks.</p>
+${table(["part", ...split.map((c) => esc(c.name))], partRows)}`;
+    }
     const d = instr.cases.find((c) => c.name.startsWith("dense-memory"));
     const r = instr.cases.find((c) => c.name === "replay-memory");
     if (d) headline.push(`dense turn: <b>${num(d.perTurn / 1e3, 0)} k</b> instructions (callgrind, memory store, ${d.items} items)`);
