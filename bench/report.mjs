@@ -411,7 +411,24 @@ ${table(["case", "store", "items / data", "turns", "instructions (M)", "per turn
         const v = c.perTurnByPart[p];
         return v == null ? "-" : `${num(v / 1e3, 1)} <small>(${num((100 * v) / c.perTurn, 0)} %)</small>`;
       })]);
+      // one bar a case, its parts' shares in the table's order (the cases'
+      // totals differ tenfold: shares, with each total in its label)
+      const label = (c) => `${c.name} (${num(c.perTurn / 1e3, 1)} k)`;
+      const values = split.flatMap((c) => parts.filter((p) => c.perTurnByPart[p] != null)
+        .map((p) => ({ case: label(c), part: p, k: c.perTurnByPart[p] / 1e3, order: parts.indexOf(p) })));
+      const c = await chart({
+        title: "Instructions per turn, share of each part (callgrind)",
+        data: { values },
+        mark: "bar",
+        encoding: {
+          y: { field: "case", type: "nominal", title: "", sort: split.map(label), axis: { labelLimit: 260 } },
+          x: { field: "k", type: "quantitative", title: "share of the turn's instructions", stack: "normalize", axis: { format: "%" } },
+          color: { field: "part", type: "nominal", title: "part", sort: parts },
+          order: { field: "order", type: "quantitative" },
+        },
+      });
       body += `<p>Where a turn's instructions go, k a turn: each part is the inclusive cost of the function that does it (<code>instr.py</code>'s <code>PHASES</code>); <i>other</i> is the rest of the hooks.</p>
+${c}
 ${table(["part", ...split.map((c) => esc(c.name))], partRows)}`;
     }
     const d = instr.cases.find((c) => c.name.startsWith("dense-memory"));
