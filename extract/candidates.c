@@ -881,15 +881,15 @@ int extract_tool_call(const extractor *ex, const char *json, const char *workspa
 {
     if (!ex || !on_file || !on_candidate) return CLARITY_ERR;
     if (!json) return 0;
-    size_t len, nv;
-    ex_json_str *v;
+    size_t len;
+    ex_json_strs v;
     json_t *root;
-    int jr = ex_json_read(json, &len, &v, &nv, &root);
+    int jr = ex_json_read(json, &len, &v, &root);
     if (jr < 0) return jr;
     if (jr == 0) { /* the common case: no tree built */
-        int rc = visit_strings(ex, v, nv, workspace, NULL, on_file, ud, 1);
-        int rc2 = visit_strings(ex, v, nv, workspace, f, on_candidate, ud, 0);
-        free(v);
+        int rc = visit_strings(ex, v.v, v.n, workspace, NULL, on_file, ud, 1);
+        int rc2 = visit_strings(ex, v.v, v.n, workspace, f, on_candidate, ud, 0);
+        ex_json_strs_free(&v);
         return rc ? rc : rc2;
     }
     int rc = walk_with(ex, root, json, len, workspace, NULL, on_file, ud, 1);

@@ -502,19 +502,35 @@ typedef struct ex_json_str {
     int depth;        /* 1: a member of the top-level object (or the document) */
 } ex_json_str;
 enum { EX_JSON_UNSURE = 1, EX_JSON_NOMEM = 2 };
+/* The strings of one document: v[0, n), in `local` while they fit (a tool
+ * call's arguments hold a few: no allocation), else malloc()ed.  Lives
+ * where it was declared (v may point into it); ex_json_strs_free after. */
+#define EX_JSON_LOCAL 16
+typedef struct ex_json_strs {
+    ex_json_str *v;
+    size_t n, cap;
+    ex_json_str local[EX_JSON_LOCAL];
+} ex_json_strs;
+static inline void ex_json_strs_free(ex_json_strs *s)
+{
+    if (s->v != s->local) free(s->v);
+    s->v = s->local;
+    s->n = 0;
+    s->cap = EX_JSON_LOCAL;
+}
 /* The string values of a JSON document in document order, each with the
- * key of the member it belongs to (array elements inherit it): 0 with
- * *out malloc()ed (spans point into json), EX_JSON_UNSURE when jansson
+ * key of the member it belongs to (array elements inherit it), into *out
+ * (set up here; spans point into json): 0, EX_JSON_UNSURE when jansson
  * must decide (escapes other than the simple ones, non-ASCII bytes,
  * numbers it might refuse, repeated keys, deep nesting, invalid JSON),
- * EX_JSON_NOMEM. */
-int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n);
+ * EX_JSON_NOMEM.  *out needs ex_json_strs_free whatever it returns. */
+int ex_json_strings(const char *json, size_t len, ex_json_strs *out);
 struct json_t;
 /* A NUL-terminated JSON text (*len its length) read for its strings: 0 with
- * ex_json_strings' *v and *n (free *v), 1 with *root jansson's tree of it
- * (NULL when it is not JSON; json_decref it) where the scanner is unsure,
- * or CLARITY_ENOMEM. */
-int ex_json_read(const char *json, size_t *len, ex_json_str **v, size_t *n, struct json_t **root);
+ * ex_json_strings' strings in *s, 1 with *root jansson's tree of it (NULL
+ * when it is not JSON; json_decref it) where the scanner is unsure, or
+ * CLARITY_ENOMEM.  *s needs ex_json_strs_free whatever it returns. */
+int ex_json_read(const char *json, size_t *len, ex_json_strs *s, struct json_t **root);
 /* The decoded text of a span with simple escapes (\" \\ \/ \b \f \n \r \t). */
 void ex_json_unescape(const char *s, size_t n, buf *out);
 

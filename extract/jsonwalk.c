@@ -25,8 +25,7 @@
 
 typedef struct jw {
     const char *p, *end;
-    ex_json_str *v; /* the strings found */
-    size_t n, cap;
+    ex_json_strs *out; /* the strings found */
     int unsure;
 } jw;
 
@@ -131,14 +130,16 @@ static int lit(jw *w, const char *word, size_t n)
 
 static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, const char *e, int esc, int depth)
 {
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 16;
-        ex_json_str *v = realloc(w->v, cap * sizeof *v);
+    ex_json_strs *o = w->out;
+    if (o->n == o->cap) { /* out of the local array, or of the last allocation */
+        size_t cap = o->cap * 2;
+        ex_json_str *v = o->v == o->local ? malloc(cap * sizeof *v) : realloc(o->v, cap * sizeof *v);
         if (!v) return -3;
-        w->v = v;
-        w->cap = cap;
+        if (o->v == o->local) memcpy(v, o->local, sizeof o->local);
+        o->v = v;
+        o->cap = cap;
     }
-    w->v[w->n++] = (ex_json_str){ks, (size_t)(ke - ks), s, (size_t)(e - s), kesc, esc, depth};
+    o->v[o->n++] = (ex_json_str){ks, (size_t)(ke - ks), s, (size_t)(e - s), kesc, esc, depth};
     return 0;
 }
 
@@ -227,11 +228,12 @@ static int value(jw *w, const char *ks, const char *ke, int kesc, int depth)
     }
 }
 
-int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n)
+int ex_json_strings(const char *json, size_t len, ex_json_strs *out)
 {
-    jw w = {json, json + len, NULL, 0, 0, 0};
-    *out = NULL;
-    *n = 0;
+    out->v = out->local;
+    out->n = 0;
+    out->cap = EX_JSON_LOCAL;
+    jw w = {json, json + len, out, 0};
     ws(&w);
     int r = value(&w, NULL, NULL, 0, 0);
     if (r == 0) {
@@ -240,11 +242,9 @@ int ex_json_strings(const char *json, size_t len, ex_json_str **out, size_t *n)
     }
     if (r != 0) {
         /* invalid documents go to jansson too: its verdict decides */
-        free(w.v);
+        ex_json_strs_free(out);
         return r == -3 ? EX_JSON_NOMEM : EX_JSON_UNSURE;
     }
-    *out = w.v;
-    *n = w.n;
     return 0;
 }
 
@@ -271,11 +271,11 @@ void ex_json_unescape(const char *s, size_t n, buf *out)
     out->p[out->len] = '\0';
 }
 
-int ex_json_read(const char *json, size_t *len, ex_json_str **v, size_t *n, json_t **root)
+int ex_json_read(const char *json, size_t *len, ex_json_strs *s, json_t **root)
 {
     *len = strlen(json);
     *root = NULL;
-    int r = ex_json_strings(json, *len, v, n);
+    int r = ex_json_strings(json, *len, s);
     if (r == EX_JSON_NOMEM) return CLARITY_ENOMEM;
     if (r == 0) return 0;
     json_error_t jerr;
@@ -287,12 +287,14 @@ int extract_json_member(const char *json, const char *const *keys, size_t n_keys
 {
     buf_reset(out);
     if (!json) return 0;
-    size_t len, n;
-    ex_json_str *v;
+    size_t len;
+    ex_json_strs strs;
     json_t *root;
-    int r = ex_json_read(json, &len, &v, &n, &root);
+    int r = ex_json_read(json, &len, &strs, &root);
     if (r < 0) return r;
     if (r == 0) { /* the common case: no tree built */
+        const ex_json_str *v = strs.v;
+        size_t n = strs.n;
         const ex_json_str *best = NULL;
         size_t best_k = n_keys;
         for (size_t i = 0; i < n; i++) {
@@ -305,7 +307,7 @@ int extract_json_member(const char *json, const char *const *keys, size_t n_keys
         }
         if (best && best->esc) ex_json_unescape(best->s, best->len, out);
         else if (best) buf_append(out, best->s, best->len);
-        free(v);
+        ex_json_strs_free(&strs);
         return buf_failed(out) ? CLARITY_ENOMEM : best != NULL;
     }
     int found = 0;

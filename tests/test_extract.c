@@ -762,6 +762,51 @@ Test(candidates, tool_call_equals_the_jansson_walks)
     extract_free(ex);
 }
 
+/* The same for documents of 1 to 80 strings: the reader keeps a call's
+ * first strings in an array of its own and moves them to the heap past
+ * EX_JSON_LOCAL; every string, the first and the last included, must come
+ * out in order either way. */
+Test(candidates, tool_call_equals_the_jansson_walks_with_many_strings)
+{
+    extractor *ex = default_ex();
+    buf doc, member;
+    buf_init(&doc);
+    buf_init(&member);
+    for (int n = 1; n <= 80; n++) {
+        /* n - 1 paths in an array, then one more string after it */
+        buf_reset(&doc);
+        buf_puts(&doc, "{\"file_paths\":[");
+        for (int i = 0; i + 1 < n; i++) buf_printf(&doc, "%s\"src/m%d/Part%d.ts\"", i ? "," : "", i, i);
+        buf_printf(&doc, "],\"command\":\"grep Last%dCore\"}", n);
+        buf_putc(&doc, '\0');
+        col *two = col_new(), *one = col_new();
+        cr_assert_eq(extract_tool_files(ex, doc.p, "/ws", collect, two), CLARITY_OK);
+        cr_assert_eq(extract_candidates_json(ex, doc.p, "/ws", collect, two), CLARITY_OK);
+        cr_assert_eq(extract_tool_call(ex, doc.p, "/ws", NULL, collect, collect, one), CLARITY_OK);
+        /* id by id (dump() cuts long lists) */
+        cr_assert_eq(one->n, two->n, "%d strings: %zu ids against %zu", n, one->n, two->n);
+        for (size_t i = 0; i < one->n; i++)
+            cr_assert(strcmp(one->ids[i], two->ids[i]) == 0 && one->cats[i] == two->cats[i],
+                      "%d strings, id %zu: %s against %s", n, i, one->ids[i], two->ids[i]);
+        char first[32], last[32]; /* the first path's file and the last string's word */
+        snprintf(first, sizeof first, "file:src/m0/Part0.ts");
+        snprintf(last, sizeof last, "last%dcore", n);
+        cr_assert(n == 1 || has(one, first), "%d strings: no %s", n, first);
+        cr_assert(has(one, last), "%d strings: no %s", n, last);
+        col_free(two);
+        col_free(one);
+        /* the member after them, read the same way */
+        static const char *const keys[] = {"command"};
+        cr_assert_eq(extract_json_member(doc.p, keys, 1, &member), 1);
+        char want[64];
+        snprintf(want, sizeof want, "grep Last%dCore", n);
+        cr_assert(member.len == strlen(want) && memcmp(member.p, want, member.len) == 0, "%d strings", n);
+    }
+    buf_free(&doc);
+    buf_free(&member);
+    extract_free(ex);
+}
+
 /* The same with one byte the reader must stop at ('"' and '\\' escaped, a
  * \n escape, a control byte, a byte above 0x7f) at every place of strings
  * from 1 to 40 bytes: the reader takes plain bytes sixteen and eight at a
