@@ -40,26 +40,6 @@ def log(msg):
     sys.stderr.flush()
 
 
-def profile_counts(path):
-    """(instructions collected, agent_end calls) of a callgrind output file."""
-    names, total, calls, callee = {}, None, 0, None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("totals:"):
-                total = int(line.split()[1])
-                continue
-            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-            if m:
-                kind, ident, name = m.groups()
-                if name:
-                    names[ident] = name
-                callee = names.get(ident) if kind == "cfn" else None
-                continue
-            if line.startswith("calls=") and callee == "agent_end":
-                calls += int(line.split()[0][len("calls="):])
-    return total, calls
-
-
 # The parts of a turn, each the function that does it (none calls another).
 PHASES = [
     ("prompt: mentions", "extract_mentions"),
@@ -72,35 +52,42 @@ PHASES = [
 ]
 
 
-def phase_costs(path):
-    """Inclusive instructions of each PHASES function: the costs callgrind
-    gives its calls (a call from itself, a recursion or its own inlined
-    copy, is not counted twice); None for one never called (the case has
-    no such part, or the build inlined it)."""
+def read_profile(path):
+    """From a callgrind output file: the instructions collected, the
+    agent_end calls, and the inclusive instructions of each PHASES part:
+    the costs callgrind gives calls of its function (a call from itself, a
+    recursion or its own inlined copy, is not counted twice); None for one
+    never called (the case has no such part, or the build inlined it)."""
     want = {fn for _, fn in PHASES}
     ids, cur, callee, pending = {}, None, None, False
-    cost, seen = {fn: 0 for fn in want}, set()
+    total, turns, cost, seen = None, 0, {fn: 0 for fn in want}, set()
     with open(path) as f:
         for line in f:
+            if line.startswith("totals:"):
+                total = int(line.split()[1])
+                continue
             m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
             if m:
                 kind, ident, name = m.groups()
                 if name:
                     ids[ident] = name
                 if kind == "fn":
-                    cur = ids.get(ident)
+                    cur, callee = ids.get(ident), None
                 else:
                     callee = ids.get(ident)
                 continue
             if line.startswith("calls="):
+                if callee == "agent_end":
+                    turns += int(line.split()[0][len("calls="):])
                 pending = True
                 continue
-            if pending:
+            if pending:  # the line after calls=: the call's inclusive cost
                 pending = False
                 if callee in want and cur != callee:
                     cost[callee] += int(line.split()[-1])
                     seen.add(callee)
-    return {label: (cost[fn] if fn in seen else None) for label, fn in PHASES}
+    phases = {label: (cost[fn] if fn in seen else None) for label, fn in PHASES}
+    return total, turns, phases
 
 
 def callgrind(cmd, tmp, label):
@@ -112,8 +99,7 @@ def callgrind(cmd, tmp, label):
     r = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
         raise RuntimeError("%s failed (%d): %s" % (label, r.returncode, r.stderr.decode(errors="replace")[-600:]))
-    total, turns = profile_counts(out)
-    phases = phase_costs(out)
+    total, turns, phases = read_profile(out)
     os.unlink(out)
     if not total or not turns:
         raise RuntimeError("%s: no instructions or no agent_end calls in the profile" % label)
