@@ -70,12 +70,21 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether a configured tool name may be n bytes long. */
+static inline int tool_len(const extractor *ex, size_t n) { return n < 64 && (ex->tool_lens >> n & 1); }
+
 /* Whether a configured tool name may be n bytes long and start with t[0]:
  * the screen most words fail before the table is probed. */
 static int tool_may_be(const extractor *ex, const char *t, size_t n)
 {
     unsigned char c0 = (unsigned char)t[0];
-    return n < 64 && (ex->tool_lens >> n & 1) && (ex->tool_first[c0 >> 6] >> (c0 & 63) & 1);
+    return tool_len(ex, n) && (ex->tool_first[c0 >> 6] >> (c0 & 63) & 1);
+}
+
+/* Whether a word of n bytes may be counted as a keyword. */
+static inline int keyword_len(const extractor *ex, size_t n)
+{
+    return ex->keywords && ex->max_keywords > 0 && n >= (size_t)ex->min_len;
 }
 
 /* The word t[0, n) is a configured tool name; h = ex_word_hash(t, n). */
@@ -206,9 +215,8 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
         goto fail;
     /* the word lengths the mention scan may drop unread (short_skip) */
     for (unsigned n = 1; n <= 3; n++) {
-        int kw = ex->keywords && ex->max_keywords > 0 && n >= (unsigned)ex->min_len;
-        int tool = ex->tool_names && ex->tool_words && (ex->tool_lens >> n & 1);
-        if (!kw && !tool) ex->short_skip |= 1u << n;
+        if (!keyword_len(ex, n) && !(ex->tool_names && ex->tool_words && tool_len(ex, n)))
+            ex->short_skip |= 1u << n;
     }
 
     char key[64];
@@ -936,7 +944,7 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
     if (n > EX_MAX_WORD) /* never a keyword; the tool table has no such name */
         return camel_may && n <= EX_MAX_ID && is_camel(t + a, n) && spans_add(camel, a, n) != 0 ? -1 : 0;
     int tool_may = ex->tool_names && ex->tool_words && tool_may_be(ex, t + a, n);
-    int kw_may = ex->keywords && ex->max_keywords > 0 && n >= (size_t)ex->min_len;
+    int kw_may = keyword_len(ex, n);
     /* a short word in lower case ("the", "is", "of"), most of a prompt's
      * first words: none of the three, and no lanes to load */
     if (!tool_may && !camel_may && !kw_may) return 0;
