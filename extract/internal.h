@@ -511,12 +511,16 @@ typedef struct ex_json_strs {
     size_t n, cap;
     ex_json_str local[EX_JSON_LOCAL];
 } ex_json_strs;
-static inline void ex_json_strs_free(ex_json_strs *s)
+static inline void ex_json_strs_init(ex_json_strs *s)
 {
-    if (s->v != s->local) free(s->v);
     s->v = s->local;
     s->n = 0;
     s->cap = EX_JSON_LOCAL;
+}
+static inline void ex_json_strs_free(ex_json_strs *s)
+{
+    if (s->v != s->local) free(s->v);
+    ex_json_strs_init(s);
 }
 /* The string values of a JSON document in document order, each with the
  * key of the member it belongs to (array elements inherit it), into *out

@@ -133,9 +133,10 @@ static int push(jw *w, const char *ks, const char *ke, int kesc, const char *s, 
     ex_json_strs *o = w->out;
     if (o->n == o->cap) { /* out of the local array, or of the last allocation */
         size_t cap = o->cap * 2;
-        ex_json_str *v = o->v == o->local ? malloc(cap * sizeof *v) : realloc(o->v, cap * sizeof *v);
+        int local = o->v == o->local;
+        ex_json_str *v = local ? malloc(cap * sizeof *v) : realloc(o->v, cap * sizeof *v);
         if (!v) return -3;
-        if (o->v == o->local) memcpy(v, o->local, sizeof o->local);
+        if (local) memcpy(v, o->local, sizeof o->local);
         o->v = v;
         o->cap = cap;
     }
@@ -230,9 +231,7 @@ static int value(jw *w, const char *ks, const char *ke, int kesc, int depth)
 
 int ex_json_strings(const char *json, size_t len, ex_json_strs *out)
 {
-    out->v = out->local;
-    out->n = 0;
-    out->cap = EX_JSON_LOCAL;
+    ex_json_strs_init(out);
     jw w = {json, json + len, out, 0};
     ws(&w);
     int r = value(&w, NULL, NULL, 0, 0);
