@@ -82,30 +82,39 @@ static void consider(engine *e, session *s, item *it, double pred_max, size_t k,
 
 /* The k best items into top (best first); their count.  With the rank
  * index the items come highest turn-free bound first, and the walk stops
- * at the first that cannot reach the k-th best: no later one can.
- * Without it (a short session, or no memory for it) every item is bounded.  The k
- * best are the same either way: ties are broken by id. */
+ * at the first that cannot reach the k-th best: no later one can.  A walk
+ * that runs out of entries stops as well when no item below the index's
+ * floor can reach it; else the index is rebuilt whole and walked again.
+ * Without it (a short session, or no memory for it) every item is bounded.
+ * The k best are the same either way: ties are broken by id. */
 static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int use_index)
 {
     const clarity_config *c = &e->cfg;
     size_t n = 0;
     if (k == 0) return 0;
     double pred_max = predict_term_max(e, s);
-    if (use_index && s->t.count >= RANKIDX_MIN_ITEMS && rankidx_sync(&s->rank, c, &e->tables, &s->t) == 0) {
-        rankidx_iter ri = {.x = &s->rank};
-        double stop = -INFINITY;
-        int ordered;
-        for (const rank_slot *sl; (sl = rankidx_next(&ri, &ordered));) {
-            double most = scorer_bound_of_core(sl->core, pred_max);
-            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) {
-                if (!ordered) continue;
-                stop = sl->core;
-                break;
+    rankidx *x = &s->rank;
+    if (use_index && s->t.count >= RANKIDX_MIN_ITEMS && rankidx_sync(x, c, &e->tables, &s->t) == 0) {
+        for (;;) {
+            rankidx_iter ri = {.x = x};
+            size_t read = 0;
+            const rank_slot *sl;
+            double most = 0;
+            n = 0;
+            while ((sl = rankidx_next(&ri))) {
+                most = scorer_bound_of_core(sl->core, pred_max);
+                if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) break;
+                consider(e, s, sl->it, pred_max, k, top, &n);
+                read++;
             }
-            consider(e, s, sl->it, pred_max, k, top, &n);
+            rankidx_walked(x, read);
+            if (sl || x->floor == -INFINITY) return n;
+            /* the items below the floor are at most this */
+            most = scorer_bound_of_core(x->floor, pred_max);
+            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) return n;
+            if (rankidx_deepen(x, c, &e->tables, &s->t) != 0) break;
         }
-        rankidx_cut(&s->rank, stop);
-        return n;
+        n = 0; /* no memory for the index: every item bounded */
     }
     for (item *it = s->t.items; it; it = it->hh.next) consider(e, s, it, pred_max, k, top, &n);
     return n;

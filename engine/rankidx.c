@@ -139,8 +139,8 @@ static int reserve(rank_slot **v, size_t *cap, size_t need)
 
 static void reset(rankidx *x)
 {
-    x->n = x->no = x->nc = 0;
-    x->cold_max = -INFINITY;
+    x->n = x->kept = 0;
+    x->floor = -INFINITY;
     x->gen = 0;
 }
 
@@ -155,39 +155,56 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
     reset(x);
     t->rank_q = NULL; /* every item's flag is reset below */
     t->n_rank_q = 0;
-    if (reserve(&x->main, &x->cap, t->count) != 0) return -1;
+    if (reserve(&x->v, &x->cap, t->count) != 0) return -1;
     for (item *it = t->items; it; it = it->hh.next) {
         it->rank_queued = 0;
-        x->main[x->n++] = slot_of(cfg, tables, it);
+        x->v[x->n++] = slot_of(cfg, tables, it);
     }
-    /* the sort's scratch is given back at once (a turn's merges keep only
+    /* the sort's scratch is given back at once (a turn's sorts keep only
      * a small one in x->tmp) */
     rank_slot *tmp = x->n > 1 ? malloc(x->n * sizeof *tmp) : NULL;
     if (x->n > 1 && !tmp) return -1;
-    rankidx_sort(x->main, x->n, tmp);
+    rankidx_sort(x->v, x->n, tmp);
     free(tmp);
     x->gen = t->rank_gen;
     return 0;
 }
 
+/* The first of v[0, n) (by core, highest first) below core. */
+static size_t first_below(const rank_slot *v, size_t n, double core)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].core < core) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
 /* Merges b[0, nb) into v[0, nv), both by core highest first, giving
- * v[0, nv + nb) (v has the room); of equal cores v's come first.  v's
- * entries below all of b's only move up by nb: one memmove, found by a
- * binary search.  That is most of v: the entries a turn adds were mostly
- * just mentioned and rank above those before them, and moving them one at
- * a time was most of a turn's merge. */
+ * v[0, nv + nb) (v has the room); of equal cores v's come first.  From
+ * the back: v's entries below all of b's move up by nb in one memmove;
+ * those above, one at a time in the merge, or, when they are many more
+ * than b's (a large index: a turn's entries are mostly spread over it),
+ * in one memmove per entry of b, found by binary search. */
 static void merge_back(rank_slot *v, size_t nv, const rank_slot *b, size_t nb)
 {
     if (nb == 0) return;
-    double low = b[nb - 1].core;
-    size_t lo = 0, hi = nv; /* the first of v below low */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].core < low) hi = mid;
-        else lo = mid + 1;
+    size_t i = nv; /* v[0, i) not yet placed */
+    if (nv > 16 * nb) {
+        for (size_t j = nb; j-- > 0;) {
+            size_t p = first_below(v, i, b[j].core);
+            memmove(v + p + j + 1, v + p, (i - p) * sizeof *v);
+            v[p + j] = b[j];
+            i = p;
+        }
+        return;
     }
+    size_t lo = first_below(v, nv, b[nb - 1].core);
     memmove(v + lo + nb, v + lo, (nv - lo) * sizeof *v);
-    size_t i = lo, j = nb, k = lo + nb;
+    size_t j = nb, k = lo + nb;
+    i = lo;
     while (j > 0) {
         if (i > 0 && v[i - 1].core < b[j - 1].core) v[--k] = v[--i];
         else v[--k] = b[--j];
@@ -208,37 +225,48 @@ static size_t live_only(rank_slot *v, size_t n)
     return live;
 }
 
-/* The overlay and the cold list into the main array, superseded entries
- * dropped: the cold list sorted, merged with the overlay, and the two
- * merged into the main array. */
-static int fold(rankidx *x)
+void rankidx_cut_to(rankidx *x, size_t keep)
 {
-    x->n = live_only(x->main, x->n);
-    x->no = live_only(x->over, x->no);
-    x->nc = live_only(x->cold, x->nc);
-    if (reserve(&x->main, &x->cap, x->n + x->no + x->nc) != 0 ||
-        reserve(&x->over, &x->cap_o, x->no + x->nc) != 0 || reserve(&x->tmp, &x->cap_t, x->nc) != 0)
-        return -1;
-    rankidx_sort(x->cold, x->nc, x->tmp);
-    merge_back(x->over, x->no, x->cold, x->nc);
-    x->no += x->nc;
-    x->nc = 0;
-    x->cold_max = -INFINITY;
-    merge_back(x->main, x->n, x->over, x->no);
-    x->n += x->no;
-    x->no = 0;
-    return 0;
+    x->n = x->kept = live_only(x->v, x->n);
+    if (x->n <= keep || keep == 0) return;
+    /* the entries that tie with the keep-th go together: cut before them
+     * when more entries are left than walks read (a walk that runs out
+     * there stops when nothing at the floor can rank: sessions where most
+     * items tie at a low bound), else after them */
+    double f = x->v[keep - 1].core;
+    size_t p = keep - 1;
+    while (p > 0 && x->v[p - 1].core == f) p--;
+    if (p <= x->want) {
+        p = keep;
+        while (p < x->n && x->v[p].core == f) p++;
+        if (p == x->n) return;
+    }
+    /* the first entry cut off is the highest: no item left out is above it */
+    x->floor = x->v[p].core;
+    x->n = x->kept = p;
 }
 
-/* over[from, no) are new: sorted, then merged with over[0, from). */
-static int merge_new(rankidx *x, size_t from)
+/* The queue's entries above the floor, sorted, merged in; the others
+ * only dropped from the queue (an item's entry, if it had one, is
+ * superseded by its new rank_ver). */
+static int drain(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t)
 {
-    size_t m = x->no - from;
-    if (m == 0) return 0; /* all went cold */
-    if (reserve(&x->tmp, &x->cap_t, m) != 0) return -1;
-    rankidx_sort(x->over + from, m, x->tmp);
-    memcpy(x->tmp, x->over + from, m * sizeof *x->tmp);
-    merge_back(x->over, from, x->tmp, m);
+    /* the queue's length is kept: counting it would chase every queued
+     * item's pointer once more, a cache miss each */
+    if (reserve(&x->tmp, &x->cap_t, t->n_rank_q) != 0) return -1;
+    size_t m = 0;
+    for (item *it = t->rank_q; it; it = it->rank_next) {
+        rank_slot sl = slot_of(cfg, tables, it);
+        it->rank_queued = 0;
+        if (x->floor == -INFINITY || !(sl.core <= x->floor)) x->tmp[m++] = sl;
+    }
+    t->rank_q = NULL;
+    t->n_rank_q = 0;
+    if (m == 0) return 0;
+    if (reserve(&x->v, &x->cap, x->n + m) != 0) return -1;
+    rankidx_sort(x->tmp, m, x->v + x->n); /* the array's room past its entries as scratch */
+    merge_back(x->v, x->n, x->tmp, m);
+    x->n += m;
     return 0;
 }
 
@@ -248,46 +276,38 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
     if (!x->gen || x->gen != t->rank_gen) {
         rc = rebuild(x, cfg, tables, t);
     } else if (t->rank_q) {
-        /* the queue's length is kept: counting it would chase every queued
-         * item's pointer once more, a cache miss each */
-        size_t from = x->no, m = t->n_rank_q;
-        if (reserve(&x->over, &x->cap_o, x->no + m) != 0 || reserve(&x->cold, &x->cap_c, x->nc + m) != 0) {
-            rc = -1; /* the queue stays; the rebuild after the reset takes it */
-        } else {
-            for (item *it = t->rank_q; it; it = it->rank_next) {
-                rank_slot sl = slot_of(cfg, tables, it);
-                it->rank_queued = 0;
-                if (sl.core >= x->cut) {
-                    x->over[x->no++] = sl;
-                } else {
-                    x->cold[x->nc++] = sl;
-                    if (sl.core > x->cold_max) x->cold_max = sl.core;
-                }
-            }
-            t->rank_q = NULL;
-            t->n_rank_q = 0;
-            rc = merge_new(x, from);
-            /* a fold costs O(n), a turn's merge O(overlay): folding once
-             * the overlay and the cold list pass ~20 sqrt(n) balances the two */
-            if (rc == 0 && x->no + x->nc > 64 + 20 * (size_t)sqrt((double)x->n)) rc = fold(x);
-        }
+        rc = drain(x, cfg, tables, t);
+        /* entries past twice what walks need, and `keep` more than the
+         * last cut kept (where ties kept more, a cut waits for as many new
+         * entries as it would keep): superseded ones dropped, then the
+         * floor raised to keep that much.  A cut costs O(n), a turn's
+         * merge O(n); a walk seldom reads so far that it needs a rebuild. */
+        size_t keep = RANKIDX_KEEP_MIN + 4 * x->want;
+        if (rc == 0 && x->n > keep + (x->kept > keep ? x->kept : keep)) rankidx_cut_to(x, keep);
     }
     if (rc != 0) reset(x);
     return rc;
 }
 
-void rankidx_cut(rankidx *x, double stop_core)
+int rankidx_deepen(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t)
 {
-    double low = stop_core < x->last_stop ? stop_core : x->last_stop;
-    x->last_stop = stop_core;
-    x->cut = low - 0.1 * fabs(low);
+    int rc = rebuild(x, cfg, tables, t);
+    if (rc != 0) reset(x);
+    return rc;
+}
+
+void rankidx_walked(rankidx *x, size_t read)
+{
+    /* the most any of the last RANKIDX_WALKS walks read */
+    x->reads[x->n_walks++ % RANKIDX_WALKS] = read < UINT32_MAX ? (uint32_t)read : UINT32_MAX;
+    size_t w = 0;
+    for (size_t i = 0; i < RANKIDX_WALKS; i++) w = x->reads[i] > w ? x->reads[i] : w;
+    x->want = w;
 }
 
 void rankidx_free(rankidx *x)
 {
-    free(x->main);
-    free(x->over);
-    free(x->cold);
+    free(x->v);
     free(x->tmp);
     memset(x, 0, sizeof *x);
 }

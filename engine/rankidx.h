@@ -1,20 +1,21 @@
-/* rankidx.h: a session's items in the order of their turn-free score
- * bound (scorer_bound_core), kept up to date between turns, so the
+/* rankidx.h: a session's best items in the order of their turn-free
+ * score bound (scorer_bound_core), kept up to date between turns, so the
  * context block reads the best items first and stops as soon as no later
  * item can reach it, instead of bounding every item every turn.
  *
- * The tracker queues every item whose counts or anchor change
- * (tracker_mark_dirty) and changes its generation when items go away; the
- * index drains the queue into a small sorted overlay, merges the overlay
- * into the main array when it grows, and rebuilds on a new generation.
- * A new entry below the cut (a tenth below where the last two blocks'
- * walks stopped: rankidx_cut) is only appended to a cold list: most of a
- * turn's entries rank too low for any block to read them, and sorting
- * them in was most of the index's cost.  A walk reads the cold list, in
- * no order, when the entries it walks in order come down to its highest
- * core; the lists are sorted into the main array together at a fold.
- * An entry records the item's rank_ver when it was made: one that no
- * longer matches was superseded and is skipped. */
+ * A block reads a handful of items (ten or so at 10,000 items), so the
+ * index holds only the items whose bound is above its floor: every such
+ * item has its current entry, no other item has to.  The tracker queues
+ * every item whose counts or anchor change (tracker_mark_dirty); a sync
+ * sorts the queue's entries above the floor into the array and drops the
+ * rest.  Items going away change the tracker's generation, and the index
+ * is rebuilt whole.  When the array holds many more entries than walks
+ * read, the floor is raised and the entries below it are cut off.  A walk
+ * that runs out of entries before it may stop (items below the floor
+ * could still reach the block) has the index rebuilt whole
+ * (rankidx_deepen) and walks again.  An entry records the item's rank_ver
+ * when it was made: one that no longer matches was superseded and is
+ * skipped. */
 #ifndef ENGINE_RANKIDX_H
 #define ENGINE_RANKIDX_H
 
@@ -36,66 +37,61 @@ typedef struct rank_slot {
     uint32_t key; /* scratch of rankidx_sort */
 } rank_slot;
 
-typedef struct rankidx {
-    rank_slot *main, *over; /* each by core, highest first */
-    rank_slot *cold;        /* new entries below the cut, in no order */
-    rank_slot *tmp;         /* a turn's new entries while they are merged */
-    size_t n, cap, no, cap_o, nc, cap_c, cap_t;
-    double cold_max;  /* the highest core in cold (-inf when empty) */
-    double cut;       /* new entries below it go cold (rankidx_cut; 0 before the first walk) */
-    double last_stop; /* where the walk before the last stopped */
-    uint64_t gen;     /* the tracker generation it reflects; 0 = none */
-} rankidx;
+/* Fewest entries a cut keeps, beside 4 times the entries walks read. */
+#define RANKIDX_KEEP_MIN 128
+/* How many walks' reads a cut keeps room for. */
+#define RANKIDX_WALKS 8
 
-/* Sets the cut from the core of the entry a walk stopped at (-inf: it did
- * not stop): the lower of it and the walk before's, a tenth lower, so that
- * the next walks, which mostly stop near them, seldom reach the cold list
- * (at 10,000 items consecutive walks stopped at cores of about 160 and
- * 500 in turn, and a cut from the higher made the next walk read the
- * whole cold list).  Where the cut is never changes what a block holds. */
-void rankidx_cut(rankidx *x, double stop_core);
+typedef struct rankidx {
+    rank_slot *v;   /* by core, highest first; superseded entries too */
+    rank_slot *tmp; /* a turn's new entries while they are sorted */
+    size_t n, cap, cap_t;
+    size_t kept;  /* entries the last cut kept; 0 after a rebuild */
+    size_t want;  /* the most entries one of the last RANKIDX_WALKS walks read */
+    uint32_t reads[RANKIDX_WALKS], n_walks; /* what those walks read (rankidx_walked) */
+    double floor; /* every item whose core is above it has its entry; -inf: every item */
+    uint64_t gen; /* the tracker generation it reflects; 0 = none */
+} rankidx;
 
 /* Brings the index up to date with t.  0, or -1 without memory (the index
  * is then emptied, and rebuilds next time: scan the items instead). */
 int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t);
+
+/* Every item's entry anew (the floor at -inf): for a walk that ran out of
+ * entries while items below the floor could still rank.  0, or -1 as for
+ * rankidx_sync. */
+int rankidx_deepen(rankidx *x, const clarity_config *cfg, const scorer_tables *tables, tracker *t);
+
+/* A walk read `read` entries before the one it stopped at: what later
+ * cuts keep room for. */
+void rankidx_walked(rankidx *x, size_t read);
+
+/* Raises the floor to keep about `keep` of the live entries (fewer or
+ * more where cores tie), superseded entries dropped first.  Syncs call it
+ * when the entries are more than twice what they keep; tests directly. */
+void rankidx_cut_to(rankidx *x, size_t keep);
+
 void rankidx_free(rankidx *x);
 
 /* Sorts v[0, n) by core, highest first, equal cores in their order, with
  * tmp (n entries) as scratch.  What the index sorts its entries with. */
 void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp);
 
-/* Walks the entries highest first, skipping superseded ones; the cold
- * list's in no order (*ordered = 0: an entry of it that cannot rank says
- * nothing of the next), before the first ordered entry below its highest
- * core.  Start with {.x = x}. */
+/* Walks the live entries highest first; NULL past the last (the items
+ * below x->floor are then not in it).  Start with {.x = x}. */
 typedef struct rankidx_iter {
     const rankidx *x;
-    size_t i, j, c; /* next of main, over, cold */
-    int cold;       /* 1 once the cold list is being read */
+    size_t i;
 } rankidx_iter;
 
-static inline const rank_slot *rankidx_next(rankidx_iter *r, int *ordered)
+static inline const rank_slot *rankidx_next(rankidx_iter *r)
 {
     const rankidx *x = r->x;
-    for (;;) {
-        const rank_slot *s;
-        if (r->cold && r->c < x->nc) {
-            s = &x->cold[r->c++];
-            *ordered = 0;
-        } else {
-            int m = r->i < x->n && (r->j >= x->no || x->main[r->i].core >= x->over[r->j].core);
-            s = m ? &x->main[r->i] : r->j < x->no ? &x->over[r->j] : NULL;
-            if (!r->cold && x->nc && (!s || s->core < x->cold_max)) {
-                r->cold = 1;
-                continue;
-            }
-            if (!s) return NULL;
-            r->i += (size_t)m;
-            r->j += (size_t)!m;
-            *ordered = 1;
-        }
+    while (r->i < x->n) {
+        const rank_slot *s = &x->v[r->i++];
         if (s->ver == s->it->rank_ver) return s;
     }
+    return NULL;
 }
 
 #endif

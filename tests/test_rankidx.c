@@ -223,10 +223,17 @@ static item *find_keyword(tracker *t, const char *fmt, int i)
     return tracker_find(t, id);
 }
 
-static size_t overlay_holds_a_turn(const rankidx *x) { return x->no >= 300; }
-static size_t cold_in_use(const rankidx *x) { return x->nc > 0; }
+/* Live entries of the index. */
+static size_t live_entries(const rankidx *x)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < x->n; i++) live += x->v[i].ver == x->v[i].it->rank_ver;
+    return live;
+}
+static size_t holds_a_turn(const rankidx *x) { return live_entries(x) >= 300; }
+static size_t whole(const rankidx *x) { return x->floor == -INFINITY; }
 
-/* A turn that changes many items alike: the overlay then holds hundreds
+/* A turn that changes many items alike: the index then takes hundreds
  * of entries of equal cores, sorted in and merged with the equal entries
  * of turns before, and the k best (ties by id) may be any of them. */
 Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
@@ -236,56 +243,65 @@ Test(rankidx, many_alike_changes_in_one_turn_rank_as_in_the_full_scan)
         blocks_open(&k, ci, "rank-alike");
         for (int i = 0; i < 900; i++) mention_keyword(&k.s->t, "keyword:k%04d", i, 1);
         block_write(k.e, k.s, &k.a); /* the index is built */
-        size_t seen_over = 0;
+        size_t seen_turn = 0;
         for (int round = 0; round < 6; round++) {
             tracker_advance_turn(&k.s->t);
             /* 300 items, from a different place each round, mentioned alike */
             for (int i = 0; i < 300; i++) mention_keyword(&k.s->t, "keyword:k%04d", (899 - i * 3 - round) % 900, 1);
-            seen_over += blocks_compare(&k, ci, round, overlay_holds_a_turn);
+            seen_turn += blocks_compare(&k, ci, round, holds_a_turn);
         }
-        cr_assert_gt(seen_over, (size_t)0, "config %zu: the overlay never held a turn's entries", ci);
+        cr_assert_gt(seen_turn, (size_t)0, "config %zu: the index never held a turn's entries", ci);
         blocks_close(&k);
     }
 }
 
-/* Entries that go cold (new entries below the cut, where the last walk
- * stopped less a margin) and are needed later: the items ranked above them
- * are pruned, so the walk comes down to them; the cold list holds entries
- * of many cores in no order, some above where the ordered walk would stop.
- * In odd rounds the cut is set above every core, so that all of a turn's
- * entries go cold. */
-Test(rankidx, entries_below_the_cut_still_rank_when_the_walk_comes_down_to_them)
+/* Items below the floor (the index cut down to a few entries, as a cut
+ * does to what walks read) that are needed later: the items ranked above
+ * them are pruned, so the walk runs out of entries while items below the
+ * floor could still rank, and the index is rebuilt whole.  In other rounds
+ * the index is cut above the strong items only, or not at all, and the
+ * walk stops at its end without a rebuild. */
+Test(rankidx, items_below_the_floor_still_rank_when_the_walk_comes_down_to_them)
 {
     srand(41);
     for (size_t ci = 0; ci < N_BLOCK_CONFIGS; ci++) {
         blocks k;
-        blocks_open(&k, ci, "rank-cold");
+        blocks_open(&k, ci, "rank-floor");
         tracker *t = &k.s->t;
         /* 100 strong items, 800 weak ones */
         for (int i = 0; i < 900; i++) mention_keyword(t, "keyword:c%04d", i, i < 100 ? 20 : 1 + i % 3);
-        block_write(k.e, k.s, &k.a); /* the index is built, and the cut set */
-        size_t cold_seen = 0;
+        block_write(k.e, k.s, &k.a); /* the index is built */
+        size_t deepened = 0, stopped_at_floor = 0;
         for (int round = 0; round < 40; round++) {
             tracker_advance_turn(t);
-            if (round % 2) k.s->rank.cut = INFINITY; /* every new entry cold */
             for (int i = 0; i < 120; i++) { /* weak items mentioned */
                 int which = 100 + rand() % 800;
                 mention_keyword(t, "keyword:c%04d", which, 1 + rand() % 6);
             }
-            cold_seen += k.s->rank.nc > 0;
             /* every few rounds the strong items are pruned (the walk then
-             * comes down to the weak ones, many of them cold), or back */
+             * comes down to the weak ones, most of them below the floor),
+             * or back */
+            int prune_round = round % 4 == 1;
             for (int i = 0; i < 100; i++) {
                 item *it = find_keyword(t, "keyword:c%04d", i);
-                int pruned = round % 4 == 1 || (round % 4 == 2 && rand() % 2);
+                int pruned = prune_round || (round % 4 == 2 && rand() % 2);
                 if (it && it->pruned != pruned) {
                     it->pruned = pruned;
                     tracker_mark_dirty(t, it);
                 }
             }
-            cold_seen += blocks_compare(&k, ci, round, cold_in_use);
+            cr_assert_eq(rankidx_sync(&k.s->rank, &k.e->cfg, &k.e->tables, t), 0);
+            /* a few entries, or the strong items and a few more, or all */
+            size_t keep = round % 3 == 0 ? 3 : round % 3 == 1 ? 110 : 0;
+            if (keep) rankidx_cut_to(&k.s->rank, keep);
+            int cut = k.s->rank.floor != -INFINITY;
+            size_t now_whole = blocks_compare(&k, ci, round, whole);
+            deepened += cut && now_whole;
+            stopped_at_floor += cut && !now_whole && prune_round == 0 && keep == 110;
         }
-        cr_assert_gt(cold_seen, (size_t)10, "config %zu: the cold list was seldom used (%zu)", ci, cold_seen);
+        cr_assert_gt(deepened, (size_t)5, "config %zu: the walk seldom went below the floor (%zu)", ci, deepened);
+        cr_assert_gt(stopped_at_floor, (size_t)3, "config %zu: the walk seldom stopped at the floor (%zu)", ci,
+                     stopped_at_floor);
         blocks_close(&k);
     }
 }
@@ -313,11 +329,35 @@ static void fixture_close(index_fixture *f)
 
 static int fixture_sync(index_fixture *f) { return rankidx_sync(&f->x, &f->e->cfg, &f->e->tables, &f->t); }
 
-/* The walk's order: each live item once; the ordered entries highest
- * first; the cold list (its highest core kept by the sync) read as one run
- * before the first ordered entry below that core and after every one not
- * below it; all of a turn's entries cold when the cut is above them. */
-Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
+/* Every item whose current bound is above the floor, and none that is
+ * not: once each, the entries highest first, each the item's current
+ * one.  Items change between syncs; the index is cut at random sizes, or
+ * rebuilt whole. */
+static void check_entries(index_fixture *f, int n_items, const char *fmt, int round)
+{
+    rankidx *x = &f->x;
+    unsigned char *seen = calloc((size_t)n_items, 1);
+    rankidx_iter ri = {.x = x};
+    double last = INFINITY;
+    for (const rank_slot *sl; (sl = rankidx_next(&ri));) {
+        int i = atoi(sl->it->id + strlen(fmt) - strlen("%04d"));
+        cr_assert(!seen[i], "round %d: %s read twice", round, sl->it->id);
+        seen[i] = 1;
+        cr_assert(sl->core <= last, "round %d: entries out of order", round);
+        last = sl->core;
+        cr_assert_eq(sl->core, scorer_bound_core(&f->e->cfg, &f->e->tables, sl->it),
+                     "round %d: %s's entry is not its bound", round, sl->it->id);
+    }
+    for (int i = 0; i < n_items; i++) {
+        item *it = find_keyword(&f->t, fmt, i);
+        double core = scorer_bound_core(&f->e->cfg, &f->e->tables, it);
+        cr_assert_eq(seen[i], x->floor == -INFINITY || core > x->floor, "round %d: %s (bound %g, floor %g) %s",
+                     round, it->id, core, x->floor, seen[i] ? "read at or below the floor" : "missing");
+    }
+    free(seen);
+}
+
+Test(rankidx, the_walk_reads_each_item_above_the_floor_once)
 {
     index_fixture f;
     fixture_open(&f);
@@ -331,48 +371,26 @@ Test(rankidx, the_walk_reads_the_cold_list_where_its_highest_core_falls)
         tracker_mark_dirty(t, it);
     }
     cr_assert_eq(fixture_sync(&f), 0);
-    for (int round = 0; round < 30; round++) {
+    size_t cuts = 0;
+    for (int round = 0; round < 60; round++) {
         tracker_advance_turn(t);
-        x->cut = round % 3 ? INFINITY : -INFINITY; /* all new entries cold, or none */
         for (int k = 0; k < 40; k++) {
             item *it = find_keyword(t, "keyword:o%04d", rand() % N);
             it->mention_count = 1 + rand() % 200;
             tracker_mark_dirty(t, it);
         }
         cr_assert_eq(fixture_sync(&f), 0);
-        double most = -INFINITY;
-        for (size_t c = 0; c < x->nc; c++) most = x->cold[c].core > most ? x->cold[c].core : most;
-        if (x->nc)
-            cr_assert_eq(x->cold_max, most, "round %d: cold_max %g, the list's highest %g", round, x->cold_max,
-                         most);
-        unsigned char *seen = calloc(N, 1);
-        rankidx_iter ri = {.x = x};
-        int ordered, in_cold = 0, cold_done = 0;
-        double last = INFINITY;
-        size_t count = 0;
-        for (const rank_slot *sl; (sl = rankidx_next(&ri, &ordered));) {
-            int i = atoi(sl->it->id + strlen("keyword:o"));
-            cr_assert(!seen[i], "round %d: %s read twice", round, sl->it->id);
-            seen[i] = 1;
-            count++;
-            if (!ordered) {
-                cr_assert(!cold_done, "round %d: the cold list read in two runs", round);
-                in_cold = 1;
-                continue;
-            }
-            if (in_cold) cold_done = 1, in_cold = 0;
-            cr_assert(sl->core <= last, "round %d: ordered entries out of order", round);
-            last = sl->core;
-            if (x->nc && !cold_done)
-                cr_assert(sl->core >= x->cold_max, "round %d: %g read before the cold list (%g)", round, sl->core,
-                          x->cold_max);
-            if (cold_done)
-                cr_assert(sl->core < x->cold_max, "round %d: %g read after the cold list (%g)", round, sl->core,
-                          x->cold_max);
+        check_entries(&f, N, "keyword:o%04d", round);
+        if (round % 5 == 4) {
+            cr_assert_eq(rankidx_deepen(&f.x, &f.e->cfg, &f.e->tables, t), 0);
+            cr_assert_eq(x->floor, -INFINITY);
+        } else if (round % 2) {
+            rankidx_cut_to(x, 1 + (size_t)rand() % 150);
+            cuts += x->floor != -INFINITY;
         }
-        cr_assert_eq(count, (size_t)N, "round %d: %zu of %d items read", round, count, N);
-        free(seen);
+        check_entries(&f, N, "keyword:o%04d", round);
     }
+    cr_assert_gt(cuts, (size_t)10, "only %zu cuts", cuts);
     fixture_close(&f);
 }
 
@@ -417,38 +435,64 @@ Test(rankidx, sort_is_stable_and_highest_first)
     free(tmp);
 }
 
-/* A fold (the overlay merged into the main array) keeps exactly one entry
- * per item, its current one, in order: items changed once or many times
- * between folds, a few of them in most rounds. */
-Test(rankidx, a_fold_keeps_each_items_current_entry_only)
+/* The syncs' own cuts: a session of 2,000 items, of which walks read a
+ * few, keeps few more entries than a cut keeps (each item's current one,
+ * in order, every item above the floor), whatever the changes:
+ * items changed once or many times between syncs. */
+Test(rankidx, syncs_cut_the_index_to_what_walks_read)
 {
     index_fixture f;
     fixture_open(&f);
     tracker *t = &f.t;
     rankidx *x = &f.x;
     enum { N = 2000 };
-    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:w%05d", i, 1);
+    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:w%04d", i, 1 + i % 40);
     cr_assert_eq(fixture_sync(&f), 0);
     cr_assert_eq(x->n, (size_t)N);
-    size_t folds = 0;
     srand(5);
-    for (int round = 0; round < 40; round++) {
+    size_t most = 0;
+    for (int round = 0; round < 60; round++) {
         tracker_advance_turn(t);
         for (int k = 0; k < 150; k++) { /* some items changed twice in a round, some in many */
-            item *it = find_keyword(t, "keyword:w%05d", rand() % (k % 3 ? N : 50));
+            item *it = find_keyword(t, "keyword:w%04d", rand() % (k % 3 ? N : 50));
             if (k % 2) tracker_reference(t, it);
             else tracker_anchor(t, it, "test", 0);
         }
-        size_t before = x->n;
         cr_assert_eq(fixture_sync(&f), 0);
-        if (x->no != 0) continue;
-        folds++;
-        cr_assert_eq(x->n, (size_t)N, "round %d: %zu entries after a fold of %zu", round, x->n, before);
-        for (size_t i = 0; i < x->n; i++) {
-            cr_assert_eq(x->main[i].ver, x->main[i].it->rank_ver, "round %d: a superseded entry kept", round);
-            cr_assert(i == 0 || x->main[i - 1].core >= x->main[i].core, "round %d: out of order", round);
-        }
+        rankidx_walked(x, 10);
+        check_entries(&f, N, "keyword:w%04d", round);
+        if (round >= 2 && x->n > most) most = x->n;
     }
-    cr_assert_geq(folds, (size_t)3, "only %zu folds", folds);
+    size_t keep = RANKIDX_KEEP_MIN + 4 * 10;
+    cr_assert(x->floor != -INFINITY, "never cut");
+    cr_assert_leq(most, 2 * keep + 150, "the index held %zu entries, where cuts keep %zu", most, keep);
+    fixture_close(&f);
+}
+
+/* A large index that walks read far into (no cut) takes a few changed
+ * items a sync: each goes where its core ranks (the merge's binary-search
+ * path), among entries of other cores and of its own. */
+Test(rankidx, a_large_index_takes_a_few_entries_a_sync_in_order)
+{
+    index_fixture f;
+    fixture_open(&f);
+    tracker *t = &f.t;
+    rankidx *x = &f.x;
+    enum { N = 3000 };
+    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:g%04d", i, 1 + i % 60);
+    cr_assert_eq(fixture_sync(&f), 0);
+    srand(11);
+    for (int round = 0; round < 40; round++) {
+        tracker_advance_turn(t);
+        for (int k = 0; k < 1 + round % 30; k++) {
+            item *it = find_keyword(t, "keyword:g%04d", rand() % N);
+            it->mention_count = 1 + (uint32_t)(rand() % (k % 2 ? 60 : 400));
+            tracker_mark_dirty(t, it);
+        }
+        rankidx_walked(x, N); /* walks read every entry: nothing is cut */
+        cr_assert_eq(fixture_sync(&f), 0);
+        cr_assert_eq(x->floor, -INFINITY, "round %d: cut", round);
+        check_entries(&f, N, "keyword:g%04d", round);
+    }
     fixture_close(&f);
 }
