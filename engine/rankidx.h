@@ -38,7 +38,7 @@ typedef struct rank_slot {
 } rank_slot;
 
 /* Fewest entries a cut keeps, beside 4 times the entries walks read. */
-#define RANKIDX_KEEP_MIN 128
+#define RANKIDX_KEEP_MIN 32
 /* How many walks' reads a cut keeps room for. */
 #define RANKIDX_WALKS 8
 
