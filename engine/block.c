@@ -58,6 +58,13 @@ static size_t item_line(char *line, size_t cap, const char *mark, const item *it
     return n;
 }
 
+/* Whether a score of at most `most` stays out of the k best so far
+ * (top[0, n), best first), or under the minimum. */
+static int out_of_reach(const clarity_config *c, double most, size_t n, size_t k, const top_entry *top)
+{
+    return most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score);
+}
+
 /* it into the k best so far (top[0, *n), best first) when it belongs. */
 static void consider(engine *e, session *s, item *it, double pred_max, size_t k, top_entry *top, size_t *n)
 {
@@ -66,7 +73,7 @@ static void consider(engine *e, session *s, item *it, double pred_max, size_t k,
     /* an item whose bound cannot reach the k-th best (or the minimum) is
      * not even scored */
     double ub = scorer_bound(c, &e->tables, it, s->t.current_turn, pred_max);
-    if (ub < c->context.min_score || ub <= 0 || (*n == k && ub < top[*n - 1].score)) return;
+    if (out_of_reach(c, ub, *n, k, top)) return;
     score_breakdown b;
     engine_score(e, s, it, s->t.current_turn, &b);
     if (b.score < c->context.min_score || b.score <= 0) return;
@@ -99,19 +106,15 @@ static size_t best_items(engine *e, session *s, size_t k, top_entry *top, int us
             rankidx_iter ri = {.x = x};
             size_t read = 0;
             const rank_slot *sl;
-            double most = 0;
             n = 0;
-            while ((sl = rankidx_next(&ri))) {
-                most = scorer_bound_of_core(sl->core, pred_max);
-                if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) break;
+            while ((sl = rankidx_next(&ri)) && !out_of_reach(c, scorer_bound_of_core(sl->core, pred_max), n, k, top)) {
                 consider(e, s, sl->it, pred_max, k, top, &n);
                 read++;
             }
             rankidx_walked(x, read);
             if (sl || x->floor == -INFINITY) return n;
-            /* the items below the floor are at most this */
-            most = scorer_bound_of_core(x->floor, pred_max);
-            if (most < c->context.min_score || most <= 0 || (n == k && most < top[n - 1].score)) return n;
+            /* the items below the floor score at most what one at it could */
+            if (out_of_reach(c, scorer_bound_of_core(x->floor, pred_max), n, k, top)) return n;
             if (rankidx_deepen(x, c, &e->tables, &s->t) != 0) break;
         }
         n = 0; /* no memory for the index: every item bounded */
