@@ -8,6 +8,8 @@
 
 /* From this many entries sort_bytes beats the merges. */
 #define SMALL_RADIX_MIN 48
+/* Up to this many entries an insertion sort beats runs and merges. */
+#define INSERTION_MAX 24
 
 /* The sorted runs src[a, m) and src[m, b) into dst[a, b), the left's
  * entries first among equal cores.  The higher half is taken from the
@@ -96,13 +98,14 @@ static int sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
 
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
  * through tmp (n entries): sort_bytes from SMALL_RADIX_MIN entries.
- * Fewer, or where sort_bytes gave up: insertion sort of runs of 4, then
- * bottom-up merges, each step choosing its entry without a branch (cores
+ * Fewer, or where sort_bytes gave up: insertion sort (alone up to
+ * INSERTION_MAX entries) of runs of 4, then bottom-up merges, each step choosing its entry without a branch (cores
  * compare at random, so a branch would miss half the time). */
 void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
 {
-    if (n >= SMALL_RADIX_MIN && sort_bytes(v, n, tmp) == 0) return;
-    const size_t run = 4;
+    if (n < 2 || (n >= SMALL_RADIX_MIN && sort_bytes(v, n, tmp) == 0)) return;
+    /* a handful (a turn's new entries above the floor): insertion alone */
+    const size_t run = n <= INSERTION_MAX ? n : 4;
     for (size_t a = 0; a < n; a += run) {
         size_t b = a + run < n ? a + run : n;
         for (size_t i = a + 1; i < b; i++) {
@@ -253,19 +256,23 @@ static int drain(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
 {
     /* the queue's length is kept: counting it would chase every queued
      * item's pointer once more, a cache miss each */
-    if (reserve(&x->tmp, &x->cap_t, t->n_rank_q) != 0) return -1;
-    size_t m = 0;
+    size_t end = t->n_rank_q, at = end;
+    if (reserve(&x->tmp, &x->cap_t, end) != 0) return -1;
+    /* laid out from the back: the queue is last touched first, and a
+     * turn's first touches (its prompt's mentions) rank highest, so the
+     * entries come nearly sorted, the insertion sort's cheap case */
     for (item *it = t->rank_q; it; it = it->rank_next) {
         rank_slot sl = slot_of(cfg, tables, it);
         it->rank_queued = 0;
-        if (x->floor == -INFINITY || !(sl.core <= x->floor)) x->tmp[m++] = sl;
+        if (x->floor == -INFINITY || !(sl.core <= x->floor)) x->tmp[--at] = sl;
     }
     t->rank_q = NULL;
     t->n_rank_q = 0;
+    size_t m = end - at;
     if (m == 0) return 0;
     if (reserve(&x->v, &x->cap, x->n + m) != 0) return -1;
-    rankidx_sort(x->tmp, m, x->v + x->n); /* the array's room past its entries as scratch */
-    merge_back(x->v, x->n, x->tmp, m);
+    rankidx_sort(x->tmp + at, m, x->v + x->n); /* the array's room past its entries as scratch */
+    merge_back(x->v, x->n, x->tmp + at, m);
     x->n += m;
     return 0;
 }
