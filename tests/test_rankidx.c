@@ -329,6 +329,15 @@ static void fixture_close(index_fixture *f)
 
 static int fixture_sync(index_fixture *f) { return rankidx_sync(&f->x, &f->e->cfg, &f->e->tables, &f->t); }
 
+/* A fixture of n keyword items named by fmt, item i mentioned 1 + i %
+ * spread times, and its index built. */
+static void fixture_with_keywords(index_fixture *f, const char *fmt, int n, int spread)
+{
+    fixture_open(f);
+    for (int i = 0; i < n; i++) mention_keyword(&f->t, fmt, i, 1 + i % spread);
+    cr_assert_eq(fixture_sync(f), 0);
+}
+
 /* Every item whose current bound is above the floor, and none that is
  * not: once each, the entries highest first, each the item's current
  * one.  Items change between syncs; the index is cut at random sizes, or
@@ -442,12 +451,10 @@ Test(rankidx, sort_is_stable_and_highest_first)
 Test(rankidx, syncs_cut_the_index_to_what_walks_read)
 {
     index_fixture f;
-    fixture_open(&f);
+    enum { N = 2000 };
+    fixture_with_keywords(&f, "keyword:w%04d", N, 40);
     tracker *t = &f.t;
     rankidx *x = &f.x;
-    enum { N = 2000 };
-    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:w%04d", i, 1 + i % 40);
-    cr_assert_eq(fixture_sync(&f), 0);
     cr_assert_eq(x->n, (size_t)N);
     srand(5);
     size_t most = 0;
@@ -475,12 +482,10 @@ Test(rankidx, syncs_cut_the_index_to_what_walks_read)
 Test(rankidx, a_large_index_takes_a_few_entries_a_sync_in_order)
 {
     index_fixture f;
-    fixture_open(&f);
+    enum { N = 3000 };
+    fixture_with_keywords(&f, "keyword:g%04d", N, 60);
     tracker *t = &f.t;
     rankidx *x = &f.x;
-    enum { N = 3000 };
-    for (int i = 0; i < N; i++) mention_keyword(t, "keyword:g%04d", i, 1 + i % 60);
-    cr_assert_eq(fixture_sync(&f), 0);
     srand(11);
     for (int round = 0; round < 40; round++) {
         tracker_advance_turn(t);
