@@ -99,8 +99,9 @@ static int sort_bytes(rank_slot *v, size_t n, rank_slot *tmp)
 /* Sorts v[0, n) by core, highest first, keeping the order of equal cores,
  * through tmp (n entries): sort_bytes from SMALL_RADIX_MIN entries.
  * Fewer, or where sort_bytes gave up: insertion sort (alone up to
- * INSERTION_MAX entries) of runs of 4, then bottom-up merges, each step choosing its entry without a branch (cores
- * compare at random, so a branch would miss half the time). */
+ * INSERTION_MAX entries) of runs of 4, then bottom-up merges, each step
+ * choosing its entry without a branch (cores compare at random, so a
+ * branch would miss half the time). */
 void rankidx_sort(rank_slot *v, size_t n, rank_slot *tmp)
 {
     if (n < 2 || (n >= SMALL_RADIX_MIN && sort_bytes(v, n, tmp) == 0)) return;
@@ -228,6 +229,14 @@ static size_t live_only(rank_slot *v, size_t n)
     return live;
 }
 
+/* The most entries one of the last RANKIDX_WALKS walks read. */
+static size_t walks_read(const rankidx *x)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < RANKIDX_WALKS; i++) w = x->reads[i] > w ? x->reads[i] : w;
+    return w;
+}
+
 void rankidx_cut_to(rankidx *x, size_t keep)
 {
     x->n = x->kept = live_only(x->v, x->n);
@@ -239,7 +248,7 @@ void rankidx_cut_to(rankidx *x, size_t keep)
     double f = x->v[keep - 1].core;
     size_t p = keep - 1;
     while (p > 0 && x->v[p - 1].core == f) p--;
-    if (p <= x->want) {
+    if (p <= walks_read(x)) {
         p = keep;
         while (p < x->n && x->v[p].core == f) p++;
         if (p == x->n) return;
@@ -289,7 +298,7 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
          * entries as it would keep): superseded ones dropped, then the
          * floor raised to keep that much.  A cut costs O(n), a turn's
          * merge O(n); a walk seldom reads so far that it needs a rebuild. */
-        size_t keep = RANKIDX_KEEP_MIN + 4 * x->want;
+        size_t keep = RANKIDX_KEEP_MIN + 4 * walks_read(x);
         if (rc == 0 && x->n > keep + (x->kept > keep ? x->kept : keep)) rankidx_cut_to(x, keep);
     }
     if (rc != 0) reset(x);
@@ -305,11 +314,7 @@ int rankidx_deepen(rankidx *x, const clarity_config *cfg, const scorer_tables *t
 
 void rankidx_walked(rankidx *x, size_t read)
 {
-    /* the most any of the last RANKIDX_WALKS walks read */
     x->reads[x->n_walks++ % RANKIDX_WALKS] = read < UINT32_MAX ? (uint32_t)read : UINT32_MAX;
-    size_t w = 0;
-    for (size_t i = 0; i < RANKIDX_WALKS; i++) w = x->reads[i] > w ? x->reads[i] : w;
-    x->want = w;
 }
 
 void rankidx_free(rankidx *x)

@@ -47,8 +47,7 @@ typedef struct rankidx {
     rank_slot *tmp; /* a turn's new entries while they are sorted */
     size_t n, cap, cap_t;
     size_t kept;  /* entries the last cut kept; 0 after a rebuild */
-    size_t want;  /* the most entries one of the last RANKIDX_WALKS walks read */
-    uint32_t reads[RANKIDX_WALKS], n_walks; /* what those walks read (rankidx_walked) */
+    uint32_t reads[RANKIDX_WALKS], n_walks; /* what the last walks read (rankidx_walked) */
     double floor; /* every item whose core is above it has its entry; -inf: every item */
     uint64_t gen; /* the tracker generation it reflects; 0 = none */
 } rankidx;
