@@ -324,6 +324,46 @@ static int rec_pruned(session *s, tl_reader *r, const tl_header *h, int apply)
     return 0;
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* A record's kept section (turnlog.h): every item neither pruned nor
+ * listed is pruned at its turn.  A listed id the session does not hold is
+ * passed over. */
+static int rec_kept(session *s, tl_reader *r, const tl_header *h, int apply)
+{
+    uint32_t n;
+    int64_t turn;
+    if (tl_get_u32(r, &n, "kept") != 0 || tl_get_turn_back(r, h->turn, &turn, "keptTurn") != 0) return -1;
+    if (n > (size_t)(r->end - r->p) / 2) return r->what = "kept", -1; /* an id takes 2 bytes or more */
+    item **kept = NULL;
+    if (apply && n && !(kept = malloc((size_t)n * sizeof *kept))) return -2;
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *id;
+        uint32_t idn;
+        if (tl_get_id(r, &id, &idn, "kept id") != 0 || idn == 0 || memchr(id, '\0', idn)) {
+            free(kept);
+            return r->what = "kept id", -1;
+        }
+        item *it = apply ? tracker_find_n(&s->t, id, idn) : NULL;
+        if (it) kept[k++] = it;
+    }
+    if (!apply) return 0;
+    qsort(kept, k, sizeof *kept, cmp_ptr);
+    for (item *it = s->t.items; it; it = it->hh.next) {
+        if (it->pruned || bsearch(&it, kept, k, sizeof *kept, cmp_ptr)) continue;
+        it->pruned = 1;
+        it->pruned_turn = turn;
+        it->snap_dirty = 1;
+    }
+    free(kept);
+    return 0;
+}
+
 /* A record's touched section (turnlog.h): each entry applied to its id's
  * item (tl_apply_touched).  An id the session does not hold is passed
  * over, as in the pruned section. */
@@ -331,7 +371,7 @@ static int rec_touched(session *s, tl_reader *r, const tl_header *h, int apply)
 {
     uint32_t n;
     int64_t turn;
-    if (tl_get_u32(r, &n, "touched") != 0 || tl_get_touch_turn(r, h->turn, &turn) != 0) return -1;
+    if (tl_get_u32(r, &n, "touched") != 0 || tl_get_turn_back(r, h->turn, &turn, "touchTurn") != 0) return -1;
     for (uint32_t i = 0; i < n; i++) {
         const char *id;
         uint32_t idn;
@@ -366,6 +406,10 @@ static int rec_walk(engine *e, session *s, tl_reader *r, int apply, const char *
     if (apply) {
         s->t.current_turn = h.turn;
         s->t.last_persist_ms = h.persisted;
+    }
+    if (h.flags & TL_REC_KEPT) {
+        int krc = rec_kept(s, r, &h, apply);
+        if (krc != 0) return krc;
     }
     uint32_t n;
     if (tl_get_u32(r, &n, "items") != 0) return -1;
@@ -762,6 +806,13 @@ static int write_record(engine *e, session *s, int first)
         meta_json(e, s, h.seq, b);
         tl_patch_u32(b, at, (uint32_t)(b->len - at - 4));
     }
+    if (t->bulk && !first) { /* (a first record holds every item whole) */
+        b->p[2] |= TL_REC_KEPT;
+        tl_put_u32(b, (uint32_t)t->n_bulk_kept);
+        tl_put_var(b, (uint64_t)(h.turn - t->bulk_turn));
+        for (size_t i = 0; i < t->n_bulk_kept; i++)
+            tl_put_id(b, t->bulk_kept[i]->id, tracker_id_len(t->bulk_kept[i]));
+    }
     size_t count_at = b->len;
     uint32_t n = 0, n_pruned = 0, n_touched = 0;
     tl_put_u32(b, 0);
@@ -846,7 +897,7 @@ static int flush(engine *e, session *s, int fold, int64_t now)
      * covered ones may have been left): a fold waits for it, and so does a
      * record that would take one of those slots */
     if (s->folding && (fold || s->log_seq - s->fold_from >= (uint64_t)e->cfg.storage.snapshot_every)) wait_fold(s);
-    int changed = t->dirty || t->meta_dirty || t->turn_dirty || t->n_deleted;
+    int changed = t->dirty || t->bulk || t->meta_dirty || t->turn_dirty || t->n_deleted;
     /* a session this process only read is never written, not even folded */
     /* (but a fold that left its slots has them to delete) */
     if (!changed && s->exists_in_store && (!fold || (!s->log_writer && !s->slots_left))) return CLARITY_OK;
@@ -858,6 +909,7 @@ static int flush(engine *e, session *s, int fold, int64_t now)
     int rc = fold ? write_snapshot(e, s) : write_record(e, s, !s->exists_in_store);
     if (rc != CLARITY_OK) {
         t->last_persist_ms = prev_persist; /* dirty state kept: retried next turn */
+        tracker_bulk_spill(t);             /* a bulk prune's items by their ids */
         return rc == CLARITY_ENOMEM || rc == STORE_ECONFLICT ? rc : CLARITY_ESTORE;
     }
     if (s->versioned) s->version++;

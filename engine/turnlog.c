@@ -379,9 +379,7 @@ void tl_put_var(buf *out, uint64_t v)
     out->p[out->len] = '\0';
 }
 
-/* A turn written as the record's turn minus it (a varint), checked to be
- * in 0..turn. */
-static int get_turn_back(tl_reader *r, int64_t turn, int64_t *v, const char *what)
+int tl_get_turn_back(tl_reader *r, int64_t turn, int64_t *v, const char *what)
 {
     uint64_t d;
     if (get_var(r, &d, what) != 0) return -1;
@@ -400,7 +398,7 @@ int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, in
 {
     if (tl_get_id(r, id, idn, "pruned id") != 0) return -1;
     if (*idn == 0 || memchr(*id, '\0', *idn)) return r->what = "pruned id", -1;
-    return get_turn_back(r, turn, pruned_turn, "prunedTurn");
+    return tl_get_turn_back(r, turn, pruned_turn, "prunedTurn");
 }
 
 void tl_put_touched(buf *out, const item *it, int64_t touch_turn)
@@ -414,11 +412,6 @@ void tl_put_touched(buf *out, const item *it, int64_t touch_turn)
     p = put_var(p, (uint64_t)it->reference_count);
     out->len = (size_t)(p - (unsigned char *)out->p);
     out->p[out->len] = '\0';
-}
-
-int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn)
-{
-    return get_turn_back(r, turn, touch_turn, "touchTurn");
 }
 
 int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,
@@ -465,7 +458,7 @@ int tl_get_header(tl_reader *r, tl_header *h)
     if (need(r, TL_HEADER, "header")) return -1;
     const unsigned char *b = r->p;
     if (b[0] != TL_REC_MAGIC || b[1] < 1 || b[1] > TL_REC_VERSION ||
-        b[2] > (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
+        b[2] > (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED | TL_REC_KEPT)) {
         r->what = "header";
         return -1;
     }

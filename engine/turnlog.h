@@ -38,6 +38,8 @@
  *   u8 flags (1: meta JSON follows), u8 0
  *   u64 seq, i64 current turn, i64 last persist time (ms)
  *   [u32 length, the meta JSON as the "meta" row holds it]
+ *   [flag 8: u32 kept ids, the varint of the record's turn minus the
+ *    prune's turn, then each: id length, id]
  *   u32 items, each: id length, id, item form of the record's version
  *   u32 deleted ids, each: id length, id
  *   [flag 2: u32 pruned ids, each: id length, id, varint of the record's
@@ -50,6 +52,16 @@
  * pruned it is written in the pruned section: a large session's compaction
  * prunes most of its items, and their full forms were most of its cost.
  * Builds before the section refuse a record with flag 2 ("header").
+ * A compaction that prunes most of a large session's items and keeps a
+ * few (tracker_bulk_begin) writes the kept ones in the kept section
+ * instead: every item the session holds before the record that is neither
+ * pruned nor kept is pruned at the prune's turn.  It is applied before the
+ * record's other sections, which write the items changed otherwise as
+ * they are (an item created since the last record, pruned or not, is
+ * whole in it).  Replayed onto rows a fold wrote after the record, it may
+ * prune an item created or revived after it: the record that did so sets
+ * it again, as for the other sections.  Builds before the section refuse
+ * flag 8 ("header").
  *   [flag 4: u32 touched ids, the varint of the record's turn minus the
  *    turn they were touched in, then each: id length, id, u8 (1: mentioned,
  *    2: referenced in that turn), varints of its mention and reference
@@ -84,6 +96,7 @@
 #define TL_REC_META 1
 #define TL_REC_PRUNED 2
 #define TL_REC_TOUCHED 4
+#define TL_REC_KEPT 8
 
 /* Appends the item form (version 2) of it. */
 void tl_put_item(buf *out, const item *it);
@@ -130,11 +143,11 @@ int tl_get_pruned(tl_reader *r, const char **id, uint32_t *idn, int64_t turn, in
 /* Appends a touched-section entry: its id, whether it was mentioned (1)
  * and referenced (2) in the touch turn, and its two counts. */
 void tl_put_touched(buf *out, const item *it, int64_t touch_turn);
-/* Appends an unsigned varint (the touched section's turn). */
+/* Appends an unsigned varint (the touched and kept sections' turns). */
 void tl_put_var(buf *out, uint64_t v);
-/* Reads the touched section's turn (the record's turn minus a varint),
- * checked to be in 0..turn.  0, or -1 with r->what set. */
-int tl_get_touch_turn(tl_reader *r, int64_t turn, int64_t *touch_turn);
+/* Reads a section's turn, written as the record's turn minus it (a
+ * varint), checked to be in 0..turn.  0, or -1 with r->what set to what. */
+int tl_get_turn_back(tl_reader *r, int64_t turn, int64_t *v, const char *what);
 /* Reads one entry: the id (a pointer into the record), its bits (1, 2)
  * and counts, each range-checked.  0, or -1 with r->what set. */
 int tl_get_touched(tl_reader *r, const char **id, uint32_t *idn, unsigned *bits, int64_t *mentions,

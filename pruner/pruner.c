@@ -167,11 +167,33 @@ int pruner_decide(const clarity_config *cfg, const scorer_tables *tables, tracke
     return evaluate(cfg, tables, t, strict, 0, out);
 }
 
+/* A prune as a bulk one (tracker_bulk_begin) when its kept items are
+ * fewer than half the ones it prunes (the record lists them instead), and
+ * it prunes at least BULK_MIN: a restore replays a bulk record with a walk
+ * over every item, which a handful of ids does not pay for. */
+#define BULK_MIN 16
+
+static int begin_bulk(tracker *t, const prune_result *r)
+{
+    if (r->pruned < BULK_MIN || r->kept >= r->pruned / 2) return 0;
+    item **kept = malloc((r->kept ? r->kept : 1) * sizeof *kept);
+    if (!kept) return 0;
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->d[i].keep) kept[k++] = r->d[i].it;
+    return tracker_bulk_begin(t, kept, k) == 0;
+}
+
 void pruner_apply(tracker *t, const prune_result *r)
 {
+    int bulk = begin_bulk(t, r);
     for (size_t i = 0; i < r->n; i++) {
         item *it = r->d[i].it;
         if (r->d[i].keep || it->pruned) continue;
+        if (bulk) {
+            tracker_bulk_prune(t, it);
+            continue;
+        }
         it->pruned = 1;
         it->pruned_turn = t->current_turn;
         tracker_mark_pruned(t, it);

@@ -43,6 +43,17 @@ static json_t *scores_of(th_host *h, const char *session, int pruned)
 static json_t *scores(th_host *h, const char *session) { return scores_of(h, session, 0); }
 static json_t *all_scores(th_host *h, const char *session) { return scores_of(h, session, 1); }
 
+/* clarity.getState of session, without the time of its last write. */
+static json_t *state_of(th_host *h, const char *session)
+{
+    char params[128];
+    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
+    json_t *j = NULL;
+    cr_assert_eq(th_rpc(h, "clarity.getState", params, &j), 0, "getState %s", session);
+    json_object_del(j, "lastPersistAt");
+    return j;
+}
+
 /* A fresh instance on cfg restores session as it was (before: what get
  * gave on the writer; released here). */
 static void expect_restored_by(const char *cfg, const char *session, json_t *before,
@@ -208,6 +219,11 @@ static uint32_t record_items(const unsigned char *p, size_t len)
     const char *s;
     uint32_t n, sn, total = 0;
     if (h.flags & TL_REC_META) cr_assert_eq(tl_get_bytes(&r, &s, &sn, "meta"), 0);
+    if (h.flags & TL_REC_KEPT) {
+        int64_t turn;
+        cr_assert(tl_get_u32(&r, &n, "kept") == 0 && tl_get_turn_back(&r, h.turn, &turn, "keptTurn") == 0);
+        for (uint32_t i = 0; i < n; i++) cr_assert_eq(tl_get_id(&r, &s, &sn, "kept id"), 0);
+    }
     cr_assert_eq(tl_get_u32(&r, &n, "items"), 0);
     for (uint32_t i = 0; i < n; i++, total++)
         cr_assert(tl_get_id(&r, &s, &sn, "id") == 0 && tl_get_item(&r, &t, it) == 0, "%s", r.what);
@@ -223,7 +239,7 @@ static uint32_t record_items(const unsigned char *p, size_t len)
     if (h.flags & TL_REC_TOUCHED) {
         int64_t turn, m, k;
         unsigned bits;
-        cr_assert(tl_get_u32(&r, &n, "touched") == 0 && tl_get_touch_turn(&r, h.turn, &turn) == 0);
+        cr_assert(tl_get_u32(&r, &n, "touched") == 0 && tl_get_turn_back(&r, h.turn, &turn, "touchTurn") == 0);
         for (uint32_t i = 0; i < n; i++, total++) cr_assert_eq(tl_get_touched(&r, &s, &sn, &bits, &m, &k), 0);
     }
     cr_assert(r.p == r.end, "bytes left in a record");
@@ -263,7 +279,7 @@ Test(persist, only_changed_items_are_written_per_turn)
     th_close(&h);
 }
 
-Test(persist, restart_after_kill_9_keeps_every_finished_turn, .timeout = 60)
+Test(persist, restart_after_kill_9_keeps_every_finished_turn, .init = th_limit_60)
 {
     char db[256];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
@@ -345,7 +361,7 @@ Test(persist, idle_sessions_leave_memory_and_come_back)
  * session here) or as the empty lookup of an unknown id.  Each session's
  * turns are all there after runs of the same session, switches and
  * lookups that find nothing; under ASan a freed one read would abort. */
-Test(persist, the_last_session_found_is_never_one_that_left, .timeout = 60)
+Test(persist, the_last_session_found_is_never_one_that_left, .init = th_limit_60)
 {
     char db[256];
     const char *cfg = resident_cfg(db, sizeof db, 1);
@@ -603,7 +619,7 @@ static void as_version_2(const unsigned char *v, size_t n, tracker *t, buf *out)
     if (h.flags & TL_REC_TOUCHED) { /* applied as a restore does, then whole */
         int64_t turn, m, k;
         unsigned bits;
-        cr_assert(tl_get_u32(&r, &count, "touched") == 0 && tl_get_touch_turn(&r, h.turn, &turn) == 0);
+        cr_assert(tl_get_u32(&r, &count, "touched") == 0 && tl_get_turn_back(&r, h.turn, &turn, "touchTurn") == 0);
         for (uint32_t i = 0; i < count; i++, n_items++) {
             cr_assert_eq(tl_get_touched(&r, &id, &idn, &bits, &m, &k), 0);
             snprintf(key, sizeof key, "%.*s", (int)idn, id);
@@ -781,7 +797,7 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
  * while another connection holds SQLite's write lock (a fold on the hook's
  * thread would wait for it, then fail), and the fold lands once the lock
  * goes; the restored state is the same. */
-Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
+Test(persist, session_end_leaves_the_fold_to_the_worker, .init = th_limit_60)
 {
     char db[256];
     th_host h;
@@ -807,7 +823,7 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .timeout = 60)
 /* Near storage.snapshotEvery records (past 7/8 of them), the worker folds
  * the log between turns: the records go without a session end or a
  * shutdown, and before a turn would have to fold them itself. */
-Test(persist, a_long_log_is_folded_between_turns, .timeout = 60)
+Test(persist, a_long_log_is_folded_between_turns, .init = th_limit_60)
 {
     char db[256];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
@@ -846,7 +862,7 @@ static int wait_records_below(const char *db, int below)
  * allocated again per turn); a restore skips them, and the snapshot of a
  * shutdown deletes them, those a process that left (here: idle, as if it
  * had died) and the ones it had never seen alike. */
-Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .timeout = 60)
+Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .init = th_limit_60)
 {
     char db[256], cfg[512];
     th_host one, a, b; /* one: every turn in memory, the reference */
@@ -875,7 +891,7 @@ Test(persist, a_fold_leaves_its_slots_for_the_turns_to_rewrite, .timeout = 60)
  * worker too: the hook that pushed it out returns while another connection
  * holds SQLite's write lock, without the warning a failed fold gives, and
  * the session's rows land once the lock goes. */
-Test(persist, an_evicted_session_is_folded_by_the_worker, .timeout = 60)
+Test(persist, an_evicted_session_is_folded_by_the_worker, .init = th_limit_60)
 {
     char db[256];
     const char *cfg = resident_cfg(db, sizeof db, 1);
@@ -932,6 +948,20 @@ static long long stat_of(th_host *h, const char *session, const char *key)
     return v;
 }
 
+/* A copy of the committed state of the SQLite file src at dst. */
+static void copy_db(const char *src, const char *dst)
+{
+    sqlite3 *s, *d;
+    cr_assert_eq(sqlite3_open(src, &s), SQLITE_OK);
+    cr_assert_eq(sqlite3_open(dst, &d), SQLITE_OK);
+    sqlite3_backup *b = sqlite3_backup_init(d, "main", s, "main");
+    cr_assert_not_null(b, "%s", sqlite3_errmsg(d));
+    cr_assert_eq(sqlite3_backup_step(b, -1), SQLITE_DONE);
+    sqlite3_backup_finish(b);
+    sqlite3_close(s);
+    sqlite3_close(d);
+}
+
 /* The newest turn-log record of the database (the one of highest seq). */
 static unsigned char *newest_record(const char *db, size_t *len)
 {
@@ -961,45 +991,153 @@ static unsigned char *newest_record(const char *db, size_t *len)
     return best;
 }
 
+/* Writes u32 v at offset at of the newest turn-log record of db. */
+static void patch_newest_record(const char *db, size_t at, uint32_t v)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT id, val FROM ring", -1, &st, NULL), SQLITE_OK);
+    sqlite3_int64 best_id = -1;
+    uint64_t best_seq = 0;
+    unsigned char *cell = NULL;
+    size_t cell_n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *c = sqlite3_column_blob(st, 1);
+        size_t cn = (size_t)sqlite3_column_bytes(st, 1);
+        if (cn < 32 || le64_at(c + 8) <= best_seq) continue;
+        best_seq = le64_at(c + 8), best_id = sqlite3_column_int64(st, 0);
+        free(cell);
+        cell = malloc(cn);
+        memcpy(cell, c, cn);
+        cell_n = cn;
+    }
+    sqlite3_finalize(st);
+    cr_assert(cell && 4 + at + 4 <= cell_n);
+    unsigned char le[4] = {v & 255, v >> 8 & 255, v >> 16 & 255, v >> 24};
+    memcpy(cell + 4 + at, le, 4); /* the cell: u32 length, then the record */
+    cr_assert_eq(sqlite3_prepare_v2(d, "UPDATE ring SET val = ?1 WHERE id = ?2", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_blob(st, 1, cell, (int)cell_n, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, best_id);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    free(cell);
+}
+
 /* The count of the pruned section of a record with no whole items and no
- * deletions (turnlog.h), or -1 when it has none. */
-static long long pruned_section(const unsigned char *p, size_t len)
+ * deletions (turnlog.h), or -1 when it has none; *kept, that of its kept
+ * section, or -1. */
+static long long pruned_section(const unsigned char *p, size_t len, long long *kept)
 {
     size_t at = 28;
-    if (p[2] & 1) at += 4 + le32_at(p + at);
+    if (p[2] & TL_REC_META) at += 4 + le32_at(p + at);
+    *kept = -1;
+    if (p[2] & TL_REC_KEPT) {
+        tl_reader r = tl_reader_over(p + at, len - at, 3);
+        uint32_t n;
+        int64_t turn;
+        cr_assert(tl_get_u32(&r, &n, "kept") == 0 && tl_get_turn_back(&r, le64_at(p + 12), &turn, "keptTurn") == 0);
+        cr_assert_eq(turn, (int64_t)le64_at(p + 12), "a kept section of another turn");
+        for (uint32_t i = 0; i < n; i++) {
+            const char *id;
+            uint32_t idn;
+            cr_assert_eq(tl_get_id(&r, &id, &idn, "kept id"), 0);
+        }
+        *kept = n;
+        at = (size_t)(r.p - p);
+    }
     cr_assert_geq(len, at + 8);
     cr_assert_eq(le32_at(p + at), 0, "whole items in a compaction's record");
     cr_assert_eq(le32_at(p + at + 4), 0, "deletions in a compaction's record");
     at += 8;
-    if (!(p[2] & 2)) return -1;
+    if (!(p[2] & TL_REC_PRUNED)) return -1;
     cr_assert_geq(len, at + 4);
     return le32_at(p + at);
 }
 
-/* A compaction prunes most of a large session: its record holds their
+/* A compaction prunes some items of a session: its record holds their
  * ids, not their whole forms.  A fresh process restores the writer's
  * state, pruned flags included, from the snapshot and the records, also
  * after an item pruned comes back. */
 Test(persist, a_compaction_writes_the_ids_it_pruned)
 {
-    char db[256];
+    char db[256], cfg[512];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":18,"
+             "\"maxContextItems\":30,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
+             db);
     th_host a;
-    cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
+    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
     for (int i = 0; i < 24; i++) file_turn(&a, "p", i);
     cr_assert_eq(th_compact(&a, "p", NULL), 0);
-    long long pruned = stat_of(&a, "p", "prunedItems");
-    cr_assert_gt(pruned, 10, "the compaction pruned %lld items", pruned);
+    long long pruned = stat_of(&a, "p", "prunedItems"), kept;
+    cr_assert_geq(pruned, 5, "the compaction pruned %lld items", pruned);
     size_t len = 0;
     unsigned char *rec = newest_record(db, &len);
-    cr_expect_eq(pruned_section(rec, len), pruned);
+    cr_expect_eq(pruned_section(rec, len, &kept), pruned);
+    cr_expect_eq(kept, -1, "a kept section for %lld items pruned", pruned);
     free(rec);
-    expect_restored_by(prune_cfg(db), "p", all_scores(&a, "p"), all_scores);
+    expect_restored_by(cfg, "p", all_scores(&a, "p"), all_scores);
     /* an item pruned comes back, and the next compaction prunes others */
     file_turn(&a, "p", 0);
     for (int i = 24; i < 30; i++) file_turn(&a, "p", i);
     cr_assert_eq(th_compact(&a, "p", NULL), 0);
-    expect_restored_by(prune_cfg(db), "p", all_scores(&a, "p"), all_scores);
+    expect_restored_by(cfg, "p", all_scores(&a, "p"), all_scores);
+    th_close(&a);
+    th_unlink_db(db);
+}
+
+/* A compaction that prunes most of a session's items (a bulk prune)
+ * writes the few it kept instead: no id of a pruned item, no whole form.
+ * A fresh process restores the writer's state, after items pruned before
+ * (which the kept section leaves as they are), a revival, items new in
+ * the compaction's turn, and a second such compaction. */
+Test(persist, a_compaction_that_prunes_most_writes_the_ids_it_kept)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host a;
+    cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
+    for (int i = 0; i < 12; i++) files_turn(&a, "p", i, 4);
+    json_t *unpruned = state_of(&a, "p");
+    cr_assert_eq(th_compact(&a, "p", NULL), 0);
+    long long pruned = stat_of(&a, "p", "prunedItems"), kept;
+    cr_assert_geq(pruned, 40, "the compaction pruned %lld items", pruned);
+    size_t len = 0;
+    unsigned char *rec = newest_record(db, &len);
+    cr_expect_eq(pruned_section(rec, len, &kept), -1, "a pruned section beside the kept one");
+    cr_expect(kept >= 1 && kept <= 4, "%lld items in the kept section (maxContextItems 4)", kept);
+    cr_expect_lt(len, 200, "a record of %zu bytes for %lld items pruned", len, pruned);
+    size_t kept_at = 28 + (rec[2] & TL_REC_META ? 4 + le32_at(rec + 28) : 0);
+    free(rec);
+    expect_restored_by(prune_cfg(db), "p", state_of(&a, "p"), state_of);
+    /* a kept count its record cannot hold: reported, the record not applied */
+    char bad[256];
+    snprintf(bad, sizeof bad, "%s", th_tmp_path(".db"));
+    copy_db(db, bad);
+    patch_newest_record(bad, kept_at, 0x7fffffff);
+    th_host b;
+    cr_assert_eq(th_open(&b, prune_cfg(bad), 0, NULL), 0);
+    json_t *got = state_of(&b, "p");
+    cr_expect(json_equal(got, unpruned), "a bad kept section was applied");
+    cr_expect(b.error_lines > 0 && strstr(b.last_error, "\"kept\""), "not reported: %s", b.last_error);
+    json_decref(got);
+    json_decref(unpruned);
+    th_close(&b);
+    th_unlink_db(bad);
+    /* a pruned item comes back, new items come in the compaction's turn,
+     * and the next compaction prunes them with the earlier ones in place */
+    file_turn(&a, "p", 0);
+    for (int i = 12; i < 20; i++) files_turn(&a, "p", i, 4);
+    cr_assert_eq(th_before(&a, "p", NULL, "see src/late/one.ts and src/late/two.ts", 38, NULL), 0);
+    cr_assert_eq(th_compact(&a, "p", NULL), 0);
+    rec = newest_record(db, &len);
+    cr_expect(rec[2] & TL_REC_KEPT, "the second compaction has no kept section");
+    free(rec);
+    cr_assert_gt(stat_of(&a, "p", "prunedItems"), pruned + 30);
+    expect_restored_by(prune_cfg(db), "p", state_of(&a, "p"), state_of);
     th_close(&a);
     th_unlink_db(db);
 }
@@ -1007,7 +1145,7 @@ Test(persist, a_compaction_writes_the_ids_it_pruned)
 /* A compaction whose record cannot be written (another connection holds
  * the write lock) leaves its items dirty: the next turn's record holds
  * them whole, and nothing is lost. */
-Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeout = 60)
+Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .init = th_limit_60)
 {
     char db[256];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
@@ -1029,6 +1167,32 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeo
     th_unlink_db(db);
 }
 
+/* The same for a bulk prune (most items pruned, a few kept): its record
+ * not written, its items go by their ids in the next turn's record, with
+ * no kept section, and nothing is lost. */
+Test(persist, a_bulk_compaction_that_failed_writes_its_ids_next_turn, .init = th_limit_60)
+{
+    char db[256];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    th_host a;
+    cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
+    for (int i = 0; i < 12; i++) files_turn(&a, "q", i, 4);
+    sqlite3 *lock = hold_write_lock(db);
+    cr_assert_neq(th_compact(&a, "q", NULL), 0, "the record was written under another's lock");
+    release_write_lock(lock);
+    long long pruned = stat_of(&a, "q", "prunedItems");
+    cr_assert_geq(pruned, 40);
+    file_turn(&a, "q", 12);
+    size_t len = 0;
+    unsigned char *rec = newest_record(db, &len);
+    cr_expect_eq(rec[2] & TL_REC_KEPT, 0, "a kept section after a failed write");
+    cr_expect(rec[2] & TL_REC_PRUNED, "no pruned section after a failed bulk prune");
+    free(rec);
+    expect_restored_by(prune_cfg(db), "q", state_of(&a, "q"), state_of);
+    th_close(&a);
+    th_unlink_db(db);
+}
+
 /* The worker's fold writes its rows in chunks of storage.foldChunk, with
  * the session free between them: while another connection holds SQLite's
  * write lock (the fold waits for it in its first chunk), a prompt of the
@@ -1036,7 +1200,7 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .timeo
  * whole of its transaction made it wait for the lock's end, or fail with
  * it.  Once the lock goes, the fold lands (rows, no record) and the
  * session restores as it was. */
-Test(persist, a_turn_goes_on_while_the_worker_folds, .timeout = 60)
+Test(persist, a_turn_goes_on_while_the_worker_folds, .init = th_limit_60)
 {
     char db[256], cfg[512];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
@@ -1103,7 +1267,7 @@ static void *late_turn_run(void *arg)
  * waits for SQLite's write lock in its first chunk while the turn comes;
  * without the wait, the store lets the turn's record in between two of the
  * fold's one-row chunks. */
-Test(persist, a_record_written_during_a_fold_keeps_its_slot, .timeout = 60)
+Test(persist, a_record_written_during_a_fold_keeps_its_slot, .init = th_limit_60)
 {
     char db[256], cfg[512];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
@@ -1169,7 +1333,7 @@ static void fold_child(const char *cfg, const char *ref, int to_parent, int from
  * lock once the fold's first rows landed and before its meta did (the
  * fold then waits in its next chunk), kills the process there, and
  * restores; it tries again until a kill lands between chunks. */
-Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
+Test(persist, a_kill_between_fold_chunks_loses_nothing, .init = th_limit_120)
 {
     int hit = 0;
     for (int attempt = 0; attempt < 20 && !hit; attempt++) {
@@ -1225,17 +1389,6 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .timeout = 120)
     cr_assert(hit, "no kill landed between two chunks of a fold in 20 tries");
 }
 
-/* clarity.getState of session, without the time of its last write. */
-static json_t *state_of(th_host *h, const char *session)
-{
-    char params[128];
-    snprintf(params, sizeof params, "{\"session\":\"%s\"}", session);
-    json_t *j = NULL;
-    cr_assert_eq(th_rpc(h, "clarity.getState", params, &j), 0, "getState %s", session);
-    json_object_del(j, "lastPersistAt");
-    return j;
-}
-
 /* One random turn of session on h: a prompt naming some of the names, a
  * reply and a tool call naming others; now and then a command (anchor,
  * unanchor, tier, prune) or a compaction instead of the reply. */
@@ -1276,20 +1429,6 @@ static void random_turn(th_host *h, const char *session, unsigned *seed)
         free(out);
     }
     cr_assert_eq(th_end(h, session, reply, rand_r(seed) % 2 ? "Edit" : NULL, args), 0);
-}
-
-/* A copy of the committed state of the SQLite file src at dst. */
-static void copy_db(const char *src, const char *dst)
-{
-    sqlite3 *s, *d;
-    cr_assert_eq(sqlite3_open(src, &s), SQLITE_OK);
-    cr_assert_eq(sqlite3_open(dst, &d), SQLITE_OK);
-    sqlite3_backup *b = sqlite3_backup_init(d, "main", s, "main");
-    cr_assert_not_null(b, "%s", sqlite3_errmsg(d));
-    cr_assert_eq(sqlite3_backup_step(b, -1), SQLITE_DONE);
-    sqlite3_backup_finish(b);
-    sqlite3_close(s);
-    sqlite3_close(d);
 }
 
 /* What a crash between a fold's chunks leaves, built without a kill: pre
@@ -1342,9 +1481,9 @@ static int splice_fold(const char *pre, const char *post, unsigned *seed)
     return taken;
 }
 
-/* The records above the snapshot of the file db that have a touched
- * section. */
-static int touched_records(const char *db)
+/* The records above the snapshot of the file db that have the flag of
+ * a section (turnlog.h). */
+static int records_with(const char *db, unsigned flag)
 {
     sqlite3 *d;
     cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
@@ -1353,43 +1492,58 @@ static int touched_records(const char *db)
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) { /* a cell: u32 length, then the record */
         const unsigned char *c = sqlite3_column_blob(st, 0);
-        n += sqlite3_column_bytes(st, 0) > 6 && (c[6] & TL_REC_TOUCHED);
+        n += sqlite3_column_bytes(st, 0) > 6 && (c[6] & flag);
     }
     sqlite3_finalize(st);
     sqlite3_close(d);
     return n;
 }
 
+/* One random turn; in a wide session, after a turn of its own naming
+ * three of 90 files (compactions and prunes then prune most items, a few
+ * kept: bulk prunes). */
+static void random_turn_of(th_host *h, const char *session, unsigned *seed, int wide)
+{
+    if (wide) files_turn(h, session, (int)(rand_r(seed) % 30), 3);
+    random_turn(h, session, seed);
+}
+
 /* Records replayed onto rows a fold wrote after them (a crash between
  * its chunks) end where the session was, whatever the mix of whole forms,
- * pruned entries and touched entries (counts alone) the turns wrote: the
- * whole state, mention histories included, for random sessions cut at
- * random folds. */
-Test(persist, records_replayed_onto_newer_rows_end_where_the_session_was, .timeout = 120)
+ * pruned entries, kept sections and touched entries (counts alone) the
+ * turns wrote: the whole state, mention histories included, for random
+ * sessions cut at random folds (odd rounds: wide sessions that prune
+ * most of their items). */
+Test(persist, records_replayed_onto_newer_rows_end_where_the_session_was, .init = th_limit_120)
 {
-    int spliced = 0, touched = 0;
+    int spliced = 0, touched = 0, kept = 0;
     for (unsigned round = 0; round < 16; round++) {
         unsigned seed = 1000 + round;
+        int wide = round % 2;
+        const char *pruning = wide ? ",\"pruning\":{\"targetContextItems\":2,\"maxContextItems\":4,"
+                                     "\"minMentionsPreserve\":50,\"pruneThreshold\":1000}"
+                                   : "";
         char db[256], pre[256], cfg[512], cfg_pre[512];
         snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
         snprintf(pre, sizeof pre, "%s", th_tmp_path(".db"));
-        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
-        snprintf(cfg_pre, sizeof cfg_pre, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", pre);
+        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}%s}", db, pruning);
+        snprintf(cfg_pre, sizeof cfg_pre, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}%s}", pre, pruning);
         th_host a;
         cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
         /* a snapshot mid-session (the session's end folds), then records
          * after it */
         int turns = 3 + (int)(rand_r(&seed) % 12);
-        for (int i = 0; i < turns; i++) random_turn(&a, "k", &seed);
+        for (int i = 0; i < turns; i++) random_turn_of(&a, "k", &seed, wide);
         cr_assert_eq(th_session_end(&a, "k"), 0);
         th_close(&a);
         cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
         int more = 3 + (int)(rand_r(&seed) % 20);
-        for (int i = 0; i < more; i++) random_turn(&a, "k", &seed);
+        for (int i = 0; i < more; i++) random_turn_of(&a, "k", &seed, wide);
         turns += more;
         json_t *want = state_of(&a, "k");
         copy_db(db, pre); /* as the session's fold finds it */
-        touched += touched_records(pre) > 0;
+        touched += records_with(pre, TL_REC_TOUCHED) > 0;
+        kept += records_with(pre, TL_REC_KEPT) > 0;
         cr_assert_eq(th_session_end(&a, "k"), 0);
         th_close(&a); /* the fold done */
         spliced += splice_fold(pre, db, &seed) > 0;
@@ -1408,4 +1562,5 @@ Test(persist, records_replayed_onto_newer_rows_end_where_the_session_was, .timeo
     }
     cr_assert_geq(spliced, 12, "rows of a later fold under the records in %d rounds of 16", spliced);
     cr_assert_geq(touched, 12, "touched sections in %d rounds of 16", touched);
+    cr_assert_geq(kept, 4, "kept sections in %d rounds of 16", kept);
 }

@@ -161,3 +161,65 @@ Test(tracker, only_a_mention_or_reference_in_one_turn_is_a_touch)
     cr_assert_eq(a->dirty, ITEM_DIRTY, "a saturated mention is whole");
     tracker_free(&t);
 }
+
+/* The length of the dirty list. */
+static size_t dirty_count(const tracker *t)
+{
+    size_t n = 0;
+    for (const item *it = t->dirty; it; it = it->dirty_next) n++;
+    return n;
+}
+
+/* A bulk prune leaves the items it prunes off the dirty list (those on it
+ * already stay, whole when touched), marks them for the snapshot, and
+ * ends with the list cleared; spilled (its record failed), or before an
+ * item goes away, its items go on the list as pruned-only ones. */
+Test(tracker, a_bulk_prune_keeps_its_items_off_the_dirty_list_until_spilled)
+{
+    for (int round = 0; round < 3; round++) {
+        tracker t;
+        tracker_init(&t, 4);
+        t.current_turn = 7;
+        touch_range(&t, 0, 40);
+        tracker_clear_dirty(&t);
+        item *touched = tracker_mention(&t, "keyword:word00002", CAT_KEYWORD, 0);
+        cr_assert_eq(touched->dirty, ITEM_DIRTY_TOUCHED);
+        item **kept = malloc(2 * sizeof *kept);
+        kept[0] = tracker_find(&t, "proj00000core");
+        kept[1] = tracker_find(&t, "proj00003core");
+        item *k0 = kept[0], *k1 = kept[1];
+        cr_assert_eq(tracker_bulk_begin(&t, kept, 2), 0);
+        cr_assert_eq(tracker_bulk_begin(&t, malloc(8), 0), -1, "a second bulk prune under way");
+        cr_assert(t.bulk && t.bulk_turn == 7 && t.n_bulk_kept == 2);
+        for (item *it = t.items; it; it = it->hh.next)
+            if (it != k0 && it != k1) tracker_bulk_prune(&t, it);
+        size_t pruned = 0;
+        for (item *it = t.items; it; it = it->hh.next) {
+            pruned += it->pruned;
+            if (it->pruned) cr_assert_eq(it->pruned_turn, 7);
+            /* the record writes the list's items; the fold those off it */
+            if (it->pruned && it != touched) cr_assert(it->snap_dirty);
+        }
+        cr_assert_eq(pruned, 38);
+        cr_assert_eq(dirty_count(&t), 1, "only the item dirty before is on the list");
+        cr_assert_eq(touched->dirty, ITEM_DIRTY, "a touch and a prune: whole");
+        if (round == 0) {
+            tracker_clear_dirty(&t); /* written */
+            cr_assert(!t.bulk && !t.bulk_kept);
+            cr_assert_eq(dirty_count(&t), 0);
+        } else if (round == 1) {
+            tracker_bulk_spill(&t); /* not written */
+            cr_assert(!t.bulk && !t.bulk_kept);
+            cr_assert_eq(dirty_count(&t), 38);
+            cr_assert_eq(touched->dirty, ITEM_DIRTY);
+            for (item *it = t.items; it; it = it->hh.next)
+                if (it->pruned && it != touched) cr_assert_eq(it->dirty, ITEM_DIRTY_PRUNED);
+        } else {
+            tracker_remove(&t, tracker_find(&t, "keyword:word00005")); /* spills first */
+            cr_assert(!t.bulk && !t.bulk_kept);
+            cr_assert_eq(dirty_count(&t), 37);
+            cr_assert_eq(t.n_deleted, 1);
+        }
+        tracker_free(&t);
+    }
+}

@@ -468,7 +468,7 @@ Test(turnlog, touched_entries_round_trip_and_bad_ones_are_refused)
     uint32_t n;
     unsigned bits;
     int64_t turn, m, k;
-    cr_assert_eq(tl_get_touch_turn(&r, 309, &turn), 0);
+    cr_assert_eq(tl_get_turn_back(&r, 309, &turn, "touchTurn"), 0);
     cr_assert_eq(turn, 9);
     cr_assert_eq(tl_get_touched(&r, &s, &n, &bits, &m, &k), 0, "%s", r.what ? r.what : "?");
     cr_assert(n == strlen(id) && memcmp(s, id, n) == 0);
@@ -478,7 +478,7 @@ Test(turnlog, touched_entries_round_trip_and_bad_ones_are_refused)
     cr_assert(r.p == r.end);
     /* the section's turn before turn 0 */
     r = tl_reader_over(b.p, b.len, 3);
-    cr_assert_neq(tl_get_touch_turn(&r, 299, &turn), 0);
+    cr_assert_neq(tl_get_turn_back(&r, 299, &turn, "touchTurn"), 0);
     cr_assert_str_eq(r.what, "touchTurn");
     /* cut short after the id, and in the counts */
     size_t first = 2; /* the section's turn (two varint bytes) */
@@ -518,14 +518,14 @@ Test(turnlog, touched_entries_round_trip_and_bad_ones_are_refused)
     free(it);
 }
 
-Test(turnlog, a_header_with_the_pruned_and_touched_flags_reads_and_unknown_flags_do_not)
+Test(turnlog, a_header_with_the_pruned_touched_and_kept_flags_reads_and_unknown_flags_do_not)
 {
-    for (unsigned f = 0; f <= 16; f++) {
+    for (unsigned f = 0; f <= 32; f++) {
         unsigned char h[28] = {TL_REC_MAGIC, TL_REC_VERSION, (unsigned char)f, 0, 1};
         tl_reader r = tl_reader_over(h, sizeof h, 0);
         tl_header hd;
         int rc = tl_get_header(&r, &hd);
-        if (f <= (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED)) {
+        if (f <= (TL_REC_META | TL_REC_PRUNED | TL_REC_TOUCHED | TL_REC_KEPT)) {
             cr_assert_eq(rc, 0, "flags %u", f);
             cr_assert_eq(hd.flags, f);
         } else {

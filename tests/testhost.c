@@ -313,3 +313,6 @@ json_t *th_item(json_t *scores, const char *id)
     }
     return NULL;
 }
+
+void th_limit_60(void) { alarm(60); }
+void th_limit_120(void) { alarm(120); }

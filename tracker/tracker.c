@@ -43,6 +43,7 @@ void tracker_free(tracker *t)
     }
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
     free(t->deleted);
+    free(t->bulk_kept);
     name_filter_free(&t->names);
     memset(t, 0, sizeof *t);
     t->rank_gen = new_gen(); /* a rank index of the freed items rebuilds */
@@ -216,6 +217,51 @@ void tracker_mark_pruned(tracker *t, item *it)
     else if (it->dirty == ITEM_DIRTY_TOUCHED) it->dirty = ITEM_DIRTY; /* a touch and a prune: whole */
 }
 
+static void bulk_end(tracker *t)
+{
+    free(t->bulk_kept);
+    t->bulk_kept = NULL;
+    t->n_bulk_kept = 0;
+    t->bulk = 0;
+}
+
+int tracker_bulk_begin(tracker *t, item **kept, size_t n)
+{
+    if (t->bulk) {
+        free(kept);
+        return -1;
+    }
+    t->bulk_kept = kept;
+    t->n_bulk_kept = n;
+    t->bulk_turn = t->current_turn;
+    t->bulk = 1;
+    return 0;
+}
+
+void tracker_bulk_prune(tracker *t, item *it)
+{
+    it->pruned = 1;
+    it->pruned_turn = t->bulk_turn;
+    if (it->dirty) {
+        tracker_mark_pruned(t, it);
+        return;
+    }
+    /* off the list: the record's kept section stands for it, and the
+     * snapshot's next fold writes its row */
+    rank_note(t, it);
+    it->snap_dirty = 1;
+}
+
+void tracker_bulk_spill(tracker *t)
+{
+    if (!t->bulk) return;
+    /* (an item pruned in the bulk's turn before it, and written then, is
+     * written again: harmless) */
+    for (item *it = t->items; it; it = it->hh.next)
+        if (it->pruned && !it->dirty && it->pruned_turn == t->bulk_turn) dirty_link(t, it, ITEM_DIRTY_PRUNED);
+    bulk_end(t);
+}
+
 /* A mention or reference in the current turn; whole: one the turn log
  * cannot write as a touch (ITEM_DIRTY_TOUCHED). */
 static void mark_touched(tracker *t, item *it, int whole)
@@ -364,6 +410,7 @@ void tracker_set_tier(tracker *t, item *it, int tier)
 /* Unlinks and frees an item; with forget, its id goes to the deleted list. */
 static void remove_item(tracker *t, item *it, int forget)
 {
+    tracker_bulk_spill(t); /* its kept list may hold it */
     if (forget && t->n_deleted == t->cap_deleted) {
         size_t cap = t->cap_deleted ? t->cap_deleted * 2 : 16;
         char **d = realloc(t->deleted, cap * sizeof *d);
@@ -411,6 +458,7 @@ void tracker_clear_dirty(tracker *t)
         it = next;
     }
     t->dirty = NULL;
+    bulk_end(t);
     t->touch_state = 0;
     t->meta_dirty = 0;
     t->turn_dirty = 0;

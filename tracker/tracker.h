@@ -47,7 +47,7 @@ typedef struct item {
     int8_t tier;     /* enum item_tier */
     uint8_t anchored, pruned;
     uint8_t dirty;       /* ITEM_DIRTY, ITEM_DIRTY_PRUNED or 0 */
-    uint8_t snap_dirty;  /* changed since the stored snapshot (persist.c's turn log) */
+    uint8_t snap_dirty;  /* changed since the stored snapshot (persist.c's turn log; a bulk prune's) */
     uint8_t rank_queued; /* on the tracker's rank queue */
     uint8_t hist_len;
     uint32_t rank_ver; /* bumped at every change a score bound depends on */
@@ -93,6 +93,12 @@ typedef struct tracker {
      * process, that changes at init, free and whenever items go away. */
     item *rank_q;
     size_t n_rank_q; /* its length: the index reserves for it without walking it twice */
+    /* A bulk prune since the last persist (tracker_bulk_begin): the items
+     * it left unpruned (owned), their count, its turn. */
+    item **bulk_kept;
+    size_t n_bulk_kept;
+    int64_t bulk_turn;
+    int bulk;
     uint64_t rank_gen;
     /* hashes of the last turn keys counted (agent_end's turn_key), a ring */
     uint64_t turn_keys[TRACKER_TURN_KEYS];
@@ -143,6 +149,24 @@ void tracker_mark_dirty(tracker *t, item *it);
  * then writes its id, not its whole form (a change through
  * tracker_mark_dirty before the next persist makes it whole again). */
 void tracker_mark_pruned(tracker *t, item *it);
+/* A bulk prune: a compaction that prunes most of a large session's
+ * items (100,000, keeping a few dozen).  kept[0..n) (malloc()ed; owned
+ * from the call, also when it fails) are the items that stay unpruned,
+ * and the caller then prunes every other unpruned item with
+ * tracker_bulk_prune.  Those items stay off the dirty list
+ * unless they are on it already: the turn log writes the kept items and
+ * the turn instead of 100,000 ids, and a walk over the pruned ones at the
+ * write (each a cache miss or two) is saved.  The bulk ends when the
+ * dirty list is cleared (the write succeeded) or spilled
+ * (tracker_bulk_spill: the write failed), and before an item goes away.
+ * Returns 0, or -1 when a bulk prune is under way already (kept freed). */
+int tracker_bulk_begin(tracker *t, item **kept, size_t n);
+/* Prunes it at the current turn, in the bulk prune under way. */
+void tracker_bulk_prune(tracker *t, item *it);
+/* Puts the items of the bulk prune under way, if any, on the dirty list
+ * as pruned-only ones, and ends it: its record was not written.  Walks
+ * every item. */
+void tracker_bulk_spill(tracker *t);
 /* Values of item.dirty: not changed, changed, pruned only, touched only:
  * mentioned or referenced in the current turn and changed in no other way
  * since the last persist (a mention whose count is already at
