@@ -39,7 +39,10 @@ size_t view_sorted(engine *e, session *s, int include_pruned, size_t exact, scor
 /* Scores are rounded to 3 decimals so JSON stays stable across platforms. */
 static void num(buf *out, const char *key, double v, int comma)
 {
-    buf_printf(out, "%s\"%s\":%.3f", comma ? "," : "", key, v);
+    buf_puts(out, comma ? ",\"" : "\"");
+    buf_puts(out, key);
+    buf_puts(out, "\":");
+    buf_put_f3(out, v);
 }
 
 static void item_json(const scored_item *si, buf *out)
@@ -190,9 +193,10 @@ void view_prune_json(const prune_result *r, const char *session_id, int applied,
     buf_puts(out, ",\"decisions\":[");
     for (size_t i = 0; i < r->n; i++) {
         buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
-        buf_json_str(out, r->d[i].it->id, strlen(r->d[i].it->id));
-        buf_printf(out, ",\"keep\":%s,\"rule\":\"%s\"", r->d[i].keep ? "true" : "false",
-                   pruner_rule_name(r->d[i].rule));
+        buf_json_str(out, r->d[i].it->id, tracker_id_len(r->d[i].it));
+        buf_puts(out, r->d[i].keep ? ",\"keep\":true,\"rule\":\"" : ",\"keep\":false,\"rule\":\"");
+        buf_puts(out, pruner_rule_name(r->d[i].rule));
+        buf_putc(out, '"');
         num(out, "adjustedScore", r->d[i].adjusted, 1);
         buf_putc(out, '}');
     }

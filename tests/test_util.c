@@ -2,6 +2,7 @@
  * of the return codes and the default state database. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +287,52 @@ Test(util, decimals_print_as_printf_does)
         snprintf(want, sizeof want, "%llu", us[i]);
         cr_assert_str_eq(b.p, want);
     }
+    buf_free(&b);
+}
+
+/* buf_put_f3 prints what "%.3f" prints: halves of the last place exactly
+ * and near, the neighbours of every thousandth, scores' usual values,
+ * random doubles of every magnitude, and what it hands to printf
+ * (negative, infinite, NaN, 10^6 and above). */
+Test(util, three_decimals_print_as_printf_does)
+{
+    const double edge[] = {0, -0.0, 0.0005, 0.0015, 0.0025, 0.0625, 0.1875, 1.0005, 2.5, 999999.9995,
+                           999999.999, 1e6, 1e6 + 0.0005, 1e300, -1.5, -0.0004, 1e-300, 5e-324,
+                           HUGE_VAL, -HUGE_VAL, NAN, 0.1, 0.7, 12.345, 12.3455, 123.4565};
+    char want[400];
+    buf b;
+    buf_init(&b);
+    unsigned seed = 7;
+    for (size_t i = 0; i < 400000; i++) {
+        double v;
+        if (i < sizeof edge / sizeof *edge) v = edge[i];
+        else if (i % 4 == 0) v = nextafter((double)(i / 4 % 2000000) / 2000.0, i % 8 ? HUGE_VAL : -HUGE_VAL);
+        else if (i % 4 == 1) v = (double)rand_r(&seed) / RAND_MAX * 100.0;
+        else if (i % 4 == 2) v = (double)(i % 1000003) / 1000.0;
+        else v = ldexp((double)rand_r(&seed) / RAND_MAX, (int)(i % 60) - 30);
+        buf_reset(&b);
+        buf_put_f3(&b, v);
+        snprintf(want, sizeof want, "%.3f", v);
+        cr_assert_str_eq(b.p, want, "%.17g", v);
+    }
+    buf_free(&b);
+}
+
+/* buf_printf grows for a text longer than the room it tries first, and
+ * appends after what is there. */
+Test(util, printf_appends_texts_of_any_length)
+{
+    buf b;
+    buf_init(&b);
+    char want[3000] = "";
+    for (int n = 0; n < 2000; n += 37) {
+        buf_printf(&b, "[%*d]", n, n);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "[%*d]", n, n);
+        if (strlen(want) > 2500) break;
+    }
+    cr_assert(!buf_failed(&b));
+    cr_assert_eq(b.len, strlen(want));
+    cr_assert_str_eq(b.p, want);
     buf_free(&b);
 }
 

@@ -1,5 +1,6 @@
 #include "buf.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,17 +41,30 @@ int buf_grow(buf *b, size_t extra)
     return 0;
 }
 
+/* Formats into the room the buffer has (at least PRINTF_ROOM bytes): the
+ * second pass, after growing, only for a longer text. */
+#define PRINTF_ROOM 64
+
 void buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
+    if (buf_reserve(b, PRINTF_ROOM) != 0) return;
     va_list cp;
     va_copy(cp, ap);
-    int n = vsnprintf(NULL, 0, fmt, cp);
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->p + b->len, room, fmt, cp);
     va_end(cp);
-    if (n < 0 || buf_reserve(b, (size_t)n) != 0) {
+    if (n >= 0 && (size_t)n >= room) {
+        if (buf_reserve(b, (size_t)n) != 0) {
+            b->p[b->len] = '\0';
+            return;
+        }
+        n = vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    }
+    if (n < 0) {
         b->oom = 1;
+        b->p[b->len] = '\0';
         return;
     }
-    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
 }
 
@@ -80,6 +94,24 @@ void buf_put_i64(buf *b, long long v)
 }
 
 void buf_put_u64(buf *b, unsigned long long v) { put_decimal(b, v, 0); }
+
+void buf_put_f3(buf *b, double v)
+{
+    /* v * 1000 is within 2^-23 of its exact value below 10^6: its
+     * fraction then tells the rounding unless it is within 10^-6 of a
+     * half, which printf settles (round half to even on the exact value) */
+    if (v < 1e6 && v >= 0 && !signbit(v)) { /* (printf writes -0.000 for -0) */
+        double x = v * 1000.0, r = floor(x), f = x - r;
+        if (fabs(f - 0.5) > 1e-6) {
+            unsigned long long u = (unsigned long long)r + (f > 0.5);
+            char tmp[4] = {'.', (char)('0' + u / 100 % 10), (char)('0' + u / 10 % 10), (char)('0' + u % 10)};
+            put_decimal(b, u / 1000, 0);
+            buf_append(b, tmp, 4);
+            return;
+        }
+    }
+    buf_printf(b, "%.3f", v);
+}
 
 /* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)

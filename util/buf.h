@@ -44,6 +44,9 @@ void buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Appends a decimal integer (no printf: this runs per item per turn). */
 void buf_put_i64(buf *b, long long v);
 void buf_put_u64(buf *b, unsigned long long v);
+/* Appends v as printf's "%.3f" writes it, without printf for the values
+ * scores take (0 to 10^6; others through printf). */
+void buf_put_f3(buf *b, double v);
 /* Appends s as a JSON string literal with quotes (invalid UTF-8 bytes become U+FFFD). */
 void buf_json_str(buf *b, const char *s, size_t n);
 /* Transfers ownership of the bytes to the caller (never NULL unless oom). */
