@@ -160,9 +160,10 @@ static int rebuild(rankidx *x, const clarity_config *cfg, const scorer_tables *t
     t->rank_q = NULL; /* every item's flag is reset below */
     t->n_rank_q = 0;
     if (reserve(&x->v, &x->cap, t->count) != 0) return -1;
+    t->rank_restart = 0;
     for (item *it = t->items; it; it = it->hh.next) {
         it->rank_queued = 0;
-        x->v[x->n++] = slot_of(cfg, tables, it);
+        if (!it->pruned) x->v[x->n++] = slot_of(cfg, tables, it);
     }
     /* the sort's scratch is given back at once (a turn's sorts keep only
      * a small one in x->tmp) */
@@ -271,8 +272,9 @@ static int drain(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
      * turn's first touches (its prompt's mentions) rank highest, so the
      * entries come nearly sorted, the insertion sort's cheap case */
     for (item *it = t->rank_q; it; it = it->rank_next) {
-        rank_slot sl = slot_of(cfg, tables, it);
         it->rank_queued = 0;
+        if (it->pruned) continue; /* (its entry, if any, superseded by its rank_ver) */
+        rank_slot sl = slot_of(cfg, tables, it);
         if (x->floor == -INFINITY || !(sl.core <= x->floor)) x->tmp[--at] = sl;
     }
     t->rank_q = NULL;
@@ -291,7 +293,12 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
     int rc = 0;
     if (!x->gen || x->gen != t->rank_gen) {
         rc = rebuild(x, cfg, tables, t);
-    } else if (t->rank_q) {
+    } else if (t->rank_q || t->rank_restart) {
+        if (t->rank_restart) { /* the queue holds every unpruned item */
+            x->n = x->kept = 0;
+            x->floor = -INFINITY;
+            t->rank_restart = 0;
+        }
         rc = drain(x, cfg, tables, t);
         /* entries past twice what walks need, and `keep` more than the
          * last cut kept (where ties kept more, a cut waits for as many new

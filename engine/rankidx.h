@@ -4,12 +4,14 @@
  * item can reach it, instead of bounding every item every turn.
  *
  * A block reads a handful of items (ten or so at 10,000 items), so the
- * index holds only the items whose bound is above its floor: every such
- * item has its current entry, no other item has to.  The tracker queues
- * every item whose counts or anchor change (tracker_mark_dirty); a sync
- * sorts the queue's entries above the floor into the array and drops the
- * rest.  Items going away change the tracker's generation, and the index
- * is rebuilt whole.  When the array holds many more entries than walks
+ * index holds only the unpruned items whose bound is above its floor:
+ * every such item has its current entry, no other item has to (a block
+ * passes over pruned items).  The tracker queues every item whose counts,
+ * anchor or pruned flag change (tracker_mark_dirty); a sync sorts the
+ * queue's unpruned entries above the floor into the array and drops the
+ * rest.  After a bulk prune the queue holds every unpruned item
+ * (t->rank_restart), and the index starts over from it.  Items going away
+ * change the tracker's generation, and the index is rebuilt whole.  When the array holds many more entries than walks
  * read, the floor is raised and the entries below it are cut off.  A walk
  * that runs out of entries before it may stop (items below the floor
  * could still reach the block) has the index rebuilt whole
@@ -48,7 +50,7 @@ typedef struct rankidx {
     size_t n, cap, cap_t;
     size_t kept;  /* entries the last cut kept; 0 after a rebuild */
     uint32_t reads[RANKIDX_WALKS], n_walks; /* what the last walks read (rankidx_walked) */
-    double floor; /* every item whose core is above it has its entry; -inf: every item */
+    double floor; /* every unpruned item whose core is above it has its entry; -inf: every one */
     uint64_t gen; /* the tracker generation it reflects; 0 = none */
 } rankidx;
 

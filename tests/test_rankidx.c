@@ -5,12 +5,14 @@
  * both scoring models and with few or many items per block; most blocks
  * come from the index (the sessions grow past RANKIDX_MIN_ITEMS). */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../engine/engine.h"
+#include "../pruner/pruner.h"
 
 static void quiet(void *ud, int level, const char *msg) { (void)ud, (void)level, (void)msg; }
 static int64_t clock0(void *ud) { return (void)ud, 1700000000000; }
@@ -123,8 +125,21 @@ static void compare(const char *config, int steps)
     buf_init(&a);
     buf_init(&b);
     size_t lines = 0, indexed = 0;
+    size_t bulks = 0;
     for (int step = 0; step < steps; step++) {
         change(&s->t, step);
+        if (rand() % 97 == 0) { /* a compaction's prune, keeping few (a bulk one) */
+            clarity_config pc = e->cfg; /* (a shallow copy, read only) */
+            pc.pruning.min_mentions_preserve = INT_MAX;
+            pc.pruning.target_context_items = 4;
+            pc.pruning.max_context_items = 8;
+            prune_result r;
+            cr_assert_eq(pruner_decide(&pc, &e->tables, &s->t, 0, &r), 0);
+            pruner_apply(&s->t, &r);
+            bulks += s->t.bulk;
+            pruner_result_free(&r);
+            tracker_clear_dirty(&s->t); /* (persisted) */
+        }
         if (rand() % 3) continue; /* several changes between blocks, too */
         buf_reset(&a);
         buf_reset(&b);
@@ -139,6 +154,7 @@ static void compare(const char *config, int steps)
     }
     cr_assert_gt(lines, (size_t)steps / 4, "the blocks were mostly empty (%zu lines)", lines);
     cr_assert_gt(indexed, (size_t)steps / 8, "the index was used for only %zu blocks", indexed);
+    cr_assert_gt(bulks, (size_t)3, "only %zu bulk prunes", bulks);
     buf_free(&a);
     buf_free(&b);
     engine_release(e, s);
@@ -338,10 +354,11 @@ static void fixture_with_keywords(index_fixture *f, const char *fmt, int n, int 
     cr_assert_eq(fixture_sync(f), 0);
 }
 
-/* Every item whose current bound is above the floor, and none that is
- * not: once each, the entries highest first, each the item's current
- * one.  Items change between syncs; the index is cut at random sizes, or
- * rebuilt whole. */
+/* Every unpruned item whose current bound is above the floor, and none
+ * that is not: once each, the entries highest first, each the item's
+ * current one.  Items change between syncs, some are pruned (one by one,
+ * or all but a few in a bulk prune), some come back; the index is cut at
+ * random sizes, or rebuilt whole. */
 static void check_entries(index_fixture *f, int n_items, const char *fmt, int round)
 {
     rankidx *x = &f->x;
@@ -360,8 +377,9 @@ static void check_entries(index_fixture *f, int n_items, const char *fmt, int ro
     for (int i = 0; i < n_items; i++) {
         item *it = find_keyword(&f->t, fmt, i);
         double core = scorer_bound_core(&f->e->cfg, &f->e->tables, it);
-        cr_assert_eq(seen[i], x->floor == -INFINITY || core > x->floor, "round %d: %s (bound %g, floor %g) %s",
-                     round, it->id, core, x->floor, seen[i] ? "read at or below the floor" : "missing");
+        cr_assert_eq(seen[i], !it->pruned && (x->floor == -INFINITY || core > x->floor),
+                     "round %d: %s (bound %g, floor %g, pruned %d) %s", round, it->id, core, x->floor, it->pruned,
+                     seen[i] ? "read at or below the floor, or pruned" : "missing");
     }
     free(seen);
 }
@@ -380,13 +398,34 @@ Test(rankidx, the_walk_reads_each_item_above_the_floor_once)
         tracker_mark_dirty(t, it);
     }
     cr_assert_eq(fixture_sync(&f), 0);
-    size_t cuts = 0;
+    size_t cuts = 0, bulks = 0;
     for (int round = 0; round < 60; round++) {
         tracker_advance_turn(t);
         for (int k = 0; k < 40; k++) {
             item *it = find_keyword(t, "keyword:o%04d", rand() % N);
             it->mention_count = 1 + rand() % 200;
+            it->pruned = 0; /* (a change that revives it, as a mention does) */
             tracker_mark_dirty(t, it);
+        }
+        if (round % 7 == 3) { /* a bulk prune keeps a few */
+            item **kept = malloc(8 * sizeof *kept);
+            size_t n_kept = 0;
+            for (item *it = t->items; it; it = it->hh.next)
+                if (!it->pruned && n_kept < 8 && rand() % 4 == 0) kept[n_kept++] = it;
+            cr_assert_eq(tracker_bulk_begin(t, kept, n_kept), 0);
+            for (item *it = t->items; it; it = it->hh.next) {
+                int keep = 0;
+                for (size_t j = 0; j < n_kept; j++) keep |= t->bulk_kept[j] == it;
+                if (!keep && !it->pruned) tracker_bulk_prune(t, it);
+            }
+            tracker_clear_dirty(t);
+            bulks++;
+        } else if (round % 3 == 1) { /* a few pruned one by one */
+            for (int k = 0; k < 20; k++) {
+                item *it = find_keyword(t, "keyword:o%04d", rand() % N);
+                it->pruned = 1;
+                tracker_mark_pruned(t, it);
+            }
         }
         cr_assert_eq(fixture_sync(&f), 0);
         check_entries(&f, N, "keyword:o%04d", round);
@@ -400,6 +439,7 @@ Test(rankidx, the_walk_reads_each_item_above_the_floor_once)
         check_entries(&f, N, "keyword:o%04d", round);
     }
     cr_assert_gt(cuts, (size_t)10, "only %zu cuts", cuts);
+    cr_assert_gt(bulks, (size_t)5);
     fixture_close(&f);
 }
 

@@ -235,6 +235,8 @@ int tracker_bulk_begin(tracker *t, item **kept, size_t n)
     t->n_bulk_kept = n;
     t->bulk_turn = t->current_turn;
     t->bulk = 1;
+    for (size_t i = 0; i < n; i++) rank_note(t, kept[i]);
+    t->rank_restart = 1;
     return 0;
 }
 
@@ -247,8 +249,8 @@ void tracker_bulk_prune(tracker *t, item *it)
         return;
     }
     /* off the list: the record's kept section stands for it, and the
-     * snapshot's next fold writes its row */
-    rank_note(t, it);
+     * snapshot's next fold writes its row; off the rank queue (the index
+     * starts over from the kept items) */
     it->snap_dirty = 1;
 }
 
@@ -432,6 +434,7 @@ static void remove_item(tracker *t, item *it, int forget)
     t->rank_gen = new_gen();
     t->rank_q = NULL;
     t->n_rank_q = 0;
+    t->rank_restart = 0;
     if (++t->names_removed > t->count) tracker_rebuild_names(t);
     if (forget && t->n_deleted < t->cap_deleted && (t->deleted[t->n_deleted] = strdup(it->id)))
         t->n_deleted++;

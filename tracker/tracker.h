@@ -93,6 +93,9 @@ typedef struct tracker {
      * process, that changes at init, free and whenever items go away. */
     item *rank_q;
     size_t n_rank_q; /* its length: the index reserves for it without walking it twice */
+    /* The queue holds every unpruned item (a bulk prune queued the ones
+     * it kept and pruned the rest): an index starts over from it. */
+    int rank_restart;
     /* A bulk prune since the last persist (tracker_bulk_begin): the items
      * it left unpruned (owned), their count, its turn. */
     item **bulk_kept;
@@ -161,7 +164,11 @@ void tracker_mark_pruned(tracker *t, item *it);
  * (tracker_bulk_spill: the write failed), and before an item goes away.
  * Returns 0, or -1 when a bulk prune is under way already (kept freed). */
 int tracker_bulk_begin(tracker *t, item **kept, size_t n);
-/* Prunes it at the current turn, in the bulk prune under way. */
+/* Prunes it at the current turn, in the bulk prune under way.  A rank
+ * index does not hold pruned items: the bulk queues its kept items and
+ * has the index start over from the queue (t->rank_restart), so that the
+ * pruned ones need not be queued (100,000 cache misses at the next
+ * sync). */
 void tracker_bulk_prune(tracker *t, item *it);
 /* Puts the items of the bulk prune under way, if any, on the dirty list
  * as pruned-only ones, and ends it: its record was not written.  Walks
