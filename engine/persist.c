@@ -353,9 +353,9 @@ static int rec_kept(session *s, tl_reader *r, const tl_header *h, int apply)
         if (it) kept[k++] = it;
     }
     if (!apply) return 0;
-    qsort(kept, k, sizeof *kept, cmp_ptr);
+    if (k) qsort(kept, k, sizeof *kept, cmp_ptr); /* (none kept: kept may be NULL) */
     for (item *it = s->t.items; it; it = it->hh.next) {
-        if (it->pruned || bsearch(&it, kept, k, sizeof *kept, cmp_ptr)) continue;
+        if (it->pruned || (k && bsearch(&it, kept, k, sizeof *kept, cmp_ptr))) continue;
         it->pruned = 1;
         it->pruned_turn = turn;
         it->snap_dirty = 1;

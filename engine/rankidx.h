@@ -11,13 +11,13 @@
  * queue's unpruned entries above the floor into the array and drops the
  * rest.  After a bulk prune the queue holds every unpruned item
  * (t->rank_restart), and the index starts over from it.  Items going away
- * change the tracker's generation, and the index is rebuilt whole.  When the array holds many more entries than walks
- * read, the floor is raised and the entries below it are cut off.  A walk
- * that runs out of entries before it may stop (items below the floor
- * could still reach the block) has the index rebuilt whole
- * (rankidx_deepen) and walks again.  An entry records the item's rank_ver
- * when it was made: one that no longer matches was superseded and is
- * skipped. */
+ * change the tracker's generation, and the index is rebuilt whole.  When
+ * the array holds many more entries than walks read, the floor is raised
+ * and the entries below it are cut off.  A walk that runs out of entries
+ * before it may stop (items below the floor could still reach the block)
+ * has the index rebuilt whole (rankidx_deepen) and walks again.  An entry
+ * records the item's rank_ver when it was made: one that no longer
+ * matches was superseded and is skipped. */
 #ifndef ENGINE_RANKIDX_H
 #define ENGINE_RANKIDX_H
 

@@ -1142,6 +1142,32 @@ Test(persist, a_compaction_that_prunes_most_writes_the_ids_it_kept)
     th_unlink_db(db);
 }
 
+/* A compaction that prunes every item: a kept section of no id, and the
+ * restore prunes every item it held. */
+Test(persist, a_compaction_that_prunes_every_item_writes_an_empty_kept_section)
+{
+    char db[256], cfg[512];
+    snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
+    snprintf(cfg, sizeof cfg,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":0,"
+             "\"maxContextItems\":4,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
+             db);
+    th_host a;
+    cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
+    for (int i = 0; i < 8; i++) files_turn(&a, "e", i, 4);
+    cr_assert_eq(th_compact(&a, "e", NULL), 0);
+    long long kept;
+    size_t len = 0;
+    unsigned char *rec = newest_record(db, &len);
+    cr_expect_eq(pruned_section(rec, len, &kept), -1);
+    cr_expect_eq(kept, 0, "%lld items in the kept section", kept);
+    free(rec);
+    cr_assert_eq(stat_of(&a, "e", "prunedItems"), stat_of(&a, "e", "totalItems"));
+    expect_restored_by(cfg, "e", state_of(&a, "e"), state_of);
+    th_close(&a);
+    th_unlink_db(db);
+}
+
 /* A compaction whose record cannot be written (another connection holds
  * the write lock) leaves its items dirty: the next turn's record holds
  * them whole, and nothing is lost. */
