@@ -295,8 +295,8 @@ int rankidx_sync(rankidx *x, const clarity_config *cfg, const scorer_tables *tab
         rc = rebuild(x, cfg, tables, t);
     } else if (t->rank_q || t->rank_restart) {
         if (t->rank_restart) { /* the queue holds every unpruned item */
-            x->n = x->kept = 0;
-            x->floor = -INFINITY;
+            reset(x);
+            x->gen = t->rank_gen;
             t->rank_restart = 0;
         }
         rc = drain(x, cfg, tables, t);

@@ -187,17 +187,8 @@ static int begin_bulk(tracker *t, const prune_result *r)
 void pruner_apply(tracker *t, const prune_result *r)
 {
     int bulk = begin_bulk(t, r);
-    for (size_t i = 0; i < r->n; i++) {
-        item *it = r->d[i].it;
-        if (r->d[i].keep || it->pruned) continue;
-        if (bulk) {
-            tracker_bulk_prune(t, it);
-            continue;
-        }
-        it->pruned = 1;
-        it->pruned_turn = t->current_turn;
-        tracker_mark_pruned(t, it);
-    }
+    for (size_t i = 0; i < r->n; i++)
+        if (!r->d[i].keep && !r->d[i].it->pruned) tracker_prune(t, r->d[i].it, bulk);
 }
 
 const char *pruner_rule_name(int rule)

@@ -914,14 +914,22 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .init = th_limit_60)
 
 /* ---- a compaction's record ---------------------------------------------- */
 
+/* A SQLite store at db whose prunes keep target items, at most max, none
+ * for its mentions or its score alone (into out). */
+static const char *prune_cfg_to(char *out, size_t cap, const char *db, int target, int max)
+{
+    snprintf(out, cap,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":%d,"
+             "\"maxContextItems\":%d,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
+             db, target, max);
+    return out;
+}
+
+/* The same keeping 2, at most 4 (a static buffer per thread). */
 static const char *prune_cfg(const char *db)
 {
     static __thread char cfg[512];
-    snprintf(cfg, sizeof cfg,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":2,"
-             "\"maxContextItems\":4,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
-             db);
-    return cfg;
+    return prune_cfg_to(cfg, sizeof cfg, db, 2, 4);
 }
 
 /* A turn naming `files` files of its own (turn i's). */
@@ -1064,10 +1072,7 @@ Test(persist, a_compaction_writes_the_ids_it_pruned)
 {
     char db[256], cfg[512];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    snprintf(cfg, sizeof cfg,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":18,"
-             "\"maxContextItems\":30,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
-             db);
+    prune_cfg_to(cfg, sizeof cfg, db, 18, 30);
     th_host a;
     cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
     for (int i = 0; i < 24; i++) file_turn(&a, "p", i);
@@ -1148,10 +1153,7 @@ Test(persist, a_compaction_that_prunes_every_item_writes_an_empty_kept_section)
 {
     char db[256], cfg[512];
     snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
-    snprintf(cfg, sizeof cfg,
-             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"pruning\":{\"targetContextItems\":0,"
-             "\"maxContextItems\":4,\"minMentionsPreserve\":50,\"pruneThreshold\":1000}}",
-             db);
+    prune_cfg_to(cfg, sizeof cfg, db, 0, 4);
     th_host a;
     cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
     for (int i = 0; i < 8; i++) files_turn(&a, "e", i, 4);
@@ -1546,14 +1548,16 @@ Test(persist, records_replayed_onto_newer_rows_end_where_the_session_was, .init 
     for (unsigned round = 0; round < 16; round++) {
         unsigned seed = 1000 + round;
         int wide = round % 2;
-        const char *pruning = wide ? ",\"pruning\":{\"targetContextItems\":2,\"maxContextItems\":4,"
-                                     "\"minMentionsPreserve\":50,\"pruneThreshold\":1000}"
-                                   : "";
         char db[256], pre[256], cfg[512], cfg_pre[512];
         snprintf(db, sizeof db, "%s", th_tmp_path(".db"));
         snprintf(pre, sizeof pre, "%s", th_tmp_path(".db"));
-        snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}%s}", db, pruning);
-        snprintf(cfg_pre, sizeof cfg_pre, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}%s}", pre, pruning);
+        if (wide) {
+            prune_cfg_to(cfg, sizeof cfg, db, 2, 4);
+            prune_cfg_to(cfg_pre, sizeof cfg_pre, pre, 2, 4);
+        } else {
+            snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+            snprintf(cfg_pre, sizeof cfg_pre, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", pre);
+        }
         th_host a;
         cr_assert_eq(th_open(&a, cfg, 0, NULL), 0);
         /* a snapshot mid-session (the session's end folds), then records

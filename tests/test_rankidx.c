@@ -416,15 +416,14 @@ Test(rankidx, the_walk_reads_each_item_above_the_floor_once)
             for (item *it = t->items; it; it = it->hh.next) {
                 int keep = 0;
                 for (size_t j = 0; j < n_kept; j++) keep |= t->bulk_kept[j] == it;
-                if (!keep && !it->pruned) tracker_bulk_prune(t, it);
+                if (!keep && !it->pruned) tracker_prune(t, it, 1);
             }
             tracker_clear_dirty(t);
             bulks++;
         } else if (round % 3 == 1) { /* a few pruned one by one */
             for (int k = 0; k < 20; k++) {
                 item *it = find_keyword(t, "keyword:o%04d", rand() % N);
-                it->pruned = 1;
-                tracker_mark_pruned(t, it);
+                tracker_prune(t, it, 0);
             }
         }
         cr_assert_eq(fixture_sync(&f), 0);

@@ -192,7 +192,7 @@ Test(tracker, a_bulk_prune_keeps_its_items_off_the_dirty_list_until_spilled)
         cr_assert_eq(tracker_bulk_begin(&t, malloc(8), 0), -1, "a second bulk prune under way");
         cr_assert(t.bulk && t.bulk_turn == 7 && t.n_bulk_kept == 2);
         for (item *it = t.items; it; it = it->hh.next)
-            if (it != k0 && it != k1) tracker_bulk_prune(&t, it);
+            if (it != k0 && it != k1) tracker_prune(&t, it, 1);
         size_t pruned = 0;
         for (item *it = t.items; it; it = it->hh.next) {
             pruned += it->pruned;

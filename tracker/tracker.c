@@ -240,11 +240,11 @@ int tracker_bulk_begin(tracker *t, item **kept, size_t n)
     return 0;
 }
 
-void tracker_bulk_prune(tracker *t, item *it)
+void tracker_prune(tracker *t, item *it, int in_bulk)
 {
     it->pruned = 1;
-    it->pruned_turn = t->bulk_turn;
-    if (it->dirty) {
+    it->pruned_turn = t->current_turn;
+    if (!in_bulk || it->dirty) {
         tracker_mark_pruned(t, it);
         return;
     }

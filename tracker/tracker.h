@@ -156,7 +156,7 @@ void tracker_mark_pruned(tracker *t, item *it);
  * items (100,000, keeping a few dozen).  kept[0..n) (malloc()ed; owned
  * from the call, also when it fails) are the items that stay unpruned,
  * and the caller then prunes every other unpruned item with
- * tracker_bulk_prune.  Those items stay off the dirty list
+ * tracker_prune(.., 1).  Those items stay off the dirty list
  * unless they are on it already: the turn log writes the kept items and
  * the turn instead of 100,000 ids, and a walk over the pruned ones at the
  * write (each a cache miss or two) is saved.  The bulk ends when the
@@ -164,12 +164,13 @@ void tracker_mark_pruned(tracker *t, item *it);
  * (tracker_bulk_spill: the write failed), and before an item goes away.
  * Returns 0, or -1 when a bulk prune is under way already (kept freed). */
 int tracker_bulk_begin(tracker *t, item **kept, size_t n);
-/* Prunes it at the current turn, in the bulk prune under way.  A rank
- * index does not hold pruned items: the bulk queues its kept items and
- * has the index start over from the queue (t->rank_restart), so that the
- * pruned ones need not be queued (100,000 cache misses at the next
- * sync). */
-void tracker_bulk_prune(tracker *t, item *it);
+/* Prunes it at the current turn (tracker_mark_pruned), or, in_bulk (in
+ * the bulk prune the caller began), off the dirty list and the rank
+ * queue unless it is on the list already.  A rank index does not hold
+ * pruned items: the bulk queues its kept items and has the index start
+ * over from the queue (t->rank_restart), so that the pruned ones need not
+ * be queued (100,000 cache misses at the next sync). */
+void tracker_prune(tracker *t, item *it, int in_bulk);
 /* Puts the items of the bulk prune under way, if any, on the dirty list
  * as pruned-only ones, and ends it: its record was not written.  Walks
  * every item. */
