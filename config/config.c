@@ -864,14 +864,26 @@ static int real_prec(const clarity_config *cfg)
     return prec;
 }
 
-char *config_to_json(const clarity_config *cfg)
+int config_has_section(const char *section)
 {
+    size_t n = section ? strlen(section) : 0;
+    for (size_t i = 0; n && i < NF(settings); i++)
+        if (strncmp(settings[i].key, section, n) == 0 && settings[i].key[n] == '.') return 1;
+    return 0;
+}
+
+char *config_to_json(const clarity_config *cfg) { return config_section_json(cfg, NULL); }
+
+char *config_section_json(const clarity_config *cfg, const char *section)
+{
+    size_t sn = section ? strlen(section) : 0;
     if (!cfg || cfg->extraction.n_tools > CFG_MAX_TOOLS ||
         cfg->extraction.n_custom > CFG_MAX_PATTERNS || cfg->extraction.n_exclude > CFG_MAX_PATTERNS)
         return NULL;
     json_t *root = json_object();
     int bad = !root;
     for (size_t i = 0; !bad && i < NF(settings); i++) {
+        if (sn && (strncmp(settings[i].key, section, sn) != 0 || settings[i].key[sn] != '.')) continue;
         const char *leaf;
         json_t *sec = section_of(root, settings[i].key, &leaf);
         json_t *v = sec ? entry_json(cfg, &settings[i]) : NULL;

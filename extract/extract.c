@@ -104,38 +104,49 @@ static int is_tool_word(const extractor *ex, const char *t, size_t n)
     return tool_may_be(ex, t, n) && is_tool_word_h(ex, t, n, ex_word_hash(t, n));
 }
 
-static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
+/* Whether every configured tool name is a plain word (of fewer than 64
+ * bytes), and how many names there are. */
+static int tools_plain(const clarity_config *cfg, size_t *n)
 {
-    buf b;
-    buf_init(&b);
-    size_t n = 0;
-    buf_puts(&b, "(?<![A-Za-z0-9_])(?:");
-    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
-        const char *t = cfg->extraction.tools[i];
-        if (!t || !*t) continue;
-        if (n++) buf_putc(&b, '|');
-        for (const char *c = t; *c; c++) {
-            unsigned char u = (unsigned char)*c;
-            if (u < 0x80 && !ex_is_word(u)) buf_putc(&b, '\\');
-            buf_putc(&b, *c);
-        }
-    }
-    buf_puts(&b, ")(?![A-Za-z0-9_])");
-    int rc = 0;
-    if (buf_failed(&b)) rc = CLARITY_ENOMEM;
-    else if (n) rc = compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
-    buf_free(&b);
-    if (rc) return rc;
-    /* Plain-word names (all of the defaults) also go into a sorted table. */
-    size_t words = 0;
+    int plain = 1;
+    *n = 0;
     for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
         const char *t = cfg->extraction.tools[i];
         if (!t || !*t) continue;
         size_t l = strlen(t);
-        for (size_t k = 0; k < l; k++)
-            if (!ex_is_word((unsigned char)t[k])) return 0; /* keep the regex only */
-        if (l >= 64) return 0;
-        words++;
+        for (size_t k = 0; k < l; k++) plain &= ex_is_word((unsigned char)t[k]) != 0;
+        plain &= l < 64;
+        ++*n;
+    }
+    return plain;
+}
+
+/* The configured tool names as an exact-match table of words when all are
+ * plain words (the defaults), else as a regex.  Only one is built: a
+ * regex's compile and JIT cost a hook process (Claude Code runs one per
+ * event) a fifth of its work, for a pattern the table makes unused. */
+static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
+{
+    size_t words;
+    if (!tools_plain(cfg, &words)) {
+        buf b;
+        buf_init(&b);
+        size_t n = 0;
+        buf_puts(&b, "(?<![A-Za-z0-9_])(?:");
+        for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+            const char *t = cfg->extraction.tools[i];
+            if (!t || !*t) continue;
+            if (n++) buf_putc(&b, '|');
+            for (const char *c = t; *c; c++) {
+                unsigned char u = (unsigned char)*c;
+                if (u < 0x80 && !ex_is_word(u)) buf_putc(&b, '\\');
+                buf_putc(&b, *c);
+            }
+        }
+        buf_puts(&b, ")(?![A-Za-z0-9_])");
+        int rc = buf_failed(&b) ? CLARITY_ENOMEM : compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
+        buf_free(&b);
+        return rc;
     }
     if (!words) return 0;
     ex->tool_words = calloc(words, sizeof *ex->tool_words);
@@ -210,9 +221,7 @@ int extract_new(const clarity_config *cfg, extractor **out, char **err)
     if (!ex->mctx) goto fail;
     pcre2_set_match_limit(ex->mctx, MATCH_LIMIT);
     pcre2_set_depth_limit(ex->mctx, DEPTH_LIMIT);
-    if ((rc = compile(RE_PROJECT, sizeof RE_PROJECT - 1, &ex->re_project, err, "projects")) ||
-        (rc = compile_tools(ex, cfg, err)))
-        goto fail;
+    if ((rc = compile_tools(ex, cfg, err))) goto fail;
     /* the word lengths the mention scan may drop unread (short_skip) */
     for (unsigned n = 1; n <= 3; n++) {
         if (!keyword_len(ex, n) && !(ex->tool_names && ex->tool_words && tool_len(ex, n)))
@@ -262,7 +271,7 @@ fail:
 void extract_free(extractor *ex)
 {
     if (!ex) return;
-    pcre2_code_free(ex->re_project);
+    pcre2_code_free(atomic_load_explicit(&ex->re_project, memory_order_acquire));
     for (size_t i = 0; i < ex->n_tool_words; i++) free(ex->tool_words[i]);
     free(ex->tool_words);
     free(ex->tool_slots);
@@ -839,17 +848,41 @@ int ex_next_hyphen_name(const char *t, size_t len, size_t *pos, size_t *ms, size
     return 0;
 }
 
+/* RE_PROJECT, compiled at its first use: only the reference passes run it
+ * (the one-pass scan finds CamelCase words itself), so a process that never
+ * takes that path never pays its compile and JIT.  Extractors are shared
+ * by threads: the first compile installed wins.  NULL: out of memory. */
+static const pcre2_code *project_re(const extractor *ex)
+{
+    extractor *m = (extractor *)ex; /* calloc'ed: only this field is set here */
+    pcre2_code *re = atomic_load_explicit(&m->re_project, memory_order_acquire);
+    if (re) return re;
+    if (compile(RE_PROJECT, sizeof RE_PROJECT - 1, &re, NULL, "projects") != 0) return NULL;
+    pcre2_code *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&m->re_project, &none, re, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        pcre2_code_free(re);
+        re = none; /* another thread's */
+    }
+    return re;
+}
+
 static void pass_projects(ex_emitter *e, const char *t, size_t len)
 {
+    const pcre2_code *re = project_re(e->ex);
+    if (!re) {
+        ex_em_error(e, CLARITY_ENOMEM);
+        return;
+    }
     /* Two match streams (CamelCase, hyphenated), consumed in text order. */
     size_t pos[2] = {0, 0}, ms[2], me[2];
     int r[2];
-    r[0] = ex_next_match(e->ex, e->ex->re_project, t, len, &pos[0], e->md, &ms[0], &me[0]);
+    r[0] = ex_next_match(e->ex, re, t, len, &pos[0], e->md, &ms[0], &me[0]);
     r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     while (r[0] == 1 || r[1] == 1) {
         int k = r[0] == 1 && (r[1] != 1 || ms[0] <= ms[1]) ? 0 : 1;
         if (emit_project(e, t, ms[k], me[k]) < 0) return;
-        if (k == 0) r[0] = ex_next_match(e->ex, e->ex->re_project, t, len, &pos[0], e->md, &ms[0], &me[0]);
+        if (k == 0) r[0] = ex_next_match(e->ex, re, t, len, &pos[0], e->md, &ms[0], &me[0]);
         else r[1] = ex_next_hyphen_name(t, len, &pos[1], &ms[1], &me[1]);
     }
     ex_em_error(e, r[0]);
@@ -1255,7 +1288,7 @@ int extract_mentions_reference(const extractor *ex, const char *text, size_t len
     if (!text) len = 0;
     ex_emitter *e = ex_em_open(ex, workspace, cb, ud, 1);
     if (!e) return CLARITY_ENOMEM;
-    if (ex->tool_names && ex->re_tools) pass_tools(e, text, len);
+    if (ex->tool_names && (ex->re_tools || ex->tool_words)) pass_tools(e, text, len);
     if (!e->stop && (ex->memory_files || ex->source_files)) pass_files(e, text, len);
     if (!e->stop && ex->projects) pass_projects(e, text, len);
     if (!e->stop) ex_pass_custom(e, text, len, 1);

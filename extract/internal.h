@@ -30,8 +30,8 @@ struct extractor {
     int projects, tool_names, memory_files, source_files, keywords;
     uint64_t seed;
     pcre2_match_context *mctx;
-    pcre2_code *re_project; /* CamelCase */
-    pcre2_code *re_tools;   /* configured tool names, NULL when none */
+    pcre2_code *_Atomic re_project; /* CamelCase, at the reference passes' first use (project_re) */
+    pcre2_code *re_tools;           /* configured tool names when one is no plain word, else NULL */
     /* The same names as an exact-match table of words, used instead of the
      * regex when every name is a plain word (the common case). */
     char **tool_words;

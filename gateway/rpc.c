@@ -337,7 +337,12 @@ static int m_prune(rpc_call *c)
 
 static int m_config(rpc_call *c)
 {
-    char *json = config_to_json(&c->e->cfg);
+    const char *section;
+    int rc = str_param(c, "section", 0, &section);
+    if (rc != CLARITY_OK) return rc;
+    if (section && !config_has_section(section))
+        return fail(c, CLARITY_EINVAL, RPC_INVALID_PARAMS, "unknown config section: %s", section);
+    char *json = config_section_json(&c->e->cfg, section);
     if (!json) return fail(c, CLARITY_ENOMEM, RPC_INTERNAL, "out of memory%s", NULL);
     buf_puts(c->out, json);
     free(json);

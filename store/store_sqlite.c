@@ -686,6 +686,8 @@ static int prep(sqlite3 *db, const char *sql, sqlite3_stmt **st)
     return sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 }
 
+static int open_prepared(sq *q, const char *path, int wal, store **out, char **err);
+
 int store_open_sqlite(const char *path, int flags, store **out, char **err)
 {
     if (err) *err = NULL;
@@ -757,6 +759,20 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         return CLARITY_ESTORE;
     }
 
+    /* A file at this build's version needs no schema transaction: its
+     * tables exist (the version is set in the transaction that makes
+     * them).  A hook process (Claude Code runs one per event) opens the
+     * store every time, and that transaction's statements were a sixth of
+     * its instructions.  Anything else (a new file, an older version, a
+     * table gone) takes the transaction below. */
+    char *ver = NULL;
+    int current = exec1(q->db, "SELECT v FROM meta WHERE k='schema_version'", &ver) == SQLITE_OK && ver &&
+                  strtol(ver, NULL, 10) == SCHEMA_VERSION;
+    free(ver);
+    ver = NULL;
+    if (current && sq_ring_open(&q->ring, q->db) == SQLITE_OK) return open_prepared(q, path, wal, out, err);
+    sq_ring_close(&q->ring); /* what a failed open prepared */
+
     /* Schema, created or checked in one write transaction. */
     rc = exec1(q->db, "BEGIN IMMEDIATE", NULL);
     if (rc != SQLITE_OK) return open_fail(q, err, "BEGIN");
@@ -768,7 +784,6 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
     };
     for (size_t i = 0; rc == SQLITE_OK && i < sizeof schema / sizeof schema[0]; i++)
         rc = exec1(q->db, schema[i], NULL);
-    char *ver = NULL;
     if (rc == SQLITE_OK) rc = exec1(q->db, "SELECT v FROM meta WHERE k='schema_version'", &ver);
     long v = ver ? strtol(ver, NULL, 10) : 0;
     /* the ring's tables, in a file this build reads; a version 1 file's
@@ -804,7 +819,14 @@ int store_open_sqlite(const char *path, int flags, store **out, char **err)
         sq_free(q);
         return CLARITY_ESTORE;
     }
+    return open_prepared(q, path, wal, out, err);
+}
 
+/* The end of store_open_sqlite, once the schema is known to be this
+ * build's: the store's statements, the checkpointer, the store. */
+static int open_prepared(sq *q, const char *path, int wal, store **out, char **err)
+{
+    int rc;
     if ((rc = prep(q->db, "SELECT val FROM kv WHERE ns=?1 AND key=?2", &q->get)) ||
         (rc = prep(q->db, "INSERT OR REPLACE INTO kv(ns, key, val) VALUES(?1, ?2, ?3)", &q->put)) ||
         (rc = prep(q->db, "DELETE FROM kv WHERE ns=?1 AND key=?2", &q->del)) ||

@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,95 @@ Test(mentions, tools_whole_words_case_sensitive)
     cr_assert_str_eq(c->ids[0], "tool:read");
     col_free(c);
     extract_free(ex);
+}
+
+/* A tool name that is no plain word ("web-search", "mcp.fetch") goes
+ * through the tools regex, compiled at extract_new; plain-word names (the
+ * defaults) use the word table alone, and no regex is compiled for them. */
+Test(mentions, tools_not_plain_words_take_the_regex_and_plain_ones_none)
+{
+    extractor *ex = default_ex();
+    cr_assert_null(ex->re_tools, "plain-word names compiled a regex");
+    cr_assert_not_null(ex->tool_words);
+    extract_free(ex);
+
+    clarity_config cfg;
+    make_cfg(&cfg);
+    static char *odd[] = {"web-search", "mcp.fetch", "Read"};
+    for (size_t i = 0; i < 3; i++) cfg.extraction.tools[i] = odd[i];
+    cfg.extraction.n_tools = 3;
+    ex = new_ex(&cfg);
+    cr_assert_not_null(ex->re_tools);
+    cr_assert_null(ex->tool_words);
+    col *c = mentions(ex, "use web-search, then mcp.fetch and Read; web-searching and xmcp.fetch no", NULL);
+    const char *want[] = {"tool:web-search", "tool:mcp.fetch", "tool:read"};
+    size_t tools = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->cats[i] != CAT_TOOL) continue;
+        cr_assert(tools < 3, "got: %s", dump(c));
+        cr_assert_str_eq(c->ids[i], want[tools], "got: %s", dump(c));
+        tools++;
+    }
+    cr_assert_eq(tools, 3, "got: %s", dump(c));
+    col_free(c);
+    extract_free(ex);
+}
+
+/* The reference passes' CamelCase regex is compiled at their first call,
+ * not at extract_new; threads that make that first call together all get
+ * the passes' answer (one compile is installed, the others freed). */
+typedef struct ref_arg {
+    const extractor *ex;
+    pthread_barrier_t *go;
+    char *out;
+    int rc;
+} ref_arg;
+
+static int log_ref(void *ud, const char *id, int cat)
+{
+    buf *b = ud;
+    buf_printf(b, "%d%s|", cat, id);
+    return 0;
+}
+
+static void *ref_main(void *p)
+{
+    ref_arg *a = p;
+    const char *t = "ClaraCore and FocusEngine use web_search on src/a.ts; SOUL.md refactoring";
+    buf b;
+    buf_init(&b);
+    pthread_barrier_wait(a->go);
+    a->rc = extract_mentions_reference(a->ex, t, strlen(t), "/ws", log_ref, &b);
+    a->out = buf_steal(&b, NULL);
+    return NULL;
+}
+
+Test(mentions, the_reference_regex_is_compiled_at_first_use_once)
+{
+    for (int round = 0; round < 20; round++) {
+        extractor *ex = default_ex();
+        cr_assert_null(atomic_load(&ex->re_project), "compiled at extract_new");
+        enum { N = 4 };
+        pthread_t th[N];
+        ref_arg a[N];
+        pthread_barrier_t go;
+        cr_assert_eq(pthread_barrier_init(&go, NULL, N), 0);
+        for (int i = 0; i < N; i++) {
+            a[i] = (ref_arg){ex, &go, NULL, -1};
+            cr_assert_eq(pthread_create(&th[i], NULL, ref_main, &a[i]), 0);
+        }
+        for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&go);
+        cr_assert_not_null(atomic_load(&ex->re_project));
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(a[i].rc, CLARITY_OK);
+            cr_assert_not_null(a[i].out);
+            cr_assert(strstr(a[i].out, "claracore|") && strstr(a[i].out, "focusengine|"), "%s", a[i].out);
+            cr_assert_str_eq(a[i].out, a[0].out);
+        }
+        for (int i = 0; i < N; i++) free(a[i].out);
+        extract_free(ex);
+    }
 }
 
 Test(mentions, memory_files)

@@ -136,6 +136,32 @@ Test(rpc, config_shows_the_effective_config)
     json_decref(j);
 }
 
+/* A section of the config: the same object with that section's settings
+ * only, each as the whole config has it (a hook process asks for
+ * "storage" alone). */
+Test(rpc, config_section_is_that_part_of_the_whole)
+{
+    json_t *all = NULL, *j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.config", "{}", &all), 0);
+    cr_assert_eq(th_rpc(&h, "clarity.config", "{\"section\":\"storage\"}", &j), 0);
+    cr_assert_eq(json_object_size(j), 1, "%s", json_dumps(j, 0));
+    json_t *st = json_object_get(j, "storage");
+    cr_assert(json_is_object(st));
+    cr_assert_str_eq(json_string_value(json_object_get(st, "backend")), "memory");
+    cr_assert(json_equal(st, json_object_get(all, "storage")), "%s", json_dumps(j, 0));
+    json_decref(j);
+    cr_assert_eq(th_rpc(&h, "clarity.config", "{\"section\":\"scoring\"}", &j), 0);
+    cr_assert_eq(json_object_size(j), 1);
+    cr_assert(json_equal(json_object_get(j, "scoring"), json_object_get(all, "scoring")));
+    json_decref(j);
+    json_decref(all);
+    /* a key's first segment only: neither a leaf nor a part of a name */
+    expect_error("clarity.config", "{\"section\":\"nope\"}", CLARITY_EINVAL, -32602, "unknown config section: nope");
+    expect_error("clarity.config", "{\"section\":\"storage.backend\"}", CLARITY_EINVAL, -32602, "storage.backend");
+    expect_error("clarity.config", "{\"section\":\"stor\"}", CLARITY_EINVAL, -32602, "stor");
+    expect_error("clarity.config", "{\"section\":7}", CLARITY_EINVAL, -32602, "section");
+}
+
 Test(rpc, export_and_import_in_the_original_shape)
 {
     json_t *j = NULL;

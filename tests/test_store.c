@@ -1035,6 +1035,45 @@ Test(store, sqlite_newer_schema_refused)
     free(err);
 }
 
+/* A file at this build's schema version opens without a write
+ * transaction (a Claude Code hook process opens the store at every
+ * event): it opens while another connection holds the write lock, where
+ * the schema transaction waited out the busy timeout and failed.  A file
+ * that lost a table takes the transaction and has the table made again. */
+Test(store, sqlite_a_current_file_opens_without_the_write_lock, .timeout = 60)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "current.db");
+    store *s = open_sqlite_at(p);
+    put_s(s, "n", "k", "v");
+    put_s(s, "n", "l:0001", "slot one");
+    store_close(s);
+
+    sqlite3 *w = NULL;
+    cr_assert_eq(sqlite3_open(p, &w), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(w, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    char *err = NULL;
+    s = NULL;
+    int rc = store_open_sqlite(p, 0, &s, &err);
+    cr_assert_eq(rc, CLARITY_OK, "open with the write lock held elsewhere: %s", err ? err : "");
+    expect_val(s, "n", "k", "v");
+    expect_val(s, "n", "l:0001", "slot one");
+    store_close(s);
+    cr_assert_eq(sqlite3_exec(w, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(w);
+
+    /* the ring's table dropped behind the store's back: made again at open */
+    sql1(p, "DROP TABLE ring");
+    s = open_sqlite_at(p);
+    expect_val(s, "n", "k", "v");
+    expect_missing(s, "n", "l:0001");
+    put_s(s, "n", "l:0002", "slot two");
+    expect_val(s, "n", "l:0002", "slot two");
+    store_close(s);
+    cr_assert_str_eq(sql1(p, "SELECT count(*) FROM ring"), "1");
+    cr_assert_str_eq(sql1(p, "SELECT v FROM meta WHERE k='schema_version'"), "2");
+}
+
 /* ---- turn-log slots (store/sqlite_ring.h) ---- */
 
 /* A value of n bytes, byte i = (i * 7 + seed) & 0xff, zeros included. */

@@ -26,7 +26,7 @@ char *hookstate_dir(cli *c)
 {
     char *base = NULL;
     clarity_result res;
-    if (loader_rpc(&c->L, "clarity.config", "{}", &res) == CLARITY_OK) {
+    if (loader_rpc(&c->L, "clarity.config", "{\"section\":\"storage\"}", &res) == CLARITY_OK) {
         json_t *cfg = result_json(&res);
         json_t *storage = json_object_get(cfg, "storage");
         const char *backend = json_string_value(json_object_get(storage, "backend"));
