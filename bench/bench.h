@@ -111,5 +111,6 @@ int mode_gen_stream(int argc, char **argv);
 int mode_stream(int argc, char **argv);
 int mode_conformance(int argc, char **argv);
 int mode_assemble(int argc, char **argv);
+int mode_hookproc(int argc, char **argv);
 
 #endif

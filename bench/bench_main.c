@@ -15,6 +15,8 @@
  *   stream       replay a turn stream through clarity, time each hook
  *   conformance  clarity's scores for a grid of item stats (compared by node)
  *   assemble     CLARITY_EV_ASSEMBLE on a 200-message, ~300k-token transcript
+ *   hookproc     a Claude Code hook process (`clarity hook`) from fork to exit:
+ *                UserPromptSubmit and Stop against /bin/true, per session size
  * --smoke shrinks every mode to a few seconds; nothing is asserted on time.
  */
 #include <stdlib.h>
@@ -29,7 +31,7 @@ static const struct {
     {"hooks", mode_hooks},       {"prune", mode_prune},     {"persist", mode_persist},
     {"restore", mode_restore},   {"memory", mode_memory},   {"rss", mode_rss},
     {"gen-stream", mode_gen_stream}, {"stream", mode_stream}, {"conformance", mode_conformance},
-    {"assemble", mode_assemble},
+    {"assemble", mode_assemble}, {"hookproc", mode_hookproc},
 };
 
 static int usage(void)

@@ -12,6 +12,8 @@ counted in the same profile:
   dense-memory-10000   bench_turn --items 10000 --turns 150 --store memory
   replay-memory        clarity replay DATA (dev-sessions.jsonl), memory store
   replay-sqlite        the same on SQLite
+  hook-process         one whole `clarity hook` process (UserPromptSubmit), per
+                       process rather than per turn
 
 Each case's instructions are also split by the part of a turn that spent
 them (PHASES: the inclusive cost of the function that does that part; the
@@ -115,6 +117,37 @@ def callgrind(cmd, tmp, label):
     return total, turns, r.stdout, split
 
 
+def hook_process(cli, so, tmp):
+    """Instructions of one whole `clarity hook` process (Claude Code runs one
+    per event: loading the library and its libraries, opening the store,
+    restoring the session, the hook, the exit), for a UserPromptSubmit on a
+    session an earlier process made.  Nothing is toggled: all of it counts."""
+    state = os.path.join(tmp, "hook-state.db")
+    event = os.path.join(tmp, "hook-event.json")
+    with open(event, "w") as f:
+        json.dump({"session_id": "instr", "hook_event_name": "UserPromptSubmit", "cwd": tmp,
+                   "transcript_path": os.path.join(tmp, "none.jsonl"),
+                   "prompt": "fix the parser in src/parse.c and update README.md"}, f)
+    cmd = [cli, "--plugin", so, "--state", state, "hook"]
+    for _ in range(2):  # the session and its store exist before the measured one
+        with open(event) as f:
+            subprocess.run(cmd, stdin=f, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    out = os.path.join(tmp, "callgrind.hook")
+    with open(event) as f:
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd, stdin=f,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0 or b"additionalContext" not in r.stdout:
+        raise RuntimeError("hook-process failed (%d): %s" % (r.returncode, r.stderr.decode(errors="replace")[-600:]))
+    total = None
+    with open(out) as f:
+        for line in f:
+            if line.startswith("totals:") or line.startswith("summary:"):
+                total = int(line.split()[1])
+    os.unlink(out)
+    log("instr: %-20s %8.3f M instructions a process" % ("hook-process", total / 1e6))
+    return total
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -158,6 +191,8 @@ def run_cases(a, result, tmp, so, bench_turn, cli):
         total, t, _, split = callgrind(cmd, tmp, label)
         result["cases"].append({"name": label, "items": n, "store": store, "instructions": total,
                                 "turns": t, "perTurn": total / t, "perTurnByPart": split})
+    if os.path.exists(cli):
+        result["cases"].append({"name": "hook-process", "instructions": hook_process(cli, so, tmp)})
     data = a.data
     if a.smoke and data and os.path.exists(data):
         # the first sessions only: a smoke run checks that the case works

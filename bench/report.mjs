@@ -52,6 +52,7 @@ const conformance = load("conformance.json");
 const benchTurn = load("bench_turn.json");
 const benchTurnNewSession = load("bench_turn_new.json"); // a session's first 250 turns
 const instr = load("instr.json"); // instructions per turn, callgrind (instr.py)
+const hookproc = load("hookproc.json"); // a Claude Code hook process, fork to exit
 
 const compare = [];
 {
@@ -109,6 +110,7 @@ const results = {
   benchTurn,
   benchTurnNewSession,
   instr,
+  hookproc,
 };
 fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 1) + "\n");
 
@@ -294,6 +296,32 @@ ${table(["items", "db bytes", "init p50 µs", "first call p50 ms", "ns/item", "n
   headline.push(`restore of ${p.items} items from SQLite: first call <b>${num(p.firstCall.p50us / 1000, 1)} ms</b>`);
 }
 
+if (hookproc) {
+  const ms = (us) => num(us / 1000, 2);
+  const c = await chart({
+    title: "A Claude Code hook process, fork to exit (p50)",
+    data: {
+      values: hookproc.cells.flatMap((x) => [
+        { items: x.items, hook: `UserPromptSubmit ${path.basename(x.plugin)}`, ms: x.prompt.p50us / 1000 },
+        { items: x.items, hook: `Stop ${path.basename(x.plugin)}`, ms: x.stop.p50us / 1000 },
+      ]),
+    },
+    mark: { type: "line", point: true },
+    encoding: {
+      x: { field: "items", type: "ordinal", title: "items in the session" },
+      y: { field: "ms", type: "quantitative", title: "ms (p50)" },
+      color: { field: "hook", type: "nominal" },
+    },
+  });
+  sections.push(`<h2 id="hookproc">A Claude Code hook process</h2>
+<p><code>clarity hook</code> as Claude Code runs it, one process per event: fork, exec, the library and its libraries loaded, the store opened, the session restored, the hook, the exit. ${hookproc.runs} runs each of a <code>UserPromptSubmit</code> and a <code>Stop</code> (after a new turn in the transcript), in alternation with <code>/bin/true</code> spawned the same way: the floor no hook process goes under.</p>
+${c}
+${table(["items", "plugin", "/bin/true p50 ms", "UserPromptSubmit p50 ms", "p99 ms", "Stop p50 ms", "p99 ms"],
+  hookproc.cells.map((x) => [x.items, esc(x.plugin), ms(x.floor.p50us), `<b>${ms(x.prompt.p50us)}</b>`, ms(x.prompt.p99us), `<b>${ms(x.stop.p50us)}</b>`, ms(x.stop.p99us)]))}`);
+  const x = hookproc.cells.find((y) => y.items === 1000) || hookproc.cells[0];
+  headline.push(`a Claude Code hook process at ${x.items} items: <b>${ms(x.prompt.p50us)} ms</b> (/bin/true ${ms(x.floor.p50us)} ms)`);
+}
+
 if (memory.length) {
   sections.push(`<h2 id="memory">Bytes per tracked item</h2>
 <p>Items added through the hooks (prompts that name new items), heap in use (<code>mallinfo2</code>) and RSS before and after, divided by the items added. The memory store keeps its own copy of every persisted item; SQLite's page cache is bounded.</p>
@@ -392,7 +420,9 @@ ${table(["items", "implementation", "turns", "before p50 µs", "end p50 µs", "t
   if (!instr) body = "<p>Not run.</p>";
   else if (instr.skipped) body = `<p class="note">Skipped: ${esc(instr.reason)}.</p>`;
   else {
-    const rows = instr.cases.map((c) => [
+    const perTurn = instr.cases.filter((c) => c.perTurn != null);
+    const proc = instr.cases.find((c) => c.name === "hook-process");
+    const rows = perTurn.map((c) => [
       esc(c.name),
       c.store,
       c.items ?? esc(c.data),
@@ -402,7 +432,8 @@ ${table(["items", "implementation", "turns", "before p50 µs", "end p50 µs", "t
       c.outputMd5 ? `<code>${c.outputMd5.slice(0, 8)}…</code>` : "",
     ]);
     body = `<p>Instructions counted by ${esc(instr.valgrind)} (callgrind) inside <code>hooks_on_event</code> only, divided by the <code>agent_end</code> calls of the same run: figures that the machine's load does not move (<code>bench/instr.py</code>). <i>dense</i> is <code>bench_turn</code>'s turn (a 4 KiB prompt, a 16 KiB reply, a tool call); <i>replay</i> is <code>clarity replay</code> of the recorded sessions, whose output hash tells a change of cost from a change of answers.${instr.replaySkipped ? ` Replay: ${esc(instr.replaySkipped)}.` : ""}</p>
-${table(["case", "store", "items / data", "turns", "instructions (M)", "per turn (k)", "replay output md5"], rows)}`;
+${table(["case", "store", "items / data", "turns", "instructions (M)", "per turn (k)", "replay output md5"], rows)}${proc ? `
+<p>A whole <code>clarity hook</code> process (a <code>UserPromptSubmit</code> on a small session, Claude Code's one process per event; everything counted, the loader's work included): <b>${num(proc.instructions / 1e6, 2)} M</b> instructions.</p>` : ""}`;
     // where each case's turn spends them (instr.py's PHASES; "-": none in that case)
     const split = instr.cases.filter((c) => c.perTurnByPart);
     if (split.length) {
