@@ -3,15 +3,17 @@
  * Claude Code runs `clarity hook` once per event: the process starts, loads
  * libclarity.so and its libraries, opens the SQLite store, restores the
  * session, answers and exits.  Per session size (items already tracked),
- * this times the UserPromptSubmit and Stop processes from fork to exit,
+ * this times a turn's UserPromptSubmit, PostToolUse (a Read, which only
+ * records the call) and Stop processes from fork to exit,
  * and /bin/true spawned the same way (the floor no hook can go under), in
  * alternation, so the three share the machine's state.  Each Stop follows a
  * new turn appended to the transcript, as in a session.  The CLI is the one
  * next to the plugin (--cli PATH otherwise).  --vs SO runs the same
- * processes with another build of the plugin in the same alternation (its
- * own state, seeded the same): two builds side by side in one run.
+ * processes with another build of the plugin (and --vs-cli PATH's CLI, else
+ * the same) in the same alternation, its own state seeded the same: two
+ * builds side by side in one run.
  *
- *   clarity_bench [--smoke] hookproc [--cli PATH] [--vs SO]
+ *   clarity_bench [--smoke] hookproc [--cli PATH] [--vs SO [--vs-cli PATH]]
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -108,17 +110,18 @@ static void cli_path(char *out, size_t cap, int argc, char **argv)
 
 /* One build's processes over one session size: its files and times. */
 typedef struct side {
-    const char *so;
-    char dir[600], state[700], cfg[1024], transcript[700], ev_prompt[700], ev_stop[700];
-    double *prompt, *stop;
+    const char *so, *cli;
+    char dir[600], state[700], cfg[1024], transcript[700], ev_prompt[700], ev_tool[700], ev_stop[700];
+    double *prompt, *tool, *stop;
 } side;
 
 /* A directory next to a fresh database path, the state in it, the session
  * seeded with n items, the prompt event naming two of them. */
-static void side_open(side *d, const char *so, const char *tag, uint64_t n, int runs)
+static void side_open(side *d, const char *so, const char *cli, const char *tag, uint64_t n, int runs)
 {
     char db[512];
     d->so = so;
+    d->cli = cli;
     tmp_db(db, sizeof db, tag);
     snprintf(d->dir, sizeof d->dir, "%s.d", db);
     mkdir(d->dir, 0700);
@@ -126,6 +129,7 @@ static void side_open(side *d, const char *so, const char *tag, uint64_t n, int 
     snprintf(d->cfg, sizeof d->cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", d->state);
     snprintf(d->transcript, sizeof d->transcript, "%s/transcript.jsonl", d->dir);
     snprintf(d->ev_prompt, sizeof d->ev_prompt, "%s/prompt.json", d->dir);
+    snprintf(d->ev_tool, sizeof d->ev_tool, "%s/tool.json", d->dir);
     snprintf(d->ev_stop, sizeof d->ev_stop, "%s/stop.json", d->dir);
     if (n) { /* the session's items, imported as a gateway would */
         bplug b;
@@ -146,12 +150,20 @@ static void side_open(side *d, const char *so, const char *tag, uint64_t n, int 
              "src/parse.c and update README.md\"}",
              d->dir, d->transcript, name0, name1);
     write_file(d->ev_prompt, "w", text);
+    item_text(name1, sizeof name1, 1); /* a doc file */
+    snprintf(text, sizeof text,
+             "{\"session_id\":\"" SESSION "\",\"hook_event_name\":\"PostToolUse\",\"cwd\":\"%s\","
+             "\"transcript_path\":\"%s\",\"tool_name\":\"Read\",\"tool_use_id\":\"toolu_1\","
+             "\"tool_input\":{\"file_path\":\"%s/%s\"},\"tool_response\":{\"type\":\"text\"}}",
+             d->dir, d->transcript, d->dir, name1);
+    write_file(d->ev_tool, "w", text);
     d->prompt = malloc((size_t)runs * sizeof(double));
+    d->tool = malloc((size_t)runs * sizeof(double));
     d->stop = malloc((size_t)runs * sizeof(double));
 }
 
 /* Turn i of d: a new turn in the transcript, then the two processes. */
-static int side_turn(side *d, const char *cli, int i, uint64_t n)
+static int side_turn(side *d, int i, uint64_t n)
 {
     char name0[64], name1[64], reply[512], text[4096];
     item_text(name0, sizeof name0, 0);
@@ -163,12 +175,13 @@ static int side_turn(side *d, const char *cli, int i, uint64_t n)
              "\"transcript_path\":\"%s\",\"last_assistant_message\":\"%s\"}",
              d->dir, d->transcript, reply);
     write_file(d->ev_stop, "w", text);
-    char *const argv[] = {(char *)cli, "--plugin", (char *)d->so, "--state", d->state, "hook", NULL};
+    char *const argv[] = {(char *)d->cli, "--plugin", (char *)d->so, "--state", d->state, "hook", NULL};
     d->prompt[i] = run_us(argv, d->ev_prompt);
+    d->tool[i] = run_us(argv, d->ev_tool);
     d->stop[i] = run_us(argv, d->ev_stop);
-    if (d->prompt[i] < 0 || d->stop[i] < 0) {
-        fprintf(stderr, "hookproc: a process failed (%s --plugin %s --state %s hook < %s)\n", cli, d->so,
-                d->state, d->prompt[i] < 0 ? d->ev_prompt : d->ev_stop);
+    if (d->prompt[i] < 0 || d->tool[i] < 0 || d->stop[i] < 0) {
+        fprintf(stderr, "hookproc: a process failed (%s --plugin %s --state %s hook < %s)\n", d->cli, d->so,
+                d->state, d->prompt[i] < 0 ? d->ev_prompt : d->tool[i] < 0 ? d->ev_tool : d->ev_stop);
         return -1;
     }
     return 0;
@@ -177,19 +190,21 @@ static int side_turn(side *d, const char *cli, int i, uint64_t n)
 /* d's figures on stderr and as a cell of the JSON; its files removed. */
 static void side_close(side *d, FILE *out, const bstats *floor, uint64_t n, int runs, int first)
 {
-    bstats sp = stats_of(d->prompt, (size_t)runs), ss = stats_of(d->stop, (size_t)runs);
+    bstats sp = stats_of(d->prompt, (size_t)runs), stl = stats_of(d->tool, (size_t)runs),
+           ss = stats_of(d->stop, (size_t)runs);
     fprintf(stderr,
-            "hookproc: %6llu items, %s: UserPromptSubmit p50 %.2f ms (p99 %.2f), Stop p50 %.2f ms (p99 %.2f); "
-            "over /bin/true's %.2f ms: %.2f / %.2f ms\n",
-            (unsigned long long)n, d->so, sp.p50 / 1e3, sp.p99 / 1e3, ss.p50 / 1e3, ss.p99 / 1e3, floor->p50 / 1e3,
-            (sp.p50 - floor->p50) / 1e3, (ss.p50 - floor->p50) / 1e3);
+            "hookproc: %6llu items, %s: UserPromptSubmit p50 %.2f ms (p99 %.2f), PostToolUse Read %.2f ms (%.2f), "
+            "Stop %.2f ms (%.2f); /bin/true %.2f ms\n",
+            (unsigned long long)n, d->so, sp.p50 / 1e3, sp.p99 / 1e3, stl.p50 / 1e3, stl.p99 / 1e3, ss.p50 / 1e3,
+            ss.p99 / 1e3, floor->p50 / 1e3);
     fprintf(out, "%s{\"items\":%llu,\"plugin\":", first ? "" : ",", (unsigned long long)n);
     json_str(out, d->so);
     json_stats(out, "floor", floor, 1);
     json_stats(out, "prompt", &sp, 1);
+    json_stats(out, "tool", &stl, 1);
     json_stats(out, "stop", &ss, 1);
     fputc('}', out);
-    free(d->prompt), free(d->stop);
+    free(d->prompt), free(d->tool), free(d->stop);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
     if (system(cmd) != 0) fprintf(stderr, "hookproc: could not remove %s\n", d->dir);
@@ -204,6 +219,12 @@ int mode_hookproc(int argc, char **argv)
         return 1;
     }
     const char *sos[2] = {g_plugin_path, arg_of(argc, argv, "--vs")};
+    const char *clis[2] = {cli, arg_of(argc, argv, "--vs-cli")};
+    if (!clis[1]) clis[1] = cli;
+    if (sos[1] && access(clis[1], X_OK) != 0) {
+        fprintf(stderr, "hookproc: no CLI at %s (--vs-cli PATH)\n", clis[1]);
+        return 1;
+    }
     int n_sides = sos[1] ? 2 : 1;
     static const uint64_t full[] = {0, 1000, 10000}, smoke[] = {0, 100};
     const uint64_t *sizes = g_smoke ? smoke : full;
@@ -217,11 +238,11 @@ int mode_hookproc(int argc, char **argv)
     for (size_t k = 0; k < n_sizes; k++) {
         uint64_t n = sizes[k];
         side d[2];
-        for (int s = 0; s < n_sides; s++) side_open(&d[s], sos[s], s ? "hookproc-vs" : "hookproc", n, runs);
+        for (int s = 0; s < n_sides; s++) side_open(&d[s], sos[s], clis[s], s ? "hookproc-vs" : "hookproc", n, runs);
         for (int i = 0; i < runs; i++) {
             if ((t_true[i] = run_us(a_true, d[0].ev_prompt)) < 0) return 1;
             for (int s = 0; s < n_sides; s++) /* the builds' order alternates */
-                if (side_turn(&d[(s + i) % n_sides], cli, i, n) != 0) return 1;
+                if (side_turn(&d[(s + i) % n_sides], i, n) != 0) return 1;
             if (progress && i % 20 == 0)
                 fprintf(stderr, "\rhookproc: %llu items, run %d/%d ", (unsigned long long)n, i, runs);
         }

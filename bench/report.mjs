@@ -302,8 +302,9 @@ if (hookproc) {
     title: "A Claude Code hook process, fork to exit (p50)",
     data: {
       values: hookproc.cells.flatMap((x) => [
-        { items: x.items, hook: `UserPromptSubmit ${path.basename(x.plugin)}`, ms: x.prompt.p50us / 1000 },
-        { items: x.items, hook: `Stop ${path.basename(x.plugin)}`, ms: x.stop.p50us / 1000 },
+        { items: x.items, hook: `UserPromptSubmit ${x.plugin}`, ms: x.prompt.p50us / 1000 },
+        { items: x.items, hook: `PostToolUse (Read) ${x.plugin}`, ms: x.tool.p50us / 1000 },
+        { items: x.items, hook: `Stop ${x.plugin}`, ms: x.stop.p50us / 1000 },
       ]),
     },
     mark: { type: "line", point: true },
@@ -314,10 +315,10 @@ if (hookproc) {
     },
   });
   sections.push(`<h2 id="hookproc">A Claude Code hook process</h2>
-<p><code>clarity hook</code> as Claude Code runs it, one process per event: fork, exec, the library and its libraries loaded, the store opened, the session restored, the hook, the exit. ${hookproc.runs} runs each of a <code>UserPromptSubmit</code> and a <code>Stop</code> (after a new turn in the transcript), in alternation with <code>/bin/true</code> spawned the same way: the floor no hook process goes under.</p>
+<p><code>clarity hook</code> as Claude Code runs it, one process per event: fork, exec, the library and its libraries loaded, the store opened, the session restored, the hook, the exit. ${hookproc.runs} turns of a <code>UserPromptSubmit</code>, a <code>PostToolUse</code> of a Read (which records the call and loads no plugin) and a <code>Stop</code> (after a new turn in the transcript), in alternation with <code>/bin/true</code> spawned the same way: the floor no hook process goes under.</p>
 ${c}
-${table(["items", "plugin", "/bin/true p50 ms", "UserPromptSubmit p50 ms", "p99 ms", "Stop p50 ms", "p99 ms"],
-  hookproc.cells.map((x) => [x.items, esc(x.plugin), ms(x.floor.p50us), `<b>${ms(x.prompt.p50us)}</b>`, ms(x.prompt.p99us), `<b>${ms(x.stop.p50us)}</b>`, ms(x.stop.p99us)]))}`);
+${table(["items", "plugin", "/bin/true p50 ms", "UserPromptSubmit p50 ms", "p99 ms", "PostToolUse p50 ms", "p99 ms", "Stop p50 ms", "p99 ms"],
+  hookproc.cells.map((x) => [x.items, esc(x.plugin), ms(x.floor.p50us), `<b>${ms(x.prompt.p50us)}</b>`, ms(x.prompt.p99us), `<b>${ms(x.tool.p50us)}</b>`, ms(x.tool.p99us), `<b>${ms(x.stop.p50us)}</b>`, ms(x.stop.p99us)]))}`);
   const x = hookproc.cells.find((y) => y.items === 1000) || hookproc.cells[0];
   headline.push(`a Claude Code hook process at ${x.items} items: <b>${ms(x.prompt.p50us)} ms</b> (/bin/true ${ms(x.floor.p50us)} ms)`);
 }

@@ -51,6 +51,8 @@ typedef struct cli {
     /* runtime */
     hostsvc *hs;
     loader L;
+    const struct cli_command *cmd; /* the subcommand running */
+    char *config_json; /* the config handed to the plugin (cli_config), built once */
 } cli;
 
 /* How long a prompt of a long-lived command (serve, mcp) waits for a code
@@ -63,7 +65,9 @@ enum cli_needs {
     NEEDS_NOTHING, /* runs on its own (install) */
     NEEDS_HOST,    /* host services only (eval loads its own plugins) */
     NEEDS_PLUGIN,  /* the plugin, with --config and the state store */
-    NEEDS_GRAPH    /* the plugin on a memory store: the graph has its own cache */
+    NEEDS_GRAPH,   /* the plugin on a memory store: the graph has its own cache */
+    NEEDS_PLUGIN_LATER /* host services; the command loads the plugin (cli_load_plugin) when
+                          it needs it: a hook event that only records a call never does */
 };
 
 /* A subcommand; run gets its positional arguments. */
@@ -98,6 +102,14 @@ int cli_parse(int argc, char **argv, const cli_command *cmds, size_t ncmds, cli 
               const cli_command **cmd, int *nargs);
 /* The usage text, generated from the tables. */
 void cli_usage(FILE *f, const cli_command *cmds, size_t ncmds);
+
+/* main.c: the config JSON text handed to the plugin (--config with
+ * storage.path from --state or the default state path), built at the first
+ * call and kept in c->config_json; NULL on error (said on stderr). */
+const char *cli_config(cli *c);
+/* Loads the plugin for c->cmd with that config, unless it is loaded: 0, or
+ * -1 said on stderr.  run() unloads it after the command. */
+int cli_load_plugin(cli *c);
 
 /* basic.c: the subcommands that are one plugin call. */
 int cli_run_cmd(cli *c, char **args, int n);

@@ -67,7 +67,7 @@ static const cli_command commands[] = {
      "call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')", 0},
     {"serve", "", 0, 0, "serve takes no arguments", 0, NEEDS_PLUGIN, 0, run_serve,
      "newline-delimited JSON-RPC 2.0 on stdin/stdout", 1},
-    {"hook", "", 0, 0, "hook takes no arguments", O(SESSION), NEEDS_PLUGIN, 1, run_hook,
+    {"hook", "", 0, 0, "hook takes no arguments", O(SESSION), NEEDS_PLUGIN_LATER, 1, run_hook,
      "one Claude Code hook event, JSON on stdin (see README)", 0},
     {"install", "claude-code", 1, 1, "install takes the host: install claude-code",
      O(PROJECT) | O(USER) | O(UNINSTALL), NEEDS_NOTHING, 0, run_install,
@@ -209,20 +209,27 @@ static char *absolute_dir(const char *dir)
 }
 
 
-/* Loads the plugin: the graph commands on a memory store (the graph has its
- * own cache), the others with the config and state the options give.
- * 0, or -1 said on stderr. */
-static int load_plugin(cli *c, const cli_command *k)
+/* The graph commands' plugin runs on a memory store (the graph has its own
+ * cache), the others' with the config and state the options give. */
+const char *cli_config(cli *c)
 {
-    char *config = k->needs == NEEDS_GRAPH ? util_strdup("{\"storage\":{\"backend\":\"memory\"}}")
-                                           : build_config(c, k->long_lived);
+    const cli_command *k = c->cmd;
+    if (!c->config_json)
+        c->config_json = k->needs == NEEDS_GRAPH ? util_strdup("{\"storage\":{\"backend\":\"memory\"}}")
+                                                 : build_config(c, k->long_lived);
+    return c->config_json;
+}
+
+int cli_load_plugin(cli *c)
+{
+    if (c->L.ready) return 0;
+    const char *config = cli_config(c);
     if (!config) return -1;
     hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "config: %s", config);
     clarity_host host;
     hostsvc_fill(c->hs, &host);
     char *err = NULL;
     int rc = loader_open(&c->L, c->plugin_path, &host, config, &err);
-    free(config);
     if (rc != 0) {
         fprintf(stderr, "clarity: %s\n", err ? err : "cannot load the plugin");
         free(err);
@@ -236,6 +243,7 @@ static int load_plugin(cli *c, const cli_command *k)
 /* Host services, plugin, the command, unload.  Returns the exit status. */
 static int run(cli *c, const cli_command *k, char **args, int n)
 {
+    c->cmd = k;
     if (k->needs == NEEDS_NOTHING) return k->run(c, args, n);
     setup_signals();
     char *err = NULL;
@@ -253,11 +261,11 @@ static int run(cli *c, const cli_command *k, char **args, int n)
         ex = k->run(c, args, n);
     } else {
         c->workspace = workspace;
-        if (load_plugin(c, k) == 0) {
-            ex = k->run(c, args, n);
-            loader_close(&c->L); /* plugin->unload flushes every session */
-        }
+        if (k->needs == NEEDS_PLUGIN_LATER || cli_load_plugin(c) == 0) ex = k->run(c, args, n);
+        loader_close(&c->L); /* plugin->unload flushes every session; nothing when none loaded */
     }
+    free(c->config_json);
+    c->config_json = NULL;
     if (fflush(stdout) != 0 && ex == EXIT_OK) ex = EXIT_FAIL;
     if (hostsvc_save(c->hs) != 0 && ex == EXIT_OK) ex = EXIT_FAIL;
     hostsvc_free(c->hs);

@@ -11,6 +11,17 @@ volatile sig_atomic_t cli_stop = 0;
 int clarity_plugin_init(const clarity_host *host, const char *config_json, clarity_plugin *out,
                         char **errmsg);
 
+/* The in-process plugin's config, and the plugin fz_cli loaded (main.c
+ * holds the CLI's own, which build and load them). */
+#define FZ_CONFIG "{\"storage\":{\"backend\":\"memory\"}}"
+const char *cli_config(cli *c)
+{
+    (void)c;
+    return FZ_CONFIG;
+}
+
+int cli_load_plugin(cli *c) { return c->L.ready ? 0 : -1; }
+
 cli *fz_cli(void)
 {
     static cli c;
@@ -23,7 +34,7 @@ cli *fz_cli(void)
     clarity_host host;
     hostsvc_fill(c.hs, &host);
     c.L.p.struct_size = sizeof c.L.p;
-    if (clarity_plugin_init(&host, "{\"storage\":{\"backend\":\"memory\"}}", &c.L.p, &err) != 0) abort();
+    if (clarity_plugin_init(&host, FZ_CONFIG, &c.L.p, &err) != 0) abort();
     c.L.ready = 1;
     c.L.path = strdup("(in process)");
     if (!freopen("/dev/null", "w", stdout)) abort();

@@ -143,6 +143,45 @@ Test(hook, post_tool_use_is_remembered_until_stop)
     json_decref(j);
 }
 
+/* A file tool's PostToolUse records the call without the plugin (Claude
+ * Code runs a process per tool call; loading the plugin was most of it):
+ * with a --plugin that cannot load it is still recorded, quietly, in the
+ * same hook state, and the next Stop with the plugin takes it.  A prompt
+ * with that --plugin is refused as before. */
+Test(hook, post_tool_use_of_a_file_tool_needs_no_plugin)
+{
+    char *in = clihelp_fixture("post_tool_use_read.json", transcript);
+    const char *argv[] = {"hook", "--state", db, "--plugin", "/nonexistent/libclarity.so", NULL};
+    runproc_result r;
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert_str_empty(r.out);
+    cr_assert_str_empty(r.err, "the plugin was looked for: %s", r.err);
+    runproc_free(&r);
+    char *st = clihelp_read(statefile);
+    cr_assert_not_null(st, "no hook state at %s", statefile);
+    json_t *j = clihelp_json(st);
+    free(st);
+    cr_assert_eq(json_array_size(json_object_get(j, "pending")), 1);
+    json_decref(j);
+
+    in = clihelp_fixture("user_prompt_submit.json", transcript);
+    clihelp_run(&r, in, NULL, argv);
+    free(in);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_empty(r.out);
+    cr_assert_not_null(strstr(r.err, "/nonexistent/libclarity.so"), "%s", r.err);
+    runproc_free(&r);
+
+    hook_quiet("stop.json");
+    json_t *s = scores();
+    json_t *pool = item(s, "file:src/db/pool.ts");
+    cr_assert_not_null(pool, "the call recorded without the plugin is not tracked");
+    cr_assert_eq(num(pool, "referenceCount"), 1);
+    json_decref(s);
+}
+
 Test(hook, post_tool_use_ignores_non_file_tools)
 {
     hook_quiet("post_tool_use_bash.json");

@@ -9,7 +9,8 @@
  *   PostToolUse        a file tool (Read, Edit, Write, MultiEdit, NotebookEdit,
  *                      NotebookRead): the call is remembered in the session's
  *                      hook state and sent with the next Stop's agent_end (the
- *                      turn does not advance here)
+ *                      turn does not advance here; the process loads no
+ *                      plugin, needs_plugin)
  *   Stop               agent_end with the assistant text and tool_use blocks
  *                      the transcript gained since the previous Stop, the
  *                      remembered file tool calls and last_assistant_message;
@@ -522,6 +523,25 @@ static void on_session_end(hook *h)
 
 /* ---- entry ---------------------------------------------------------------- */
 
+/* Whether the event needs the plugin loaded.  A PostToolUse of a file tool
+ * only records the call in the session's hook state, and one of another
+ * tool but Bash (whose output may be trimmed) does nothing: Claude Code
+ * runs one process per tool call, and loading the plugin and opening its
+ * store were most of such a process's time.  Events the hook ignores need
+ * nothing either. */
+static int needs_plugin(const hook *h)
+{
+    static const char *const with[] = {"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact",
+                                       "PostCompact", "SessionStart", "SessionEnd"};
+    if (strcmp(h->event, "PostToolUse") == 0) {
+        const char *tool = str(h->in, "tool_name");
+        return tool && strcmp(tool, "Bash") == 0;
+    }
+    for (size_t i = 0; i < sizeof with / sizeof *with; i++)
+        if (strcmp(h->event, with[i]) == 0) return 1;
+    return 0;
+}
+
 
 int cli_hook(cli *c)
 {
@@ -547,6 +567,8 @@ int cli_hook(cli *c)
     if (h.cwd && h.cwd[0] != '/') h.cwd = NULL;
     if (!h.event || !h.session || !*h.session) {
         warn("the event lacks hook_event_name or session_id");
+    } else if (needs_plugin(&h) && cli_load_plugin(c) != 0) {
+        /* said on stderr; a hook never fails the user's turn */
     } else if (strcmp(h.event, "UserPromptSubmit") == 0) {
         on_prompt(&h);
     } else if (strcmp(h.event, "PostToolUse") == 0) {

@@ -22,12 +22,15 @@ static char *dir_of(const char *path)
     return util_strndup(path, (size_t)(slash - path));
 }
 
+/* From the config the CLI hands the plugin (cli_config): the plugin's
+ * effective storage.backend and storage.path are those, or its "auto"
+ * default, so no plugin need be loaded to find the state's directory. */
 char *hookstate_dir(cli *c)
 {
     char *base = NULL;
-    clarity_result res;
-    if (loader_rpc(&c->L, "clarity.config", "{\"section\":\"storage\"}", &res) == CLARITY_OK) {
-        json_t *cfg = result_json(&res);
+    const char *text = cli_config(c);
+    json_t *cfg = text ? json_loads(text, 0, NULL) : NULL;
+    if (cfg) {
         json_t *storage = json_object_get(cfg, "storage");
         const char *backend = json_string_value(json_object_get(storage, "backend"));
         const char *path = json_string_value(json_object_get(storage, "path"));
@@ -38,7 +41,6 @@ char *hookstate_dir(cli *c)
             base = dir_of(path);
         json_decref(cfg);
     }
-    loader_release(&c->L, &res);
     buf b;
     buf_init(&b);
     if (base) {
