@@ -103,7 +103,7 @@ int cli_parse(int argc, char **argv, const cli_command *cmds, size_t ncmds, cli 
 /* The usage text, generated from the tables. */
 void cli_usage(FILE *f, const cli_command *cmds, size_t ncmds);
 
-/* main.c: the config JSON text handed to the plugin (--config with
+/* plugin.c: the config JSON text handed to the plugin (--config with
  * storage.path from --state or the default state path), built at the first
  * call and kept in c->config_json; NULL on error (said on stderr). */
 const char *cli_config(cli *c);

@@ -11,7 +11,7 @@ volatile sig_atomic_t cli_stop = 0;
 int clarity_plugin_init(const clarity_host *host, const char *config_json, clarity_plugin *out,
                         char **errmsg);
 
-/* The in-process plugin's config, and the plugin fz_cli loaded (main.c
+/* The in-process plugin's config, and the plugin fz_cli loaded (cli/plugin.c
  * holds the CLI's own, which build and load them). */
 #define FZ_CONFIG "{\"storage\":{\"backend\":\"memory\"}}"
 const char *cli_config(cli *c)

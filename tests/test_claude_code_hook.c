@@ -85,6 +85,18 @@ static long long num(json_t *o, const char *key)
     return json_integer_value(json_object_get(o, key));
 }
 
+/* Asserts that the session is at turn `turn` and tracks id with one
+ * reference (what, for the message). */
+static void expect_one_reference(const char *id, long long turn, const char *what)
+{
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), turn, "%s", what);
+    json_t *it = item(s, id);
+    cr_assert_not_null(it, "%s: %s is not tracked", what, id);
+    cr_assert_eq(num(it, "referenceCount"), 1, "%s: %s", what, id);
+    json_decref(s);
+}
+
 /* The additionalContext of a hook answer for event; asserts the shape. */
 static const char *context_of(json_t *out, const char *event)
 {
@@ -130,12 +142,7 @@ Test(hook, post_tool_use_is_remembered_until_stop)
     runproc_free(&r);
 
     hook_quiet("stop.json");
-    json_t *s = scores();
-    cr_assert_eq(num(s, "currentTurn"), 1);
-    json_t *pool = item(s, "file:src/db/pool.ts");
-    cr_assert_not_null(pool, "the PostToolUse file is not tracked");
-    cr_assert_eq(num(pool, "referenceCount"), 1);
-    json_decref(s);
+    expect_one_reference("file:src/db/pool.ts", 1, "the PostToolUse file");
     st = clihelp_read(statefile);
     j = clihelp_json(st);
     free(st);
@@ -175,11 +182,7 @@ Test(hook, post_tool_use_of_a_file_tool_needs_no_plugin)
     runproc_free(&r);
 
     hook_quiet("stop.json");
-    json_t *s = scores();
-    json_t *pool = item(s, "file:src/db/pool.ts");
-    cr_assert_not_null(pool, "the call recorded without the plugin is not tracked");
-    cr_assert_eq(num(pool, "referenceCount"), 1);
-    json_decref(s);
+    expect_one_reference("file:src/db/pool.ts", 1, "the call recorded without the plugin");
 }
 
 Test(hook, post_tool_use_ignores_non_file_tools)
@@ -362,15 +365,10 @@ Test(hook, subagent_stop_reads_the_agent_transcript)
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
     hook_quiet("subagent_stop.json");
-    json_t *s = scores();
-    json_t *retry = item(s, "file:src/net/retry.ts");
-    cr_assert_not_null(retry, "the subagent's tool_use is not tracked");
-    cr_assert_eq(num(retry, "referenceCount"), 1);
-    cr_assert_eq(num(s, "currentTurn"), 1);
-    json_decref(s);
+    expect_one_reference("file:src/net/retry.ts", 1, "the subagent's tool_use");
     /* Claude Code's own subagents (compaction: empty agent_type) are not turns */
     hook_quiet("subagent_stop_internal.json");
-    s = scores();
+    json_t *s = scores();
     cr_assert_eq(num(s, "currentTurn"), 1);
     cr_assert_null(item(s, "file:src/summary/only.ts"));
     json_decref(s);
