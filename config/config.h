@@ -157,6 +157,14 @@ typedef struct cfg_entry {
 /* The table, in print order (static; *n gets its length). */
 const cfg_entry *config_table(size_t *n);
 
+/* toolOutput.maxChars: its default and its range (config.c's table and
+ * clarity.trimOutput's maxChars).  The Claude Code adapter reads them too:
+ * a Bash output no longer than the limit is not trimmed, so its hook
+ * process loads no plugin. */
+#define CFG_TOOL_OUTPUT_MAX_CHARS 20000
+#define CFG_TOOL_OUTPUT_MAX_CHARS_MIN 1000
+#define CFG_TOOL_OUTPUT_MAX_CHARS_MAX 100000000
+
 /* Fills cfg with the defaults.  Returns 0, or -1 on allocation failure. */
 int config_defaults(clarity_config *cfg);
 

@@ -193,7 +193,7 @@ static int m_trim_output(rpc_call *c)
     const char *sid;
     json_t *fields = json_object_get(c->params, "fields");
     int rc = str_param(c, "session", 0, &sid);
-    if (rc == CLARITY_OK) rc = int_param(c, "maxChars", 1000, 100000000, &max);
+    if (rc == CLARITY_OK) rc = int_param(c, "maxChars", CFG_TOOL_OUTPUT_MAX_CHARS_MIN, CFG_TOOL_OUTPUT_MAX_CHARS_MAX, &max);
     if (rc != CLARITY_OK) return rc;
     if (!json_is_object(fields) || json_object_size(fields) == 0 ||
         json_object_size(fields) > TRIM_MAX_FIELDS)

@@ -519,6 +519,55 @@ Test(hook, bash_output_over_max_chars_is_trimmed)
     buf_free(&big);
 }
 
+/* A Bash output no longer than toolOutput.maxChars is not trimmed: its
+ * process loads no plugin (a --plugin that cannot load stays silent),
+ * while a longer one tries to.  The limit is the config's: with
+ * maxChars 1000 a 1,500-byte output is trimmed; a limit out of range
+ * loads the plugin, which refuses it and says why. */
+Test(hook, bash_output_within_the_limit_needs_no_plugin)
+{
+    const char *bad[] = {"hook", "--state", db, "--plugin", "/nonexistent/libclarity.so", NULL};
+    runproc_result r;
+    char *in = bash_payload("short output\n", 0);
+    clihelp_run(&r, in, NULL, bad);
+    free(in);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_empty(r.err, "the plugin was looked for: %s", r.err);
+    runproc_free(&r);
+    buf big;
+    buf_init(&big);
+    while (big.len <= 20000) buf_puts(&big, "ok - a test case passed quietly\n");
+    in = bash_payload(big.p, 0);
+    clihelp_run(&r, in, NULL, bad);
+    free(in);
+    cr_assert_eq(r.status, 0);
+    cr_assert_not_null(strstr(r.err, "/nonexistent/libclarity.so"), "over the limit: %s", r.err);
+    runproc_free(&r);
+
+    buf mid;
+    buf_init(&mid);
+    for (int i = 0; mid.len <= 1500; i++) buf_printf(&mid, "line %d of a middling output\n", i);
+    char *cfg = runproc_join(tmp, "small-limit.json"), *odd = runproc_join(tmp, "odd-limit.json");
+    cr_assert_eq(runproc_write_file(cfg, "{\"toolOutput\":{\"maxChars\":1000}}"), 0);
+    cr_assert_eq(runproc_write_file(odd, "{\"toolOutput\":{\"maxChars\":5}}"), 0);
+    const char *small[] = {"hook", "--state", db, "--config", cfg, NULL};
+    in = bash_payload(mid.p, 0);
+    clihelp_run(&r, in, NULL, small);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, "updatedToolOutput"), "not trimmed to the config's 1000: %s", r.err);
+    runproc_free(&r);
+    const char *refused[] = {"hook", "--state", db, "--config", odd, NULL};
+    clihelp_run(&r, in, NULL, refused);
+    free(in);
+    cr_assert_eq(r.status, 0);
+    cr_assert_str_empty(r.out);
+    cr_assert_not_null(strstr(r.err, "maxChars"), "a limit out of range went unsaid: %s", r.err);
+    runproc_free(&r);
+    free(cfg), free(odd);
+    buf_free(&mid);
+    buf_free(&big);
+}
+
 Test(hook, session_end_and_other_events_are_quiet)
 {
     runproc_result r;

@@ -11,6 +11,11 @@
  *                      hook state and sent with the next Stop's agent_end (the
  *                      turn does not advance here; the process loads no
  *                      plugin, needs_plugin)
+ *                      Bash: an output over toolOutput.maxChars comes back as
+ *                      hookSpecificOutput.updatedToolOutput, the same object
+ *                      with stdout and stderr trimmed (clarity.trimOutput:
+ *                      head, tail and the lines naming hot items); within
+ *                      it, the process loads no plugin
  *   Stop               agent_end with the assistant text and tool_use blocks
  *                      the transcript gained since the previous Stop, the
  *                      remembered file tool calls and last_assistant_message;
@@ -23,10 +28,6 @@
  *                      (agent_transcript_path) and last_assistant_message;
  *                      skipped for Claude Code's internal subagents (an empty
  *                      agent_type, e.g. the compaction summarizer)
- *                      Bash: an output over toolOutput.maxChars comes back as
- *                      hookSpecificOutput.updatedToolOutput, the same object
- *                      with stdout and stderr trimmed (clarity.trimOutput:
- *                      head, tail and the lines naming hot items)
  *   PreCompact         before_compaction (the prune report is logged at info);
  *                      the keep list on stdout, which Claude Code 2.1 adds to
  *                      the summarizer's instructions
@@ -45,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../config/config.h"
 #include "../../util/buf.h"
 #include "../../util/fs.h"
 #include "claude_code.h"
@@ -60,6 +62,7 @@ typedef struct hook {
     cli *c;
     json_t *in;
     const char *event, *session, *cwd, *transcript;
+    long long limit; /* toolOutput.maxChars as the plugin has it (bash_limit); -1 before it is read */
 } hook;
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -220,12 +223,20 @@ static json_t *persisted_output(json_t *resp, const char **path)
  * path is named in stdout (the saved-output fields go: with them Claude
  * Code would show its own 2 KB preview).  Other tools' shapes are not
  * known: left alone. */
+/* The Bash response's object, stdout and stderr (either may be no string):
+ * 1, or 0 when it is not a text output trim_bash handles. */
+static int bash_output(hook *h, json_t **resp, json_t **out, json_t **err)
+{
+    *resp = json_object_get(h->in, "tool_response");
+    *out = json_object_get(*resp, "stdout");
+    *err = json_object_get(*resp, "stderr");
+    return json_is_object(*resp) && json_is_string(*out) && !json_is_true(json_object_get(*resp, "isImage"));
+}
+
 static void trim_bash(hook *h)
 {
-    json_t *resp = json_object_get(h->in, "tool_response");
-    json_t *out = json_object_get(resp, "stdout"), *err = json_object_get(resp, "stderr");
-    if (!json_is_object(resp) || !json_is_string(out) || json_is_true(json_object_get(resp, "isImage")))
-        return;
+    json_t *resp, *out, *err;
+    if (!bash_output(h, &resp, &out, &err)) return;
     const char *saved;
     json_t *whole = persisted_output(resp, &saved);
     json_t *fields = json_pack("{s:O}", "stdout", whole ? whole : out);
@@ -261,11 +272,40 @@ static void trim_bash(hook *h)
     json_decref(whole);
 }
 
+/* The toolOutput.maxChars the plugin runs with: the config's (what the CLI
+ * hands it) or the default; 0 when the config's is no integer in range (the
+ * plugin refuses the config: let it say so). */
+static size_t bash_limit(hook *h)
+{
+    if (h->limit < 0) {
+        const char *text = cli_config(h->c);
+        json_t *cfg = text ? json_loads(text, 0, NULL) : NULL;
+        json_t *v = json_object_get(json_object_get(cfg, "toolOutput"), "maxChars");
+        long long n = !cfg ? 0 : !v ? CFG_TOOL_OUTPUT_MAX_CHARS : json_is_integer(v) ? json_integer_value(v) : 0;
+        json_decref(cfg);
+        h->limit = n >= CFG_TOOL_OUTPUT_MAX_CHARS_MIN && n <= CFG_TOOL_OUTPUT_MAX_CHARS_MAX ? n : 0;
+    }
+    return (size_t)h->limit;
+}
+
+/* Whether trim_bash may trim this Bash output: one saved to a file, or
+ * whose stdout and stderr are longer together than the limit
+ * (clarity.trimOutput compares their bytes). */
+static int bash_may_trim(hook *h)
+{
+    json_t *resp, *out, *err;
+    if (!bash_output(h, &resp, &out, &err)) return 0; /* trim_bash leaves it alone */
+    if (str(resp, "persistedOutputPath")) return 1;
+    size_t total = json_string_length(out) + (json_is_string(err) ? json_string_length(err) : 0);
+    size_t limit = bash_limit(h);
+    return limit == 0 || total > limit;
+}
+
 static void on_tool(hook *h)
 {
     const char *tool = str(h->in, "tool_name");
     json_t *input = json_object_get(h->in, "tool_input");
-    if (tool && strcmp(tool, "Bash") == 0) trim_bash(h);
+    if (tool && strcmp(tool, "Bash") == 0 && bash_may_trim(h)) trim_bash(h);
     if (!is_file_tool(tool) || !json_is_object(input)) return;
     hookstate st;
     if (open_state(h, &st) == 0) {
@@ -524,18 +564,18 @@ static void on_session_end(hook *h)
 /* ---- entry ---------------------------------------------------------------- */
 
 /* Whether the event needs the plugin loaded.  A PostToolUse of a file tool
- * only records the call in the session's hook state, and one of another
- * tool but Bash (whose output may be trimmed) does nothing: Claude Code
- * runs one process per tool call, and loading the plugin and opening its
- * store were most of such a process's time.  Events the hook ignores need
- * nothing either. */
-static int needs_plugin(const hook *h)
+ * only records the call in the session's hook state, one of Bash needs it
+ * only when the output may be trimmed, and one of another tool does
+ * nothing: Claude Code runs one process per tool call, and loading the
+ * plugin and opening its store were most of such a process's time.
+ * Events the hook ignores need nothing either. */
+static int needs_plugin(hook *h)
 {
     static const char *const with[] = {"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact",
                                        "PostCompact", "SessionStart", "SessionEnd"};
     if (strcmp(h->event, "PostToolUse") == 0) {
         const char *tool = str(h->in, "tool_name");
-        return tool && strcmp(tool, "Bash") == 0;
+        return tool && strcmp(tool, "Bash") == 0 && bash_may_trim(h);
     }
     for (size_t i = 0; i < sizeof with / sizeof *with; i++)
         if (strcmp(h->event, with[i]) == 0) return 1;
@@ -559,7 +599,7 @@ int cli_hook(cli *c)
         json_decref(in);
         return EXIT_OK;
     }
-    hook h = {.c = c, .in = in};
+    hook h = {.c = c, .in = in, .limit = -1};
     h.event = str(in, "hook_event_name");
     h.session = c->session ? c->session : str(in, "session_id");
     h.cwd = str(in, "cwd");
