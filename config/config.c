@@ -865,11 +865,18 @@ static int real_prec(const clarity_config *cfg)
     return prec;
 }
 
+/* Whether key lies under the section s[0, n) ("storage" holds
+ * "storage.path"); every key does under an empty one. */
+static int in_section(const char *key, const char *s, size_t n)
+{
+    return n == 0 || (strncmp(key, s, n) == 0 && key[n] == '.');
+}
+
 int config_has_section(const char *section)
 {
     size_t n = section ? strlen(section) : 0;
     for (size_t i = 0; n && i < NF(settings); i++)
-        if (strncmp(settings[i].key, section, n) == 0 && settings[i].key[n] == '.') return 1;
+        if (in_section(settings[i].key, section, n)) return 1;
     return 0;
 }
 
@@ -884,7 +891,7 @@ char *config_section_json(const clarity_config *cfg, const char *section)
     json_t *root = json_object();
     int bad = !root;
     for (size_t i = 0; !bad && i < NF(settings); i++) {
-        if (sn && (strncmp(settings[i].key, section, sn) != 0 || settings[i].key[sn] != '.')) continue;
+        if (!in_section(settings[i].key, section, sn)) continue;
         const char *leaf;
         json_t *sec = section_of(root, settings[i].key, &leaf);
         json_t *v = sec ? entry_json(cfg, &settings[i]) : NULL;

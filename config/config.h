@@ -179,9 +179,8 @@ void config_free(clarity_config *cfg);
 /* The effective config as a JSON object (malloc()ed, caller frees), or NULL. */
 char *config_to_json(const clarity_config *cfg);
 /* The same object holding only the settings under section ("storage":
- * {"storage": {...}}); section NULL or "" is the whole config.  A process
- * that runs one hook (Claude Code's) asks for one section: the whole
- * config's tree and dump cost it a tenth of its instructions. */
+ * {"storage": {...}}); section NULL or "" is the whole config
+ * (clarity.config's section param). */
 char *config_section_json(const clarity_config *cfg, const char *section);
 /* Whether some setting's key lies under section (its first segments). */
 int config_has_section(const char *section);

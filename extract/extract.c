@@ -64,7 +64,6 @@ static int compile(const char *pat, size_t n, pcre2_code **out, char **err, cons
     return 0;
 }
 
-/* "(?<!\w)(?:name|name...)(?!\w)" with every ASCII punctuation escaped. */
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -121,6 +120,30 @@ static int tools_plain(const clarity_config *cfg, size_t *n)
     return plain;
 }
 
+/* The configured tool names as one regex (ex->re_tools): the names are
+ * whole words, with every ASCII punctuation escaped. */
+static int compile_tools_regex(extractor *ex, const clarity_config *cfg, char **err)
+{
+    buf b;
+    buf_init(&b);
+    size_t n = 0;
+    buf_puts(&b, "(?<![A-Za-z0-9_])(?:");
+    for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
+        const char *t = cfg->extraction.tools[i];
+        if (!t || !*t) continue;
+        if (n++) buf_putc(&b, '|');
+        for (const char *c = t; *c; c++) {
+            unsigned char u = (unsigned char)*c;
+            if (u < 0x80 && !ex_is_word(u)) buf_putc(&b, '\\');
+            buf_putc(&b, *c);
+        }
+    }
+    buf_puts(&b, ")(?![A-Za-z0-9_])");
+    int rc = buf_failed(&b) ? CLARITY_ENOMEM : compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
+    buf_free(&b);
+    return rc;
+}
+
 /* The configured tool names as an exact-match table of words when all are
  * plain words (the defaults), else as a regex.  Only one is built: a
  * regex's compile and JIT cost a hook process (Claude Code runs one per
@@ -128,26 +151,7 @@ static int tools_plain(const clarity_config *cfg, size_t *n)
 static int compile_tools(extractor *ex, const clarity_config *cfg, char **err)
 {
     size_t words;
-    if (!tools_plain(cfg, &words)) {
-        buf b;
-        buf_init(&b);
-        size_t n = 0;
-        buf_puts(&b, "(?<![A-Za-z0-9_])(?:");
-        for (size_t i = 0; i < cfg->extraction.n_tools && i < CFG_MAX_TOOLS; i++) {
-            const char *t = cfg->extraction.tools[i];
-            if (!t || !*t) continue;
-            if (n++) buf_putc(&b, '|');
-            for (const char *c = t; *c; c++) {
-                unsigned char u = (unsigned char)*c;
-                if (u < 0x80 && !ex_is_word(u)) buf_putc(&b, '\\');
-                buf_putc(&b, *c);
-            }
-        }
-        buf_puts(&b, ")(?![A-Za-z0-9_])");
-        int rc = buf_failed(&b) ? CLARITY_ENOMEM : compile(b.p, b.len, &ex->re_tools, err, "extraction.tools");
-        buf_free(&b);
-        return rc;
-    }
+    if (!tools_plain(cfg, &words)) return compile_tools_regex(ex, cfg, err);
     if (!words) return 0;
     ex->tool_words = calloc(words, sizeof *ex->tool_words);
     if (!ex->tool_words) return CLARITY_ENOMEM;

@@ -10,7 +10,7 @@
  *                      NotebookRead): the call is remembered in the session's
  *                      hook state and sent with the next Stop's agent_end (the
  *                      turn does not advance here; the process loads no
- *                      plugin, needs_plugin)
+ *                      plugin, tool_needs_plugin)
  *                      Bash: an output over toolOutput.maxChars comes back as
  *                      hookSpecificOutput.updatedToolOutput, the same object
  *                      with stdout and stderr trimmed (clarity.trimOutput:
@@ -216,13 +216,6 @@ static json_t *persisted_output(json_t *resp, const char **path)
     return s;
 }
 
-/* Bash's output {stdout, stderr, interrupted, isImage, ...} over
- * toolOutput.maxChars: the same object with its text fields trimmed, as
- * updatedToolOutput.  When Claude Code saved the whole output to a file,
- * the whole output is trimmed instead of its first part, and the file's
- * path is named in stdout (the saved-output fields go: with them Claude
- * Code would show its own 2 KB preview).  Other tools' shapes are not
- * known: left alone. */
 /* The Bash response's object, stdout and stderr (either may be no string):
  * 1, or 0 when it is not a text output trim_bash handles. */
 static int bash_output(hook *h, json_t **resp, json_t **out, json_t **err)
@@ -233,6 +226,13 @@ static int bash_output(hook *h, json_t **resp, json_t **out, json_t **err)
     return json_is_object(*resp) && json_is_string(*out) && !json_is_true(json_object_get(*resp, "isImage"));
 }
 
+/* Bash's output {stdout, stderr, interrupted, isImage, ...} over
+ * toolOutput.maxChars: the same object with its text fields trimmed, as
+ * updatedToolOutput.  When Claude Code saved the whole output to a file,
+ * the whole output is trimmed instead of its first part, and the file's
+ * path is named in stdout (the saved-output fields go: with them Claude
+ * Code would show its own 2 KB preview).  Other tools' shapes are not
+ * known: left alone. */
 static void trim_bash(hook *h)
 {
     json_t *resp, *out, *err;
@@ -563,25 +563,28 @@ static void on_session_end(hook *h)
 
 /* ---- entry ---------------------------------------------------------------- */
 
-/* Whether the event needs the plugin loaded.  A PostToolUse of a file tool
- * only records the call in the session's hook state, one of Bash needs it
- * only when the output may be trimmed, and one of another tool does
- * nothing: Claude Code runs one process per tool call, and loading the
- * plugin and opening its store were most of such a process's time.
- * Events the hook ignores need nothing either. */
-static int needs_plugin(hook *h)
+/* A PostToolUse needs the plugin only for a Bash output it may trim: a
+ * file tool's call is only recorded in the session's hook state, another
+ * tool's is left alone.  Claude Code runs one process per tool call, and
+ * loading the plugin and opening its store were most of such a process. */
+static int tool_needs_plugin(hook *h)
 {
-    static const char *const with[] = {"UserPromptSubmit", "Stop", "SubagentStop", "PreCompact",
-                                       "PostCompact", "SessionStart", "SessionEnd"};
-    if (strcmp(h->event, "PostToolUse") == 0) {
-        const char *tool = str(h->in, "tool_name");
-        return tool && strcmp(tool, "Bash") == 0 && bash_may_trim(h);
-    }
-    for (size_t i = 0; i < sizeof with / sizeof *with; i++)
-        if (strcmp(h->event, with[i]) == 0) return 1;
-    return 0;
+    const char *tool = str(h->in, "tool_name");
+    return tool && strcmp(tool, "Bash") == 0 && bash_may_trim(h);
 }
 
+/* The events the hook answers; needs NULL: the event always needs the
+ * plugin loaded.  Any other event is ignored, without the plugin. */
+static const struct {
+    const char *name;
+    void (*run)(hook *h);
+    int (*needs)(hook *h);
+} events[] = {
+    {"UserPromptSubmit", on_prompt, NULL},   {"PostToolUse", on_tool, tool_needs_plugin},
+    {"Stop", on_stop, NULL},                 {"SubagentStop", on_subagent_stop, NULL},
+    {"PreCompact", on_pre_compact, NULL},    {"PostCompact", on_post_compact, NULL},
+    {"SessionStart", on_session_start, NULL}, {"SessionEnd", on_session_end, NULL},
+};
 
 int cli_hook(cli *c)
 {
@@ -605,28 +608,16 @@ int cli_hook(cli *c)
     h.cwd = str(in, "cwd");
     h.transcript = str(in, "transcript_path");
     if (h.cwd && h.cwd[0] != '/') h.cwd = NULL;
+    size_t k = 0;
+    while (h.event && k < sizeof events / sizeof *events && strcmp(h.event, events[k].name) != 0) k++;
     if (!h.event || !h.session || !*h.session) {
         warn("the event lacks hook_event_name or session_id");
-    } else if (needs_plugin(&h) && cli_load_plugin(c) != 0) {
-        /* said on stderr; a hook never fails the user's turn */
-    } else if (strcmp(h.event, "UserPromptSubmit") == 0) {
-        on_prompt(&h);
-    } else if (strcmp(h.event, "PostToolUse") == 0) {
-        on_tool(&h);
-    } else if (strcmp(h.event, "Stop") == 0) {
-        on_stop(&h);
-    } else if (strcmp(h.event, "SubagentStop") == 0) {
-        on_subagent_stop(&h);
-    } else if (strcmp(h.event, "PreCompact") == 0) {
-        on_pre_compact(&h);
-    } else if (strcmp(h.event, "PostCompact") == 0) {
-        on_post_compact(&h);
-    } else if (strcmp(h.event, "SessionStart") == 0) {
-        on_session_start(&h);
-    } else if (strcmp(h.event, "SessionEnd") == 0) {
-        on_session_end(&h);
-    } else {
+    } else if (k == sizeof events / sizeof *events) {
         hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "hook: %s ignored", h.event);
+    } else if ((!events[k].needs || events[k].needs(&h)) && cli_load_plugin(c) != 0) {
+        /* said on stderr; a hook never fails the user's turn */
+    } else {
+        events[k].run(&h);
     }
     json_decref(in);
     return EXIT_OK;
