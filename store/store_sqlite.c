@@ -45,6 +45,20 @@
  * two fsyncs per 4000 pages.  The thread starts when the WAL first reaches
  * CKPT_PAGES: a process that runs one hook never has it.
  *
+ * A store's close leaves a WAL under CLOSE_KEEP_PAGES (64 pages) for the
+ * next process instead of checkpointing it (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE).
+ * Claude Code runs a process per hook, and the last connection's close
+ * copied the WAL into the database and deleted it: two fsyncs, then two
+ * more when the next process's first commit made a new WAL (its header
+ * and its directory), 0.1-0.2 ms each here and more on a laptop's disk,
+ * a third of a hook process.  A WAL left in place is appended to; the
+ * next process's open reads it back into a WAL index (one read per frame,
+ * at most CLOSE_KEEP_PAGES); the close that finds it past that size
+ * checkpoints it as before.  Durability is synchronous=NORMAL's as
+ * above: a committed turn survives the process, and the fsyncs that would
+ * have made it survive a power loss come with the next checkpoint, not
+ * with the process's exit (storage.synchronous "full" syncs every commit).
+ *
  * The same thread makes a new session's turn-log rows ahead, when the
  * commits pause (sqlite_ring.h's reservations); for that it starts at a
  * process's RES_MIN_COMMITS-th commit.
@@ -74,6 +88,7 @@
 #define CKPT_HARD_PAGES 4000 /* ... and that makes the committer checkpoint itself */
 #define WAL_LIMIT_BYTES "16777216" /* the WAL file cut back to this (4,096 pages) when it starts over */
 #define CKPT_QUIET_MS 10     /* a pause in the commits long enough to checkpoint in */
+#define CLOSE_KEEP_PAGES 64  /* a WAL under this many pages is left in place at close */
 #define RES_MIN_COMMITS 16   /* a process's commits before it reserves (one hook's process never does) */
 
 typedef struct sq {
@@ -395,9 +410,19 @@ static void ckpt_stop(sq *q)
     q->ckpt_ready = q->ckpt_started = 0;
 }
 
+/* Whether the close leaves the WAL to the next process (CLOSE_KEEP_PAGES):
+ * with the WAL hook ours (a WAL file), and the WAL under that size after
+ * this process's last commit (none: it is as this process found it). */
+static int close_keeps_wal(const sq *q)
+{
+    return q->db && q->ckpt_ready && atomic_load_explicit(&q->wal_pages, memory_order_relaxed) < CLOSE_KEEP_PAGES;
+}
+
 static void sq_free(sq *q)
 {
+    int keep = close_keeps_wal(q); /* (before ckpt_stop, which clears ckpt_ready) */
     ckpt_stop(q);
+    if (keep) sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_stmt **all[] = {&q->get,   &q->put,    &q->del,      &q->del_ns,    &q->iter_from,
                             &q->begin, &q->commit, &q->rollback, &q->begin_read};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {

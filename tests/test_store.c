@@ -1095,6 +1095,52 @@ static void expect_bytes(store *s, const char *ns, const char *key, const char *
     free(v);
 }
 
+/* The size of the file at path, -1 when there is none. */
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* A close leaves a small WAL for the next process (no checkpoint, so none
+ * of its fsyncs, and the next commit appends: no new WAL to sync either),
+ * whose open reads it back; a close after the WAL grew past 64 pages
+ * checkpoints it into the database and removes it, as SQLite's own close
+ * does. */
+Test(store, sqlite_a_small_wal_stays_at_close_and_a_large_one_is_checkpointed, .timeout = 60)
+{
+    char p[128], wal[160];
+    path_in_dir(p, sizeof p, "keep.db");
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    store *s = open_sqlite_at(p);
+    put_s(s, "n", "k", "v");
+    store_close(s);
+    long kept = file_size(wal);
+    cr_assert_gt(kept, 0L, "the WAL of one small commit was not left at close (%ld)", kept);
+    s = open_sqlite_at(p);
+    expect_val(s, "n", "k", "v");
+    put_s(s, "n", "k2", "v2");
+    store_close(s);
+    cr_assert_gt(file_size(wal), kept, "the next process's commit did not append to the WAL");
+
+    /* 80 commits of a 3,000-byte value: past 64 pages */
+    s = open_sqlite_at(p);
+    char *big = pattern(3000, 1);
+    for (int i = 0; i < 80; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "b:%02d", i);
+        cr_assert_eq(store_put(s, "n", key, big, 3000), CLARITY_OK, "%s", store_errmsg(s));
+    }
+    store_close(s);
+    cr_assert_lt(file_size(wal), 1L, "a WAL past 64 pages was left at close (%ld bytes)", file_size(wal));
+    s = open_sqlite_at(p);
+    expect_val(s, "n", "k", "v");
+    expect_val(s, "n", "k2", "v2");
+    expect_bytes(s, "n", "b:79", big, 3000);
+    store_close(s);
+    free(big);
+}
+
 static long sql_long(const char *p, const char *sql) { return strtol(sql1(p, sql), NULL, 10); }
 
 /* Slot keys ("l:" and four lower-case hex digits) are rows of the ring
