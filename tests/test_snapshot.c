@@ -223,8 +223,23 @@ Test(snapshot, a_damaged_one_is_not_used_and_is_saved_again)
     assert_same(g, slow);
     graph_index_free(g);
     cr_assert_eq(file_size(snap), full, "not saved again");
+    /* a byte past the payload, then no byte at all (the file is mapped:
+     * its size is read, not found by reading to the end) */
+    FILE *f = fopen(snap, "ab");
+    cr_assert_not_null(f);
+    fputc('x', f);
+    fclose(f);
+    g = open_index();
+    assert_same(g, slow);
+    graph_index_free(g);
+    cr_assert_eq(file_size(snap), full, "not saved again after a trailing byte");
+    cr_assert_eq(truncate(snap, 0), 0);
+    g = open_index();
+    assert_same(g, slow);
+    graph_index_free(g);
+    cr_assert_eq(file_size(snap), full, "not saved again after it was emptied");
     /* a byte changed: the checksum fails */
-    FILE *f = fopen(snap, "r+b");
+    f = fopen(snap, "r+b");
     cr_assert_not_null(f);
     cr_assert_eq(fseek(f, full / 3, SEEK_SET), 0);
     int c = fgetc(f);
