@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "index.h"
 #include "../util/namefilter.h"
@@ -914,6 +915,13 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
     return p;
 }
 
+/* free(p), unless p points into the mapped snapshot. */
+static void free_owned(const graph_index *g, void *p)
+{
+    uintptr_t m = (uintptr_t)g->snap_map, q = (uintptr_t)p;
+    if (!m || q < m || q > m + g->snap_len) free(p);
+}
+
 void graph_index_free(graph_index *g)
 {
     if (!g) return;
@@ -940,13 +948,13 @@ void graph_index_free(graph_index *g)
     free(g->lang);
     free(g->syms);
     free(g->sym_off);
-    free(g->sym_term);
-    free(g->post_off);
-    free(g->post);
-    free(g->out_off);
-    free(g->out);
-    free(g->in_off);
-    free(g->in);
+    free_owned(g, g->sym_term);
+    free_owned(g, g->post_off);
+    free_owned(g, g->post);
+    free_owned(g, g->out_off);
+    free_owned(g, g->out);
+    free_owned(g, g->in_off);
+    free_owned(g, g->in);
     free(g->co);
     free(g->co_total);
     free(g->central);
@@ -968,6 +976,7 @@ void graph_index_free(graph_index *g)
     free(g->fus_meta);
     free(g->repo);
     free(g->db_path);
+    if (g->snap_map) munmap(g->snap_map, g->snap_len);
     free(g);
 }
 

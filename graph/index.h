@@ -106,6 +106,10 @@ struct graph_index {
     char *ptext;       /* the prompt as read (graph_prompt_clean) */
     size_t cap_ptext;
     size_t n_qterms, cap_qterms, cap_qwt;
+    /* the snapshot it was loaded from, mapped (snapshot.c): the arrays
+     * that point into it are not freed */
+    void *snap_map;
+    size_t snap_len;
 };
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);

@@ -29,8 +29,9 @@
 
 #include "index.h"
 
-#define SNAP_MAGIC "CLRGIX04" /* its digits change with the layout, the checksum or the terms' hash */
+#define SNAP_MAGIC "CLRGIX05" /* its digits change with the layout, the checksum or the terms' hash */
 #define SNAP_ENDIAN 0x01020304u
+#define SNAP_ALIGN 8 /* of the arrays a load uses in place, from the file's start */
 /* the largest counts a snapshot may give (a repository of a million files) */
 #define SNAP_MAX_N ((uint64_t)1 << 24)
 #define SNAP_MAX_ITEMS ((uint64_t)1 << 32)
@@ -95,6 +96,19 @@ static char *snap_path(const graph_index *g) { return util_format("%s-index", g-
 /* ---------------------------------------------------------------- save */
 
 static void put(buf *b, const void *p, size_t n) { buf_append(b, p, n); }
+/* Zeros up to the next multiple of SNAP_ALIGN from the file's start: an
+ * array a load uses in place (take_view) starts there. */
+static void put_align(buf *b)
+{
+    static const char zero[SNAP_ALIGN];
+    put(b, zero, (SNAP_ALIGN - b->len % SNAP_ALIGN) % SNAP_ALIGN);
+}
+/* An array a load uses in place, aligned. */
+static void put_view(buf *b, const void *p, size_t n)
+{
+    put_align(b);
+    put(b, p, n);
+}
 static void put_u64(buf *b, uint64_t v) { put(b, &v, sizeof v); }
 /* n strings, NUL-terminated, after their total length. */
 static void put_strings(buf *b, const char *(*at)(const void *ud, size_t i), const void *ud, size_t n)
@@ -163,7 +177,7 @@ static void payload(const graph_index *g, buf *b)
         put(b, ke, sizeof ke);
         put(b, le, sizeof le);
     }
-    put(b, g->sym_term, g->n_syms * sizeof *g->sym_term);
+    put_view(b, g->sym_term, g->n_syms * sizeof *g->sym_term);
     /* the terms in id order */
     const char **terms = calloc(g->n_terms ? g->n_terms : 1, sizeof *terms);
     if (!terms || gi_terms_by_id(g, terms) != 0) {
@@ -176,8 +190,9 @@ static void payload(const graph_index *g, buf *b)
     /* their table as it is: a load takes it instead of hashing them all */
     put_u64(b, g->term_cap);
     put(b, g->term_slot, g->term_cap * sizeof *g->term_slot);
-    put(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
-    /* whole structs, their padding zeroed, so that a load copies them at once */
+    put_view(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
+    /* whole structs, their padding zeroed, so that a load uses them in place */
+    put_align(b);
     for (size_t k = 0; k < np; k++) {
         gi_posting p;
         memset(&p, 0, sizeof p);
@@ -185,10 +200,10 @@ static void payload(const graph_index *g, buf *b)
         memcpy(p.tf, g->post[k].tf, sizeof p.tf);
         put(b, &p, sizeof p);
     }
-    put(b, g->out_off, (n + 1) * sizeof *g->out_off);
-    put(b, g->out, g->out_off[n] * sizeof *g->out);
-    put(b, g->in_off, (n + 1) * sizeof *g->in_off);
-    put(b, g->in, g->in_off[n] * sizeof *g->in);
+    put_view(b, g->out_off, (n + 1) * sizeof *g->out_off);
+    put_view(b, g->out, g->out_off[n] * sizeof *g->out);
+    put_view(b, g->in_off, (n + 1) * sizeof *g->in_off);
+    put_view(b, g->in, g->in_off[n] * sizeof *g->in);
     for (size_t k = 0; k < g->n_defs; k++) {
         uint32_t v[2] = {def_sym(g, &g->defs[k]), g->defs[k].file};
         put(b, v, sizeof v);
@@ -269,6 +284,20 @@ static void *take_array(cursor *c, size_t n, size_t sz)
     if (!dst) c->bad = 1;
     else memcpy(dst, src, n * sz);
     return dst;
+}
+
+/* n items of size sz where they are (the mapped file, which the index
+ * keeps: graph_index_free does not free them), after the zeros that
+ * align them (put_view); NULL and c->bad when the zeros or the items are
+ * not there. */
+static void *take_view(cursor *c, size_t n, size_t sz)
+{
+    size_t pad = (SNAP_ALIGN - (uintptr_t)c->p % SNAP_ALIGN) % SNAP_ALIGN;
+    const unsigned char *z = take(c, pad);
+    for (size_t i = 0; z && i < pad; i++)
+        if (z[i]) c->bad = 1;
+    const void *v = take(c, n * sz);
+    return c->bad ? NULL : (void *)(uintptr_t)v; /* (mapped copy-on-write: see gi_snapshot_load) */
 }
 
 static void take_into(cursor *c, void *dst, size_t n)
@@ -373,7 +402,7 @@ static int read_payload(graph_index *g, cursor *c)
         g->syms[i].line = le[0];
         g->syms[i].end_line = le[1];
     }
-    g->sym_term = take_array(c, ns, sizeof *g->sym_term);
+    g->sym_term = take_view(c, ns, sizeof *g->sym_term);
     g->str_pool[2] = take_pool(c, nt, names);
     uint64_t cap = 0;
     take_into(c, &cap, sizeof cap);
@@ -388,17 +417,17 @@ static int read_payload(graph_index *g, cursor *c)
     }
     if (!c->bad && gi_set_terms(g, names, nt, slot, (size_t)cap) != 0) c->bad = 1;
     free(names);
-    g->post_off = take_array(c, nt + 1, sizeof *g->post_off);
+    g->post_off = take_view(c, nt + 1, sizeof *g->post_off);
     if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;
     for (size_t i = 0; i < ns; i++)
         if (g->sym_term[i] < -1 || g->sym_term[i] >= (int32_t)nt) return -1;
-    g->post = take_array(c, np, sizeof *g->post);
+    g->post = take_view(c, np, sizeof *g->post);
     for (size_t i = 0; i < np && !c->bad; i++)
         if (g->post[i].doc >= n) c->bad = 1;
-    g->out_off = take_array(c, n + 1, sizeof *g->out_off);
-    g->out = take_array(c, (size_t)k[4], sizeof *g->out);
-    g->in_off = take_array(c, n + 1, sizeof *g->in_off);
-    g->in = take_array(c, (size_t)k[5], sizeof *g->in);
+    g->out_off = take_view(c, n + 1, sizeof *g->out_off);
+    g->out = take_view(c, (size_t)k[4], sizeof *g->out);
+    g->in_off = take_view(c, n + 1, sizeof *g->in_off);
+    g->in = take_view(c, (size_t)k[5], sizeof *g->in);
     if (c->bad || !offsets_ok(g->out_off, n, k[4]) || g->out_off[n] != k[4] || !below(g->out, (size_t)k[4], n) ||
         !offsets_ok(g->in_off, n, k[5]) || g->in_off[n] != k[5] || !below(g->in, (size_t)k[5], n))
         return -1;
@@ -414,35 +443,45 @@ static int read_payload(graph_index *g, cursor *c)
     return c->bad || c->left ? -1 : 0;
 }
 
-/* The file mapped rather than read: read() copied it into a buffer whose
- * every page was a fresh page of the process to fault in and zero (a 9 MB
- * snapshot is 2,300 of them), where a mapping's pages are the page
- * cache's own.  Closed and unmapped before the return. */
+/* The file mapped rather than read, and its largest arrays (postings,
+ * imports, the symbols' terms) used where they are mapped: read() copied
+ * it into a buffer, and the arrays were copied again, every page of both
+ * a fresh page of the process to fault in and zero (a 9 MB snapshot is
+ * 2,300 of them), where a mapping's pages are the page cache's own.  The
+ * index keeps the mapping (g->snap_map; graph_index_free unmaps it), once
+ * the header and the checksum hold.  Mapped copy-on-write: nothing writes
+ * a loaded index's arrays, and a write would only copy its page.  The file
+ * is replaced by a rename, never rewritten in place, so the mapped one
+ * does not change under the index. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp)
 {
     char *path = snap_path(g);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     free(path);
-    if (fd < 0) return -1;
+    if (fd < 0 || g->snap_map) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(snap_hdr) && (uint64_t)st.st_size < ((uint64_t)1 << 34))
-        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return -1;
     size_t size = (size_t)st.st_size;
     snap_hdr h;
     memcpy(&h, map, sizeof h);
     const unsigned char *data = (const unsigned char *)map + sizeof h;
-    int rc = -1;
-    if (memcmp(h.magic, SNAP_MAGIC, sizeof h.magic) == 0 && h.endian == SNAP_ENDIAN &&
-        h.posting_size == sizeof(gi_posting) && h.stamp == stamp && h.bytes == size - sizeof h &&
-        gi_snapshot_sum(data, (size_t)h.bytes) == h.sum) {
-        cursor c = {data, (size_t)h.bytes, 0};
-        rc = read_payload(g, &c);
+    if (memcmp(h.magic, SNAP_MAGIC, sizeof h.magic) != 0 || h.endian != SNAP_ENDIAN ||
+        h.posting_size != sizeof(gi_posting) || h.stamp != stamp || h.bytes != size - sizeof h ||
+        gi_snapshot_sum(data, (size_t)h.bytes) != h.sum) {
+        munmap(map, size);
+        return -1;
     }
-    munmap(map, size);
-    return rc;
+    g->snap_map = map;
+    g->snap_len = size;
+    cursor c = {data, (size_t)h.bytes, 0};
+    return read_payload(g, &c);
 }
 
 int graph_index_open(const char *repo, const char *db_path, graph_index **out, char **err)

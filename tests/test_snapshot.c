@@ -193,6 +193,11 @@ Test(snapshot, a_build_saves_one_that_loads_as_the_cache_does)
     char *snap = snap_path();
     cr_assert_gt(file_size(snap), GI_SNAPSHOT_HEADER, "the build saved no snapshot");
     graph_index *fast = open_index(), *slow = load_index();
+    /* the largest arrays used where the file is mapped, not copied */
+    cr_assert_not_null(fast->snap_map, "the snapshot was not mapped");
+    cr_assert(fast->n_terms == 0 || ((const char *)fast->post >= (const char *)fast->snap_map &&
+                                     (const char *)fast->post < (const char *)fast->snap_map + fast->snap_len),
+              "the postings were copied out of the mapping");
     assert_same(fast, slow);
     assert_same_predictions(fast, slow, "the request send timeout in pkg/api.py");
     assert_same_predictions(fast, slow, "get fails with a Request");
