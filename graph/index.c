@@ -931,7 +931,7 @@ void graph_index_free(graph_index *g)
     for (size_t i = 0; i < g->n_terms && !g->str_pool[2]; i++) free(g->term_s[i]);
     free(g->term_s);
     free(g->term_slot);
-    for (int k = 0; k < 3; k++) free(g->str_pool[k]);
+    for (int k = 0; k < 3; k++) free_owned(g, g->str_pool[k]);
     for (size_t i = 0; g->co && i < g->n; i++) {
         free(g->co[i].ids);
         free(g->co[i].w);

@@ -66,7 +66,7 @@ struct graph_index {
     size_t n;
     char **paths; /* sorted */
     uint8_t *is_test, *lang;
-    char *str_pool[3];           /* from a snapshot: the paths, symbol names, terms (else each its own) */
+    char *str_pool[3];           /* from a snapshot: the paths, symbol names, terms, in its mapping (else each its own) */
     gsym *syms;
     uint32_t *sym_off;
     int32_t *sym_term; /* each symbol's term: its name's, else its lowercase compound's, else -1 */

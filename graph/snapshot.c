@@ -306,20 +306,19 @@ static void take_into(cursor *c, void *dst, size_t n)
     if (src) memcpy(dst, src, n);
 }
 
-/* n NUL-terminated strings after their total length, copied into one
- * block (returned, the caller's to keep) with out[i] pointing at each; a
- * count that does not match is refused (c->bad). */
+/* n NUL-terminated strings after their total length, used where they are
+ * mapped (returned as the pool: graph_index_free does not free it), with
+ * out[i] pointing at each; a count that does not match is refused
+ * (c->bad). */
 static char *take_pool(cursor *c, size_t n, char **out)
 {
     uint64_t bytes = 0;
     take_into(c, &bytes, sizeof bytes);
-    const char *s = bytes <= c->left ? take(c, (size_t)bytes) : NULL;
-    char *pool = s ? malloc(bytes ? (size_t)bytes : 1) : NULL;
+    char *pool = bytes <= c->left ? (char *)(uintptr_t)take(c, (size_t)bytes) : NULL;
     if (!pool) {
         c->bad = 1;
         return NULL;
     }
-    memcpy(pool, s, (size_t)bytes);
     size_t i = 0, off = 0;
     while (off < bytes && i < n) {
         const char *nul = memchr(pool + off, '\0', (size_t)bytes - off);
@@ -444,7 +443,8 @@ static int read_payload(graph_index *g, cursor *c)
 }
 
 /* The file mapped rather than read, and its largest arrays (postings,
- * imports, the symbols' terms) used where they are mapped: read() copied
+ * imports, the symbols' terms) and its strings (paths, symbol names,
+ * terms) used where they are mapped: read() copied
  * it into a buffer, and the arrays were copied again, every page of both
  * a fresh page of the process to fault in and zero (a 9 MB snapshot is
  * 2,300 of them), where a mapping's pages are the page cache's own.  The
