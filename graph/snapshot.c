@@ -225,7 +225,10 @@ static int write_snapshot(const char *path, uint64_t stamp, buf *b)
     h.bytes = b->len - sizeof h;
     h.sum = gi_snapshot_sum(b->p + sizeof h, b->len - sizeof h);
     memcpy(b->p, &h, sizeof h);
-    return util_write_file_atomic(path, b->p, b->len, 0644, 0);
+    /* read-only: a load maps the file and uses it in place, so it must be
+     * replaced (a rename, as here), never written over; `cp` and a shell's
+     * `>` then refuse to (but for root) */
+    return util_write_file_atomic(path, b->p, b->len, 0444, 0);
 }
 
 int gi_snapshot_save(const graph_index *g, uint64_t stamp)
@@ -451,8 +454,8 @@ static int read_payload(graph_index *g, cursor *c)
  * index keeps the mapping (g->snap_map; graph_index_free unmaps it), once
  * the header and the checksum hold.  Mapped copy-on-write: nothing writes
  * a loaded index's arrays, and a write would only copy its page.  The file
- * is replaced by a rename, never rewritten in place, so the mapped one
- * does not change under the index. */
+ * is replaced by a rename, never rewritten in place (it is saved
+ * read-only), so the mapped one does not change under the index. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp)
 {
     char *path = snap_path(g);

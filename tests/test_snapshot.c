@@ -168,6 +168,10 @@ static long file_size(const char *path)
     return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
 }
 
+/* The snapshot is saved read-only (a load maps it): the tests that damage
+ * it in place make it writable first. */
+static void writable(const char *path) { cr_assert_eq(chmod(path, 0644), 0); }
+
 /* Rewrites the snapshot with bytes [at, at + n) of its payload replaced
  * by v and the checksum made right again: a file whose checksum holds but
  * whose contents do not. */
@@ -180,6 +184,7 @@ static void patch_payload(const char *path, size_t at, const void *v, size_t n)
     memcpy(data + GI_SNAPSHOT_HEADER + at, v, n);
     uint64_t sum = gi_snapshot_sum(data + GI_SNAPSHOT_HEADER, len - GI_SNAPSHOT_HEADER);
     memcpy(data + GI_SNAPSHOT_HEADER - sizeof sum, &sum, sizeof sum);
+    writable(path);
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
     cr_assert_eq(fwrite(data, 1, len, f), len);
@@ -192,6 +197,9 @@ Test(snapshot, a_build_saves_one_that_loads_as_the_cache_does)
     build();
     char *snap = snap_path();
     cr_assert_gt(file_size(snap), GI_SNAPSHOT_HEADER, "the build saved no snapshot");
+    struct stat st;
+    cr_assert_eq(stat(snap, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0444, "the snapshot, which a load maps, is writable (%o)", st.st_mode & 0777);
     graph_index *fast = open_index(), *slow = load_index();
     /* the largest arrays used where the file is mapped, not copied */
     cr_assert_not_null(fast->snap_map, "the snapshot was not mapped");
@@ -223,6 +231,7 @@ Test(snapshot, a_damaged_one_is_not_used_and_is_saved_again)
     long full = file_size(snap);
     graph_index *slow = load_index();
     /* cut short */
+    writable(snap);
     cr_assert_eq(truncate(snap, full / 2), 0);
     graph_index *g = open_index();
     assert_same(g, slow);
@@ -230,6 +239,7 @@ Test(snapshot, a_damaged_one_is_not_used_and_is_saved_again)
     cr_assert_eq(file_size(snap), full, "not saved again");
     /* a byte past the payload, then no byte at all (the file is mapped:
      * its size is read, not found by reading to the end) */
+    writable(snap);
     FILE *f = fopen(snap, "ab");
     cr_assert_not_null(f);
     fputc('x', f);
@@ -238,12 +248,14 @@ Test(snapshot, a_damaged_one_is_not_used_and_is_saved_again)
     assert_same(g, slow);
     graph_index_free(g);
     cr_assert_eq(file_size(snap), full, "not saved again after a trailing byte");
+    writable(snap);
     cr_assert_eq(truncate(snap, 0), 0);
     g = open_index();
     assert_same(g, slow);
     graph_index_free(g);
     cr_assert_eq(file_size(snap), full, "not saved again after it was emptied");
     /* a byte changed: the checksum fails */
+    writable(snap);
     f = fopen(snap, "r+b");
     cr_assert_not_null(f);
     cr_assert_eq(fseek(f, full / 3, SEEK_SET), 0);
@@ -287,6 +299,7 @@ Test(snapshot, one_of_another_build_is_not_used)
     cr_assert_eq(gitrepo_commit(repo, 1600000200, "retry"), 0);
     build();
     /* the first build's snapshot back in place */
+    writable(snap);
     FILE *f = fopen(snap, "wb");
     cr_assert_not_null(f);
     cr_assert_eq(fwrite(old, 1, len, f), len);
