@@ -396,9 +396,9 @@ static int read_payload(graph_index *g, cursor *c)
     for (size_t i = 0; i < ns && !c->bad; i++) g->syms[i].name = names[i];
     for (size_t i = 0; i < ns && !c->bad; i++) {
         const uint8_t *ke = take(c, 2);
-        uint32_t le[2];
+        uint32_t le[2] = {0, 0};
         take_into(c, le, sizeof le);
-        if (!ke) break;
+        if (!ke || c->bad) break;
         g->syms[i].kind = ke[0];
         g->syms[i].exported = ke[1];
         g->syms[i].line = le[0];
