@@ -201,13 +201,21 @@ static int push_id(uint32_t **v, size_t *n, size_t *cap, uint32_t id)
     return 0;
 }
 
-int gi_set_terms(graph_index *g, char *const *s, size_t n, uint32_t *slot, size_t cap)
+/* free(p), unless p points into the mapped snapshot. */
+static void free_owned(const graph_index *g, void *p)
 {
-    if (g->n_terms || !(g->term_s = malloc((n ? n : 1) * sizeof *g->term_s))) {
-        free(slot);
+    uintptr_t m = (uintptr_t)g->snap_map, q = (uintptr_t)p;
+    if (!m || q < m || q > m + g->snap_len) free(p);
+}
+
+int gi_set_terms(graph_index *g, char **s, size_t n, uint32_t *slot, size_t cap)
+{
+    if (g->n_terms) {
+        free(s);
+        free_owned(g, slot);
         return -1;
     }
-    memcpy(g->term_s, s, n * sizeof *s);
+    g->term_s = s;
     g->term_s_cap = n ? n : 1;
     g->n_terms = n;
     /* the caller checked a given table: ids below n, at most half the slots used */
@@ -915,12 +923,6 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
     return p;
 }
 
-/* free(p), unless p points into the mapped snapshot. */
-static void free_owned(const graph_index *g, void *p)
-{
-    uintptr_t m = (uintptr_t)g->snap_map, q = (uintptr_t)p;
-    if (!m || q < m || q > m + g->snap_len) free(p);
-}
 
 void graph_index_free(graph_index *g)
 {
@@ -930,7 +932,7 @@ void graph_index_free(graph_index *g)
     for (size_t i = 0; i < g->n_syms && !g->str_pool[1]; i++) free(g->syms[i].name);
     for (size_t i = 0; i < g->n_terms && !g->str_pool[2]; i++) free(g->term_s[i]);
     free(g->term_s);
-    free(g->term_slot);
+    free_owned(g, g->term_slot);
     for (int k = 0; k < 3; k++) free_owned(g, g->str_pool[k]);
     for (size_t i = 0; g->co && i < g->n; i++) {
         free(g->co[i].ids);

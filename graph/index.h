@@ -114,12 +114,13 @@ struct graph_index {
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
 #define GI_TERM_EMPTY UINT32_MAX
-/* The n terms s[id] (borrowed: they must outlive g, in g->str_pool[2])
- * of an index without terms yet, with their table slot[cap] when given
- * (taken: made by a save of the same terms, every id below n and at most
- * half the slots used, which the caller checked), else one made here;
- * -1 out of memory. */
-int gi_set_terms(graph_index *g, char *const *s, size_t n, uint32_t *slot, size_t cap);
+/* The n terms s[id] of an index without terms yet (s, malloc()ed, is
+ * taken as g->term_s; the strings are borrowed: they must outlive g, in
+ * g->str_pool[2]), with their table slot[cap] when given (taken, or in
+ * the mapped snapshot: made by a save of the same terms, every id below
+ * n and at most half the slots used, which the caller checked), else one
+ * made here; -1 out of memory (s and slot are let go of all the same). */
+int gi_set_terms(graph_index *g, char **s, size_t n, uint32_t *slot, size_t cap);
 /* out[id] = each term's text (borrowed); -1 when an id is out of range. */
 int gi_terms_by_id(const graph_index *g, const char **out);
 /* The per-file arrays (and the per-query scratch) for n files, zeroed. */

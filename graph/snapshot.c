@@ -29,7 +29,7 @@
 
 #include "index.h"
 
-#define SNAP_MAGIC "CLRGIX05" /* its digits change with the layout, the checksum or the terms' hash */
+#define SNAP_MAGIC "CLRGIX06" /* its digits change with the layout, the checksum or the terms' hash */
 #define SNAP_ENDIAN 0x01020304u
 #define SNAP_ALIGN 8 /* of the arrays a load uses in place, from the file's start */
 /* the largest counts a snapshot may give (a repository of a million files) */
@@ -189,7 +189,7 @@ static void payload(const graph_index *g, buf *b)
     free(terms);
     /* their table as it is: a load takes it instead of hashing them all */
     put_u64(b, g->term_cap);
-    put(b, g->term_slot, g->term_cap * sizeof *g->term_slot);
+    put_view(b, g->term_slot, g->term_cap * sizeof *g->term_slot);
     put_view(b, g->post_off, (g->n_terms + 1) * sizeof *g->post_off);
     /* whole structs, their padding zeroed, so that a load uses them in place */
     put_align(b);
@@ -277,16 +277,6 @@ static const void *take(cursor *c, size_t n)
     c->p += n;
     c->left -= n;
     return r;
-}
-
-/* n items of size sz copied into a new array (at least one item). */
-static void *take_array(cursor *c, size_t n, size_t sz)
-{
-    const void *src = take(c, n * sz);
-    void *dst = src ? malloc(n ? n * sz : sz) : NULL;
-    if (!dst) c->bad = 1;
-    else memcpy(dst, src, n * sz);
-    return dst;
 }
 
 /* n items of size sz where they are (the mapped file, which the index
@@ -390,7 +380,7 @@ static int read_payload(graph_index *g, cursor *c)
     g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
     if (!g->syms) return -1;
     g->n_syms = ns;
-    char **names = malloc((ns > nt ? ns : nt) * sizeof *names + 1);
+    char **names = malloc(ns * sizeof *names + 1);
     if (!names) return -1;
     g->str_pool[1] = take_pool(c, ns, names);
     for (size_t i = 0; i < ns && !c->bad; i++) g->syms[i].name = names[i];
@@ -404,21 +394,23 @@ static int read_payload(graph_index *g, cursor *c)
         g->syms[i].line = le[0];
         g->syms[i].end_line = le[1];
     }
+    free(names);
     g->sym_term = take_view(c, ns, sizeof *g->sym_term);
-    g->str_pool[2] = take_pool(c, nt, names);
+    char **terms = malloc(nt * sizeof *terms + 1); /* the index's, by gi_set_terms */
+    if (!terms) return -1;
+    g->str_pool[2] = take_pool(c, nt, terms);
     uint64_t cap = 0;
     take_into(c, &cap, sizeof cap);
     uint32_t *slot = NULL;
     if (c->bad || (cap == 0 && nt == 0)) {
         /* no terms, no table (one is made) */
-    } else if (!terms_table_ok(c, cap, nt) || !(slot = take_array(c, (size_t)cap, sizeof *slot)) ||
+    } else if (!terms_table_ok(c, cap, nt) || !(slot = take_view(c, (size_t)cap, sizeof *slot)) ||
                !slots_ok(slot, (size_t)cap, nt)) {
         c->bad = 1;
-        free(slot);
-        slot = NULL;
+        slot = NULL; /* (in the mapping) */
     }
-    if (!c->bad && gi_set_terms(g, names, nt, slot, (size_t)cap) != 0) c->bad = 1;
-    free(names);
+    if (c->bad) free(terms);
+    else if (gi_set_terms(g, terms, nt, slot, (size_t)cap) != 0) c->bad = 1;
     g->post_off = take_view(c, nt + 1, sizeof *g->post_off);
     if (c->bad || g->n_terms != nt || !offsets_ok(g->post_off, nt, np) || g->post_off[nt] != np) return -1;
     for (size_t i = 0; i < ns; i++)
@@ -446,8 +438,8 @@ static int read_payload(graph_index *g, cursor *c)
 }
 
 /* The file mapped rather than read, and its largest arrays (postings,
- * imports, the symbols' terms) and its strings (paths, symbol names,
- * terms) used where they are mapped: read() copied
+ * imports, the symbols' terms, the terms' table) and its strings (paths,
+ * symbol names, terms) used where they are mapped: read() copied
  * it into a buffer, and the arrays were copied again, every page of both
  * a fresh page of the process to fault in and zero (a 9 MB snapshot is
  * 2,300 of them), where a mapping's pages are the page cache's own.  The
