@@ -923,17 +923,15 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
     return p;
 }
 
-
 void graph_index_free(graph_index *g)
 {
     if (!g) return;
-    /* from a snapshot, the strings are in str_pool */
-    for (size_t i = 0; i < g->n && g->paths && !g->str_pool[0]; i++) free(g->paths[i]);
-    for (size_t i = 0; i < g->n_syms && !g->str_pool[1]; i++) free(g->syms[i].name);
-    for (size_t i = 0; i < g->n_terms && !g->str_pool[2]; i++) free(g->term_s[i]);
+    /* from a snapshot, the strings are in its mapping */
+    for (size_t i = 0; i < g->n && g->paths && !g->snap_map; i++) free(g->paths[i]);
+    for (size_t i = 0; i < g->n_syms && !g->snap_map; i++) free(g->syms[i].name);
+    for (size_t i = 0; i < g->n_terms && !g->snap_map; i++) free(g->term_s[i]);
     free(g->term_s);
     free_owned(g, g->term_slot);
-    for (int k = 0; k < 3; k++) free_owned(g, g->str_pool[k]);
     for (size_t i = 0; g->co && i < g->n; i++) {
         free(g->co[i].ids);
         free(g->co[i].w);

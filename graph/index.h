@@ -66,7 +66,6 @@ struct graph_index {
     size_t n;
     char **paths; /* sorted */
     uint8_t *is_test, *lang;
-    char *str_pool[3];           /* from a snapshot: the paths, symbol names, terms, in its mapping (else each its own) */
     gsym *syms;
     uint32_t *sym_off;
     int32_t *sym_term; /* each symbol's term: its name's, else its lowercase compound's, else -1 */
@@ -106,8 +105,9 @@ struct graph_index {
     char *ptext;       /* the prompt as read (graph_prompt_clean) */
     size_t cap_ptext;
     size_t n_qterms, cap_qterms, cap_qwt;
-    /* the snapshot it was loaded from, mapped (snapshot.c): the arrays
-     * that point into it are not freed */
+    /* the snapshot it was loaded from, mapped (snapshot.c): its strings
+     * (paths, symbol names, terms) and the arrays that point into it are
+     * not freed */
     void *snap_map;
     size_t snap_len;
 };
@@ -116,7 +116,7 @@ int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
 #define GI_TERM_EMPTY UINT32_MAX
 /* The n terms s[id] of an index without terms yet (s, malloc()ed, is
  * taken as g->term_s; the strings are borrowed: they must outlive g, in
- * g->str_pool[2]), with their table slot[cap] when given (taken, or in
+ * its mapped snapshot), with their table slot[cap] when given (taken, or in
  * the mapped snapshot: made by a save of the same terms, every id below
  * n and at most half the slots used, which the caller checked), else one
  * made here; -1 out of memory (s and slot are let go of all the same). */

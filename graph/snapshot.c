@@ -300,17 +300,16 @@ static void take_into(cursor *c, void *dst, size_t n)
 }
 
 /* n NUL-terminated strings after their total length, used where they are
- * mapped (returned as the pool: graph_index_free does not free it), with
- * out[i] pointing at each; a count that does not match is refused
- * (c->bad). */
-static char *take_pool(cursor *c, size_t n, char **out)
+ * mapped (graph_index_free does not free them), with out[i] pointing at
+ * each; a count that does not match is refused (c->bad). */
+static void take_pool(cursor *c, size_t n, char **out)
 {
     uint64_t bytes = 0;
     take_into(c, &bytes, sizeof bytes);
     char *pool = bytes <= c->left ? (char *)(uintptr_t)take(c, (size_t)bytes) : NULL;
     if (!pool) {
         c->bad = 1;
-        return NULL;
+        return;
     }
     size_t i = 0, off = 0;
     while (off < bytes && i < n) {
@@ -320,7 +319,6 @@ static char *take_pool(cursor *c, size_t n, char **out)
         off = (size_t)(nul - pool) + 1;
     }
     if (i != n || off != bytes) c->bad = 1;
-    return pool;
 }
 
 /* A terms table's size: a power of two the file holds, over twice the terms. */
@@ -370,7 +368,7 @@ static int read_payload(graph_index *g, cursor *c)
     if (gi_alloc_arrays(g, n) != 0) return -1;
     span parts[N_FIXED];
     for (size_t i = 0, m = fixed_parts(g, n, parts); i < m; i++) take_into(c, parts[i].p, parts[i].bytes);
-    g->str_pool[0] = take_pool(c, n, g->paths);
+    take_pool(c, n, g->paths);
     /* what the rest needs at the least (a name's NUL, kind, lines, term
      * and definition; a term's NUL; a posting), checked before anything
      * is allocated for it */
@@ -382,7 +380,7 @@ static int read_payload(graph_index *g, cursor *c)
     g->n_syms = ns;
     char **names = malloc(ns * sizeof *names + 1);
     if (!names) return -1;
-    g->str_pool[1] = take_pool(c, ns, names);
+    take_pool(c, ns, names);
     for (size_t i = 0; i < ns && !c->bad; i++) g->syms[i].name = names[i];
     for (size_t i = 0; i < ns && !c->bad; i++) {
         const uint8_t *ke = take(c, 2);
@@ -398,7 +396,7 @@ static int read_payload(graph_index *g, cursor *c)
     g->sym_term = take_view(c, ns, sizeof *g->sym_term);
     char **terms = malloc(nt * sizeof *terms + 1); /* the index's, by gi_set_terms */
     if (!terms) return -1;
-    g->str_pool[2] = take_pool(c, nt, terms);
+    take_pool(c, nt, terms);
     uint64_t cap = 0;
     take_into(c, &cap, sizeof cap);
     uint32_t *slot = NULL;
@@ -450,13 +448,11 @@ static int read_payload(graph_index *g, cursor *c)
  * read-only), so the mapped one does not change under the index. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp)
 {
+    if (g->snap_map) return -1; /* (loaded once) */
     char *path = snap_path(g);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     free(path);
-    if (fd < 0 || g->snap_map) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
+    if (fd < 0) return -1;
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(snap_hdr) && (uint64_t)st.st_size < ((uint64_t)1 << 34))
