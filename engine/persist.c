@@ -521,6 +521,21 @@ static void reset_state(engine *e, session *s)
     s->log_writer = 0;
 }
 
+/* The meta's state format: 0 when this build reads it, else -1 with *err
+ * (malloc()ed).  A newer format is refused rather than read as far as it
+ * looks familiar: its items may lie where this build does not look, and a
+ * write from here would fold a partial state over it.  No "v": format 1. */
+static int meta_version(json_t *meta, const char *where, char **err)
+{
+    int64_t v;
+    if (get_num(meta, "v", 1, INT32_MAX, 1, &v, where, err) != 0) return -1;
+    if (v <= PERSIST_VERSION) return 0;
+    *err = util_format("%s: state format %lld is newer than this build reads (%d): the session is left "
+                       "as it is; a newer clarity reads it",
+                       where, (long long)v, PERSIST_VERSION);
+    return -1;
+}
+
 static int load_once(engine *e, session *s)
 {
     char *val = NULL;
@@ -547,7 +562,7 @@ static int load_once(engine *e, session *s)
     char where[200], *err = NULL;
     snprintf(where, sizeof where, "session %.100s: stored meta", s->id);
     int64_t turn = 0, persisted = 0, seq = 0, every = 0;
-    if (!json_is_object(meta) ||
+    if (!json_is_object(meta) || meta_version(meta, where, &err) ||
         get_num(meta, "currentTurn", 0, TRACKER_TURN_MAX, 0, &turn, where, &err) ||
         get_num(meta, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &persisted, where, &err) ||
         get_num(meta, "seq", 0, TRACKER_COUNT_MAX, 0, &seq, where, &err) ||

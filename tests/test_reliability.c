@@ -269,6 +269,78 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     free(db);
 }
 
+static char *meta_of(const char *db)
+{
+    sqlite3 *d;
+    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
+    sqlite3_stmt *st;
+    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM kv WHERE ns = 'clarity:s:s' AND key = 'meta'", -1, &st, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "the meta row is gone");
+    char *m = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return m;
+}
+
+/* A state written by a newer format (meta "v" above this build's) is
+ * refused, naming the format, and left as it is: not read as far as it
+ * looks familiar (its items may lie where this build does not look), and
+ * not written over by the next turn.  A "v" that is no version refuses too;
+ * none at all is format 1. */
+Test(reliability, a_newer_state_format_is_refused_and_left_alone)
+{
+    char *db = runproc_join(tmp, "state.db");
+    th_host h;
+    open_db(&h, db);
+    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore and FocusEngine", 25, NULL), 0);
+    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    th_close(&h);
+    char *v1 = meta_of(db);
+    cr_assert(strncmp(v1, "{\"v\":1,", 7) == 0, "the meta does not start with its version: %s", v1);
+
+    char stmt[1200];
+    snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{\"v\":2,%s' WHERE ns = 'clarity:s:s' AND key = 'meta'", v1 + 7);
+    sql(db, stmt);
+    char *v2 = meta_of(db);
+    open_db(&h, db);
+    json_t *j = NULL;
+    cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a newer format was read");
+    json_decref(j);
+    cr_assert(h.error_lines > 0 && strstr(h.last_error, "state format 2"),
+              "the refusal does not name the format: %s", h.last_error);
+    cr_assert_neq(th_before(&h, "s", NULL, "ClaraCore again", 15, NULL), 0, "a turn ran on a newer format");
+    th_end(&h, "s", "ok", NULL, NULL);
+    th_close(&h);
+    char *after = meta_of(db);
+    cr_assert_str_eq(after, v2, "the newer state was written over");
+    free(after);
+
+    const char *bad[] = {"\"x\"", "0", "1.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{\"v\":%s,%s' WHERE ns = 'clarity:s:s' AND key = 'meta'",
+                 bad[i], v1 + 7);
+        sql(db, stmt);
+        open_db(&h, db);
+        j = NULL;
+        cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "v %s was read", bad[i]);
+        json_decref(j);
+        cr_assert(strstr(h.last_error, "\"v\""), "the refusal does not name \"v\": %s", h.last_error);
+        th_close(&h);
+    }
+
+    /* without "v" (format 1): read */
+    snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{%s' WHERE ns = 'clarity:s:s' AND key = 'meta'", v1 + 7);
+    sql(db, stmt);
+    open_db(&h, db);
+    j = NULL;
+    cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a meta without \"v\" was refused");
+    cr_assert_not_null(th_item(j, "claracore"));
+    json_decref(j);
+    th_close(&h);
+    free(v1), free(v2), free(db);
+}
+
 /* ---- the reference host and the commands ---------------------------------- */
 
 static char *export_cli(const char *db)
