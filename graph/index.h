@@ -110,6 +110,7 @@ struct graph_index {
      * not freed */
     void *snap_map;
     size_t snap_len;
+    int snap_sealed; /* it was sealed: the checks that read it whole were skipped */
 };
 
 int32_t gi_term_id(const graph_index *g, const char *s, size_t n);
@@ -153,6 +154,9 @@ int gi_snapshot_save(const graph_index *g, uint64_t stamp);
  * snapshot saved for stamp.  0, or -1 (no such snapshot, another stamp,
  * or a file that fails its checks): the caller frees g. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp);
+/* How old (ctime) a snapshot must be for a load that checked it whole to
+ * seal it (2,000 ms; tests set 0). */
+extern int64_t gi_seal_min_age_ms;
 /* Writes payload[0, n) as the snapshot at path for stamp, under the
  * header gi_snapshot_save writes (for a fuzzer's arbitrary payloads).
  * 0, or -1. */

@@ -288,6 +288,92 @@ Test(snapshot, a_damaged_one_is_not_used_and_is_saved_again)
     free(snap);
 }
 
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* A snapshot that passed every check is sealed, once its ctime is old
+ * enough that a later write must move it; a load that finds it unchanged
+ * since skips the checks that read it whole, and any change (a chmod, a
+ * byte written in place, another file renamed over it) has it checked
+ * whole again. */
+Test(snapshot, a_checked_one_is_sealed_and_checked_whole_again_once_changed)
+{
+    build();
+    char *snap = snap_path(), *sealp = util_format("%s.seal", snap);
+    graph_index *slow = load_index();
+    /* just saved: checked whole, and not sealed yet */
+    graph_index *g = open_index();
+    cr_assert_not_null(g->snap_map);
+    cr_assert_eq(g->snap_sealed, 0);
+    graph_index_free(g);
+    cr_assert(!exists(sealp), "a file younger than the ctime margin was sealed");
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 0, "a fresh file's checks were skipped");
+    graph_index_free(g);
+
+    gi_seal_min_age_ms = 0;
+    usleep(50000); /* past a clock tick of the file's save: a change below moves its ctime */
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 0);
+    graph_index_free(g);
+    cr_assert(exists(sealp), "a file that passed every check was not sealed");
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 1, "the sealed file was checked whole again");
+    assert_same(g, slow);
+    assert_same_predictions(g, slow, "the request send timeout in pkg/api.py");
+    graph_index_free(g);
+
+    /* a chmod: checked whole, sealed again */
+    writable(snap);
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 0, "a file changed since its seal was trusted");
+    graph_index_free(g);
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 1);
+    graph_index_free(g);
+
+    /* a posting's file out of range, the checksum made right again: the
+     * whole check (which a seal would skip) refuses it */
+    usleep(50000);
+    size_t len;
+    char *data = util_read_file(snap, 1 << 26, &len);
+    cr_assert_not_null(data);
+    uint64_t k[7];
+    memcpy(k, data + GI_SNAPSHOT_HEADER, sizeof k);
+    cr_assert_gt(k[3], 0, "no postings to damage");
+    free(data);
+    graph_index *fast = open_index(); /* sealed: where its postings lie */
+    cr_assert_eq(fast->snap_sealed, 1);
+    size_t post_at = (size_t)((const char *)fast->post - (const char *)fast->snap_map) - GI_SNAPSHOT_HEADER;
+    graph_index_free(fast);
+    uint32_t bad = (uint32_t)slow->n + 7;
+    patch_payload(snap, post_at, &bad, sizeof bad);
+    g = open_index();
+    cr_assert_eq(g->snap_map, NULL, "a posting out of range was used (the seal was trusted)");
+    assert_same(g, slow);
+    graph_index_free(g);
+
+    /* another file renamed over a sealed one: checked whole */
+    g = open_index(); /* saved again just now: old enough at margin 0 */
+    graph_index_free(g);
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 1);
+    graph_index_free(g);
+    char *copy = util_format("%s.copy", snap);
+    size_t n;
+    char *bytes = util_read_file(snap, 1 << 26, &n);
+    cr_assert_not_null(bytes);
+    cr_assert_eq(util_write_file_atomic(copy, bytes, n, 0444, 0), 0);
+    free(bytes);
+    cr_assert_eq(rename(copy, snap), 0);
+    g = open_index();
+    cr_assert_eq(g->snap_sealed, 0, "the seal of a file was taken for another");
+    assert_same(g, slow);
+    graph_index_free(g);
+
+    graph_index_free(slow);
+    free(copy), free(sealp), free(snap);
+}
+
 Test(snapshot, one_of_another_build_is_not_used)
 {
     build();
