@@ -31,6 +31,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "../util/endian.h"
 #include "../util/fs.h"
@@ -390,11 +393,20 @@ static void take_pool(cursor *c, size_t n, char **out)
         c->bad = 1;
         return;
     }
-    /* the NULs eight bytes at a time, each one found (util_bytes_eq_each):
-     * memchr's call per string was most of a load's time (117,000 of
-     * them, ten bytes each, for sympy) */
-    size_t i = 0, off = 0, len = (size_t)bytes;
-    for (size_t at = 0; at < len && i < n; at += 8) {
+    /* The NULs sixteen bytes at a time (SSE2), then eight (each one
+     * found: util_bytes_eq_each): memchr's call per string was most of a
+     * load's time (118,000 strings of about ten bytes for sympy). */
+    size_t i = 0, off = 0, len = (size_t)bytes, at = 0;
+#ifdef __SSE2__
+    for (const __m128i zero = _mm_setzero_si128(); at + 16 <= len && i < n; at += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(pool + at));
+        for (unsigned z = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)); z && i < n; z &= z - 1) {
+            out[i++] = pool + off;
+            off = at + (size_t)__builtin_ctz(z) + 1;
+        }
+    }
+#endif
+    for (; at < len && i < n; at += 8) {
         uint64_t w = at + 8 <= len ? util_load_le64(pool + at) : util_load_le_tail(pool + at, len - at) |
                                                                     ~(uint64_t)0 << 8 * (len - at);
         for (uint64_t z = util_bytes_eq_each(w, 0); z && i < n; z &= z - 1) {
