@@ -62,6 +62,8 @@ static void walk(const graph_index *g)
             if (g->out[e] >= g->n) abort();
         for (uint32_t e = g->in_off[d]; e < g->in_off[d + 1]; e++)
             if (g->in[e] >= g->n) abort();
+        for (uint32_t e = 0; e < g->co[d].n; e++)
+            if (!g->co[d].loaded || g->co[d].ids[e] >= g->n || g->co[d].w[e] != g->co[d].w[e]) abort();
     }
     if (g->sym_off[g->n] != g->n_syms) abort();
     for (size_t t = 0; t < g->n_terms; t++)

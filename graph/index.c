@@ -913,7 +913,10 @@ const gi_partners *gi_cochange(graph_index *g, uint32_t d)
             uint32_t *a = realloc(p->ids, cap * sizeof *a);
             if (a) p->ids = a;
             float *b = a ? realloc(p->w, cap * sizeof *b) : NULL;
-            if (!a || !b) break;
+            if (!a || !b) {
+                g->co_short = 1;
+                break;
+            }
             p->w = b;
         }
         p->ids[p->n] = (uint32_t)o;
@@ -933,8 +936,8 @@ void graph_index_free(graph_index *g)
     free(g->term_s);
     free_owned(g, g->term_slot);
     for (size_t i = 0; g->co && i < g->n; i++) {
-        free(g->co[i].ids);
-        free(g->co[i].w);
+        free_owned(g, g->co[i].ids); /* a snapshot's are in its mapping */
+        free_owned(g, g->co[i].w);
     }
     for (int f = 0; f < GI_FIELDS; f++) free(g->flen[f]);
     sqlite3_finalize(g->co_stmt);

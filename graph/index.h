@@ -82,6 +82,7 @@ struct graph_index {
     float *flen[GI_FIELDS];
     double avglen[GI_FIELDS];
     gi_partners *co;
+    int co_short; /* a file's partners could not all be read (out of memory): none saved */
     double *co_total;
     double *central;
     double *churn; /* log decayed commit weight, scaled to [0, 1] */
@@ -149,7 +150,7 @@ int graph_index_open(const char *repo, const char *db_path, graph_index **out, c
 uint64_t gi_build_stamp(sqlite3 *db);
 /* Saves g as <db_path>-index for stamp (a temporary file renamed in
  * place).  0, or -1 (nothing saved). */
-int gi_snapshot_save(const graph_index *g, uint64_t stamp);
+int gi_snapshot_save(graph_index *g, uint64_t stamp);
 /* Fills a new index (repo, db_path and db set, nothing else) from the
  * snapshot saved for stamp.  0, or -1 (no such snapshot, another stamp,
  * or a file that fails its checks): the caller frees g. */

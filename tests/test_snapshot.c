@@ -91,7 +91,7 @@ static graph_index *load_index(void)
 #define SAME_ARRAY(a, b, n) cr_assert_eq(memcmp((a), (b), (n) * sizeof *(a)), 0, "%s differs", #a)
 
 /* Every array the queries read, compared. */
-static void assert_same(const graph_index *a, const graph_index *b)
+static void assert_same(graph_index *a, graph_index *b)
 {
     size_t n = a->n;
     cr_assert_eq(n, b->n);
@@ -140,6 +140,22 @@ static void assert_same(const graph_index *a, const graph_index *b)
         cr_assert_str_eq(a->defs[k].name, b->defs[k].name);
         cr_assert_eq(a->defs[k].file, b->defs[k].file);
     }
+    /* co-change partners: a snapshot's saved, a cache's read on first use */
+    for (uint32_t d = 0; d < a->n; d++) {
+        const gi_partners *pa = gi_cochange(a, d), *pb = gi_cochange(b, d);
+        cr_assert_eq(pa->n, pb->n, "file %u: %u partners against %u", d, pa->n, pb->n);
+        SAME_ARRAY(pa->ids, pb->ids, (size_t)pa->n);
+        SAME_ARRAY(pa->w, pb->w, (size_t)pa->n);
+    }
+}
+
+/* How many co-change partners the files have in all (the comparison above
+ * is not vacuous). */
+static size_t partners(graph_index *g)
+{
+    size_t k = 0;
+    for (uint32_t d = 0; d < g->n; d++) k += gi_cochange(g, d)->n;
+    return k;
 }
 
 /* The same files, scores and key symbols for a prompt. */
@@ -203,6 +219,8 @@ Test(snapshot, a_build_saves_one_that_loads_as_the_cache_does)
     graph_index *fast = open_index(), *slow = load_index();
     /* the largest arrays used where the file is mapped, not copied */
     cr_assert_not_null(fast->snap_map, "the snapshot was not mapped");
+    cr_assert_gt(partners(slow), 0, "the test repository has no co-change");
+    cr_assert(fast->n == 0 || fast->co[0].loaded, "the co-change partners were not in the snapshot");
     cr_assert(fast->n_terms == 0 || ((const char *)fast->post >= (const char *)fast->snap_map &&
                                      (const char *)fast->post < (const char *)fast->snap_map + fast->snap_len),
               "the postings were copied out of the mapping");
