@@ -171,16 +171,33 @@ static char *export_of(th_host *h, const char *session)
     return s;
 }
 
+/* state.db in tmp, open in h, with one turn of session "s" over prompt. */
+static char *seeded(th_host *h, const char *prompt)
+{
+    char *db = runproc_join(tmp, "state.db");
+    open_db(h, db);
+    cr_assert_eq(th_before(h, "s", NULL, prompt, strlen(prompt), NULL), 0);
+    cr_assert_eq(th_end(h, "s", "ok", NULL, NULL), 0);
+    return db;
+}
+
+/* Opens db in h and asserts that session "s" is refused (what: the
+ * assertion's message); h stays open for the caller to read its log. */
+static void refused(th_host *h, const char *db, const char *what)
+{
+    open_db(h, db);
+    json_t *j = NULL;
+    cr_assert_neq(th_rpc(h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "%s", what);
+    json_decref(j);
+}
+
 /* Defect 2: importState stored currentTurn 2^63-1 and lastMentionTurn
  * -2^63; the next getScores overflowed (UBSan) and the next agent_end
  * wrapped the turn.  Each is refused, naming the field, state unchanged. */
 Test(reliability, import_refuses_numbers_out_of_range)
 {
-    char *db = runproc_join(tmp, "state.db");
     th_host h;
-    open_db(&h, db);
-    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore", 9, NULL), 0);
-    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    char *db = seeded(&h, "ClaraCore");
     char *before = export_of(&h, "s");
     const char *bad[][2] = {
         {"{\"session\":\"s\",\"state\":{\"currentTurn\":9223372036854775807,\"items\":[]}}", "currentTurn"},
@@ -233,11 +250,8 @@ static void sql(const char *db, const char *stmt)
  * with a bad turn refuses the session. */
 Test(reliability, stored_rows_out_of_range_are_refused)
 {
-    char *db = runproc_join(tmp, "state.db");
     th_host h;
-    open_db(&h, db);
-    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore and FocusEngine", 25, NULL), 0);
-    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    char *db = seeded(&h, "ClaraCore and FocusEngine");
     th_close(&h);
     sql(db, "UPDATE kv SET val = '{\"cat\":0,\"m\":1,\"lm\":-9223372036854775808}' "
             "WHERE ns = 'clarity:s:s' AND key = 'i:claracore'");
@@ -261,10 +275,7 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     sqlite3_close(d);
 
     sql(db, "UPDATE kv SET val = '{\"v\":1,\"currentTurn\":-1}' WHERE ns = 'clarity:s:s' AND key = 'meta'");
-    open_db(&h, db);
-    j = NULL;
-    cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a bad meta was trusted");
-    json_decref(j);
+    refused(&h, db, "a bad meta was trusted");
     th_close(&h);
     free(db);
 }
@@ -290,11 +301,8 @@ static char *meta_of(const char *db)
  * none at all is format 1. */
 Test(reliability, a_newer_state_format_is_refused_and_left_alone)
 {
-    char *db = runproc_join(tmp, "state.db");
     th_host h;
-    open_db(&h, db);
-    cr_assert_eq(th_before(&h, "s", NULL, "ClaraCore and FocusEngine", 25, NULL), 0);
-    cr_assert_eq(th_end(&h, "s", "ok", NULL, NULL), 0);
+    char *db = seeded(&h, "ClaraCore and FocusEngine");
     th_close(&h);
     char *v1 = meta_of(db);
     cr_assert(strncmp(v1, "{\"v\":1,", 7) == 0, "the meta does not start with its version: %s", v1);
@@ -303,10 +311,7 @@ Test(reliability, a_newer_state_format_is_refused_and_left_alone)
     snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{\"v\":2,%s' WHERE ns = 'clarity:s:s' AND key = 'meta'", v1 + 7);
     sql(db, stmt);
     char *v2 = meta_of(db);
-    open_db(&h, db);
-    json_t *j = NULL;
-    cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a newer format was read");
-    json_decref(j);
+    refused(&h, db, "a newer format was read");
     cr_assert(h.error_lines > 0 && strstr(h.last_error, "state format 2"),
               "the refusal does not name the format: %s", h.last_error);
     cr_assert_neq(th_before(&h, "s", NULL, "ClaraCore again", 15, NULL), 0, "a turn ran on a newer format");
@@ -321,11 +326,8 @@ Test(reliability, a_newer_state_format_is_refused_and_left_alone)
         snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{\"v\":%s,%s' WHERE ns = 'clarity:s:s' AND key = 'meta'",
                  bad[i], v1 + 7);
         sql(db, stmt);
-        open_db(&h, db);
-        j = NULL;
-        cr_assert_neq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "v %s was read", bad[i]);
-        json_decref(j);
-        cr_assert(strstr(h.last_error, "\"v\""), "the refusal does not name \"v\": %s", h.last_error);
+        refused(&h, db, bad[i]);
+        cr_assert(strstr(h.last_error, "\"v\""), "v %s: the refusal does not name \"v\": %s", bad[i], h.last_error);
         th_close(&h);
     }
 
@@ -333,7 +335,7 @@ Test(reliability, a_newer_state_format_is_refused_and_left_alone)
     snprintf(stmt, sizeof stmt, "UPDATE kv SET val = '{%s' WHERE ns = 'clarity:s:s' AND key = 'meta'", v1 + 7);
     sql(db, stmt);
     open_db(&h, db);
-    j = NULL;
+    json_t *j = NULL;
     cr_assert_eq(th_rpc(&h, "clarity.getScores", "{\"session\":\"s\"}", &j), 0, "a meta without \"v\" was refused");
     cr_assert_not_null(th_item(j, "claracore"));
     json_decref(j);
