@@ -234,7 +234,7 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
 {
     engine *e = r->e;
     session *s = r->s;
-    const extract_filter names = {&s->t.names, on_word};
+    const extract_filter names = {tracker_names(&s->t), on_word};
     if (m->text && m->text_len &&
         extract_candidates_stripped(e->ex, m->text, m->text_len, s->workspace, &names, on_candidate, r) ==
             CLARITY_ENOMEM)

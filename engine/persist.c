@@ -579,7 +579,7 @@ static int load_once(engine *e, session *s)
     s->log_every = (unsigned)every;
     meta_apply(e, s, meta, where);
     json_decref(meta);
-    tracker_defer_names(&s->t); /* built once below */
+    tracker_defer_names(&s->t); /* built by the first reference scan (tracker_names) */
     load_ctx c = {e, s, CLARITY_OK, {0}};
     snprintf(c.where, sizeof c.where, "session %.100s: stored item", s->id);
     rc = store_iter(e->st, s->ns, "i:", load_item, &c);
@@ -590,7 +590,6 @@ static int load_once(engine *e, session *s)
         reset_state(e, s);
         return rc;
     }
-    tracker_rebuild_names(&s->t); /* categories were set after insertion */
     tracker_clear_dirty(&s->t);
     s->exists_in_store = 1;
     return CLARITY_OK;

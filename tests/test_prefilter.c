@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../config/config.h"
+#include "../engine/engine.h"
 #include "../extract/classify.h"
 #include "../extract/extract.h"
 #include "../extract/internal.h"
@@ -178,6 +180,83 @@ Test(prefilter, a_filter_not_built_passes_everything)
     tracker_free(&t);
     extract_free(ex);
     config_free(&cfg);
+}
+
+/* A load leaves the filter deferred (only the reference scans read it, and
+ * a Claude Code prompt's process never scans): items added meanwhile do
+ * not build it, and the first read builds it with every item, once. */
+Test(prefilter, a_deferred_filter_is_built_at_its_first_read)
+{
+    tracker t;
+    tracker_init(&t, 16);
+    tracker_defer_names(&t);
+    char id[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, i % 2 ? "keyword:word%04d" : "proj%04dcore", i);
+        tracker_touch(&t, id, i % 2 ? CAT_KEYWORD : CAT_PROJECT, 0);
+    }
+    cr_assert_eq(t.names.nbits, 0, "adding items built the deferred filter");
+    const name_filter *nf = tracker_names(&t);
+    cr_assert_gt(nf->nbits, 0, "the first read did not build the filter");
+    cr_assert_eq(t.names_deferred, 0);
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof id, i % 2 ? "word%04d" : "proj%04dcore", i);
+        cr_assert(name_filter_test(nf, id, strlen(id)), "%s is not in the filter", id);
+    }
+    const uint64_t *bits = nf->bits;
+    cr_assert_eq(tracker_names(&t)->bits, bits, "a second read built it again");
+    tracker_free(&t);
+}
+
+static void quiet(void *ud, int level, const char *msg) { (void)ud, (void)level, (void)msg; }
+static int64_t clock0(void *ud) { return (void)ud, 1700000000000; }
+
+static engine *engine_on(const char *db)
+{
+    clarity_host h;
+    memset(&h, 0, sizeof h);
+    h.struct_size = sizeof h;
+    h.abi_version = CLARITY_ABI_VERSION;
+    h.log = quiet;
+    h.now_ms = clock0;
+    char cfg[300];
+    snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
+    engine *e = NULL;
+    char *err = NULL;
+    cr_assert_eq(engine_new(&h, cfg, &e, &err), CLARITY_OK, "%s", err ? err : "");
+    return e;
+}
+
+/* A session restored from its store leaves the filter to its first read. */
+Test(prefilter, a_restored_session_builds_its_filter_when_first_read)
+{
+    char db[] = "/tmp/clarity-prefilter-XXXXXX";
+    int fd = mkstemp(db);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    engine *e = engine_on(db);
+    session *s;
+    cr_assert_eq(engine_acquire(e, "s", 1, &s), CLARITY_OK);
+    tracker_touch(&s->t, "proj0001core", CAT_PROJECT, 0);
+    tracker_touch(&s->t, "keyword:parser", CAT_KEYWORD, 0);
+    cr_assert_eq(persist_flush(e, s), CLARITY_OK);
+    engine_release(e, s);
+    engine_free(e);
+
+    e = engine_on(db);
+    cr_assert_eq(engine_acquire(e, "s", 0, &s), CLARITY_OK);
+    cr_assert_eq(s->t.count, 2, "the session was not restored");
+    cr_assert(s->t.names_deferred && s->t.names.nbits == 0, "the load built the filter");
+    const name_filter *nf = tracker_names(&s->t);
+    cr_assert(name_filter_test(nf, "proj0001core", 12) && name_filter_test(nf, "parser", 6));
+    engine_release(e, s);
+    engine_free(e);
+    char side[64];
+    const char *ext[] = {"", "-wal", "-shm"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(side, sizeof side, "%s%s", db, ext[k]);
+        remove(side);
+    }
 }
 
 Test(prefilter, filter_rejects_most_untracked_words)

@@ -214,6 +214,15 @@ void tracker_rebuild_names(tracker *t);
 /* Before a load adds many items: the filter is dropped (so it passes every
  * name meanwhile) and not kept up to date until tracker_rebuild_names. */
 void tracker_defer_names(tracker *t);
+/* The name filter, built first when a load left it deferred: a load does
+ * not build it, since only the reference scans read it (a Claude Code
+ * prompt's process never does, and at 10,000 items the build was a ninth
+ * of that process). */
+static inline const name_filter *tracker_names(tracker *t)
+{
+    if (t->names_deferred) tracker_rebuild_names(t);
+    return &t->names;
+}
 
 /* Clears the dirty list and the deleted ids (after a successful persist). */
 void tracker_clear_dirty(tracker *t);
