@@ -371,6 +371,21 @@ static void seal(const graph_index *g, const struct stat *st, const snap_hdr *h)
 
 /* ---------------------------------------------------------------- load */
 
+/* The pages of an array just allocated, which the load writes whole,
+ * mapped in one call (Linux 5.14; elsewhere, or refused, they fault one
+ * by one as before): sympy's symbols, definitions and string pointers are
+ * 2.5 MB, 620 faults of a prompt's 1,100. */
+static void prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 typedef struct cursor {
     const unsigned char *p;
     size_t left;
@@ -510,9 +525,11 @@ static int read_payload(graph_index *g, cursor *c, int whole)
         return -1;
     g->syms = calloc(ns ? ns : 1, sizeof *g->syms);
     if (!g->syms) return -1;
+    prefault(g->syms, ns * sizeof *g->syms);
     g->n_syms = ns;
     char **names = malloc(ns * sizeof *names + 1);
     if (!names) return -1;
+    prefault(names, ns * sizeof *names);
     take_pool(c, ns, names);
     /* each symbol's kind, export flag and lines (ten bytes), taken at once
      * (a take per field was most of a load's own time) */
@@ -526,6 +543,7 @@ static int read_payload(graph_index *g, cursor *c, int whole)
     g->sym_term = take_view(c, ns, sizeof *g->sym_term);
     char **terms = malloc(nt * sizeof *terms + 1); /* the index's, by gi_set_terms */
     if (!terms) return -1;
+    prefault(terms, nt * sizeof *terms);
     take_pool(c, nt, terms);
     uint64_t cap = 0;
     take_into(c, &cap, sizeof cap);
@@ -555,6 +573,7 @@ static int read_payload(graph_index *g, cursor *c, int whole)
         return -1;
     g->defs = malloc((ns ? ns : 1) * sizeof *g->defs);
     if (!g->defs) return -1;
+    prefault(g->defs, ns * sizeof *g->defs);
     const unsigned char *dv = c->bad ? NULL : take(c, ns * 8); /* a symbol and its file each */
     for (size_t i = 0; dv && i < ns; i++) {
         uint32_t v[2];
