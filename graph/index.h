@@ -149,11 +149,14 @@ int graph_index_open(const char *repo, const char *db_path, graph_index **out, c
  * its meta values), or 0 while none has completed (no build_id). */
 uint64_t gi_build_stamp(sqlite3 *db);
 /* Saves g as <db_path>-index for stamp (a temporary file renamed in
- * place).  0, or -1 (nothing saved). */
+ * place), with every file's co-change partners, which it reads into g
+ * first.  0, or -1 (nothing saved). */
 int gi_snapshot_save(graph_index *g, uint64_t stamp);
 /* Fills a new index (repo, db_path and db set, nothing else) from the
- * snapshot saved for stamp.  0, or -1 (no such snapshot, another stamp,
- * or a file that fails its checks): the caller frees g. */
+ * snapshot saved for stamp, checked whole unless its seal says it passed
+ * since its last change (and sealed when it passes).  0, or -1 (no such
+ * snapshot, another stamp, or a file that fails its checks): the caller
+ * frees g. */
 int gi_snapshot_load(graph_index *g, uint64_t stamp);
 /* How old (ctime) a snapshot must be for a load that checked it whole to
  * seal it (2,000 ms; tests set 0). */

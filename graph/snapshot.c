@@ -483,8 +483,6 @@ static int below(const uint32_t *v, size_t n, uint64_t max)
     return 1;
 }
 
-/* The payload into g; with `whole`, the checks that read all of the
- * terms' table and the postings too (a sealed file passed them). */
 /* The co-change section: each file's partners where they are mapped
  * (graph_index_free does not free them), every id a file and every
  * weight a finite number. */
@@ -504,6 +502,8 @@ static int read_cochange(graph_index *g, cursor *c)
     return 0;
 }
 
+/* The payload into g; with `whole`, the checks that read all of the
+ * terms' table and the postings too (a sealed file passed them). */
 static int read_payload(graph_index *g, cursor *c, int whole)
 {
     uint64_t k[7]; /* n, syms, terms, postings, out, in, defs */
