@@ -92,15 +92,28 @@ int graph_db_open(const char *path, int create, sqlite3 **out, char **err)
 
 char *graph_db_meta(sqlite3 *db, const char *key)
 {
-    sqlite3_stmt *st;
     char *v = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        v = util_strdup((const char *)sqlite3_column_text(st, 0));
+    return graph_db_metas(db, &key, 1, &v) == 0 ? v : NULL;
+}
+
+int graph_db_metas(sqlite3 *db, const char *const *keys, size_t n, char **out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = NULL;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) != SQLITE_OK) return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        sqlite3_bind_text(st, 1, keys[i], -1, SQLITE_STATIC);
+        int r = sqlite3_step(st);
+        const unsigned char *v = r == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+        if (v && !(out[i] = util_strdup((const char *)v))) rc = -1;
+        else if (r != SQLITE_ROW && r != SQLITE_DONE) rc = -1;
+        sqlite3_reset(st);
+    }
     sqlite3_finalize(st);
-    return v;
+    if (rc != 0)
+        for (size_t i = 0; i < n; i++) free(out[i]), out[i] = NULL;
+    return rc;
 }
 
 int graph_db_set_meta(sqlite3 *db, const char *key, const char *value)

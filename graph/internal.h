@@ -28,6 +28,10 @@ char *graph_git_line(const char *repo, const char *const *args);
 /* db.c */
 int graph_db_open(const char *path, int create, sqlite3 **out, char **err);
 char *graph_db_meta(sqlite3 *db, const char *key);
+/* The values of n meta keys (malloc()ed; NULL where absent) through one
+ * statement, where a graph_db_meta call each prepared one: 0, or -1 (all
+ * NULL) when the table cannot be read or memory runs out. */
+int graph_db_metas(sqlite3 *db, const char *const *keys, size_t n, char **out);
 int graph_db_set_meta(sqlite3 *db, const char *key, const char *value);
 
 /* resolve.c: maps import specs to files. */

@@ -55,22 +55,21 @@ static const char *const stamp_keys[] = {"build_id", "built_at", "head", "index_
 
 uint64_t gi_build_stamp(sqlite3 *db)
 {
-    char *id = graph_db_meta(db, "build_id");
-    if (!id || !*id) {
-        free(id);
-        return 0;
+    enum { NK = sizeof stamp_keys / sizeof *stamp_keys };
+    char *v[NK];
+    if (graph_db_metas(db, stamp_keys, NK, v) != 0) return 0;
+    uint64_t h = 0;
+    if (v[0] && *v[0]) { /* build_id: none while a build is under way or failed */
+        buf b; /* each key and its value, NUL-terminated */
+        buf_init(&b);
+        for (size_t k = 0; k < NK; k++) {
+            buf_append(&b, stamp_keys[k], strlen(stamp_keys[k]) + 1);
+            buf_append(&b, v[k] ? v[k] : "", v[k] ? strlen(v[k]) + 1 : 0);
+        }
+        h = buf_failed(&b) ? 0 : graph_fnv64(b.p, b.len);
+        buf_free(&b);
     }
-    free(id);
-    buf b; /* each key and its value, NUL-terminated */
-    buf_init(&b);
-    for (size_t k = 0; k < sizeof stamp_keys / sizeof *stamp_keys; k++) {
-        char *v = graph_db_meta(db, stamp_keys[k]);
-        buf_append(&b, stamp_keys[k], strlen(stamp_keys[k]) + 1);
-        buf_append(&b, v ? v : "", v ? strlen(v) + 1 : 0);
-        free(v);
-    }
-    uint64_t h = buf_failed(&b) ? 0 : graph_fnv64(b.p, b.len);
-    buf_free(&b);
+    for (size_t k = 0; k < NK; k++) free(v[k]);
     return h;
 }
 
