@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include "../config/config.h"
-#include "../engine/engine.h"
 #include "../extract/classify.h"
 #include "../extract/extract.h"
 #include "../extract/internal.h"
 #include "../extract/wordbatch.h"
 #include "../tracker/tracker.h"
+#include "testengine.h"
 
 typedef struct hits {
     tracker *t;
@@ -208,23 +208,11 @@ Test(prefilter, a_deferred_filter_is_built_at_its_first_read)
     tracker_free(&t);
 }
 
-static void quiet(void *ud, int level, const char *msg) { (void)ud, (void)level, (void)msg; }
-static int64_t clock0(void *ud) { return (void)ud, 1700000000000; }
-
 static engine *engine_on(const char *db)
 {
-    clarity_host h;
-    memset(&h, 0, sizeof h);
-    h.struct_size = sizeof h;
-    h.abi_version = CLARITY_ABI_VERSION;
-    h.log = quiet;
-    h.now_ms = clock0;
     char cfg[300];
     snprintf(cfg, sizeof cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", db);
-    engine *e = NULL;
-    char *err = NULL;
-    cr_assert_eq(engine_new(&h, cfg, &e, &err), CLARITY_OK, "%s", err ? err : "");
-    return e;
+    return testengine_open(cfg);
 }
 
 /* A session restored from its store leaves the filter to its first read. */

@@ -13,23 +13,8 @@
 
 #include "../engine/engine.h"
 #include "../pruner/pruner.h"
+#include "testengine.h"
 
-static void quiet(void *ud, int level, const char *msg) { (void)ud, (void)level, (void)msg; }
-static int64_t clock0(void *ud) { return (void)ud, 1700000000000; }
-
-static engine *open_engine(const char *config)
-{
-    clarity_host h;
-    memset(&h, 0, sizeof h);
-    h.struct_size = sizeof h;
-    h.abi_version = CLARITY_ABI_VERSION;
-    h.log = quiet;
-    h.now_ms = clock0;
-    engine *e = NULL;
-    char *err = NULL;
-    cr_assert_eq(engine_new(&h, config, &e, &err), CLARITY_OK, "%s", err ? err : "");
-    return e;
-}
 
 static item *random_item(tracker *t)
 {
@@ -118,7 +103,7 @@ static void change(tracker *t, int step)
 
 static void compare(const char *config, int steps)
 {
-    engine *e = open_engine(config);
+    engine *e = testengine_open(config);
     session *s;
     cr_assert_eq(engine_acquire(e, "rank-test", 1, &s), CLARITY_OK);
     buf a, b;
@@ -191,7 +176,7 @@ typedef struct blocks {
 
 static void blocks_open(blocks *k, size_t ci, const char *session_id)
 {
-    k->e = open_engine(block_configs[ci]);
+    k->e = testengine_open(block_configs[ci]);
     cr_assert_eq(engine_acquire(k->e, session_id, 1, &k->s), CLARITY_OK);
     buf_init(&k->a);
     buf_init(&k->b);
@@ -331,7 +316,7 @@ typedef struct index_fixture {
 
 static void fixture_open(index_fixture *f)
 {
-    f->e = open_engine("{\"storage\":{\"backend\":\"memory\"}}");
+    f->e = testengine_open("{\"storage\":{\"backend\":\"memory\"}}");
     tracker_init(&f->t, 8);
     memset(&f->x, 0, sizeof f->x);
 }
