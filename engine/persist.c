@@ -1167,7 +1167,7 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
     }
     tracker fresh;
     tracker_init(&fresh, e->cfg.limits.history_length);
-    tracker_defer_names(&fresh); /* built once after the items */
+    tracker_defer_names(&fresh); /* built by the first reference scan (tracker_names) */
     int rc = CLARITY_OK;
     if (get_num(st, "currentTurn", 0, TRACKER_TURN_MAX, 0, &fresh.current_turn, "state", err) ||
         get_num(st, "lastPersistAt", 0, TRACKER_COUNT_MAX, 0, &fresh.last_persist_ms, "state", err))
@@ -1200,7 +1200,6 @@ int persist_import_legacy(engine *e, session *s, const char *json, char **err)
         return rc;
     }
     /* Swap in, then write everything in one transaction; restore on failure. */
-    tracker_rebuild_names(&fresh);
     tracker old = s->t;
     s->t = fresh;
     for (item *it = s->t.items; it; it = it->hh.next) tracker_mark_dirty(&s->t, it);

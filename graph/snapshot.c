@@ -98,6 +98,9 @@ uint64_t gi_snapshot_sum(const void *data, size_t n)
 }
 
 static char *snap_path(const graph_index *g) { return util_format("%s-index", g->db_path); }
+/* The seal (below) of the snapshot at snap: one file name for the load
+ * that writes it and gi_snapshot_write, which removes it. */
+static char *seal_path(const char *snap) { return util_format("%s.seal", snap); }
 
 /* ---------------------------------------------------------------- save */
 
@@ -287,7 +290,7 @@ int gi_snapshot_save(graph_index *g, uint64_t stamp)
 
 int gi_snapshot_write(const char *path, uint64_t stamp, const void *payload_bytes, size_t n)
 {
-    char *sp = util_format("%s.seal", path);
+    char *sp = seal_path(path);
     if (sp) unlink(sp); /* a file written here is checked whole */
     free(sp);
     buf b;
@@ -315,7 +318,6 @@ typedef struct snap_seal {
 } snap_seal;
 #define SEAL_MAGIC "CLRSEAL1"
 
-static char *seal_path(const graph_index *g) { return util_format("%s-index.seal", g->db_path); }
 
 static void seal_of(snap_seal *s, const struct stat *st, const snap_hdr *h)
 {
@@ -332,11 +334,11 @@ static void seal_of(snap_seal *s, const struct stat *st, const snap_hdr *h)
     s->sum = h->sum;
 }
 
-/* Whether the seal next to g's snapshot is the one of this file (st) and
- * header. */
-static int sealed(const graph_index *g, const struct stat *st, const snap_hdr *h)
+/* Whether the seal next to the snapshot at snap is the one of this file
+ * (st) and header. */
+static int sealed(const char *snap, const struct stat *st, const snap_hdr *h)
 {
-    char *path = seal_path(g);
+    char *path = seal_path(snap);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     free(path);
     if (fd < 0) return 0;
@@ -354,7 +356,7 @@ int64_t gi_seal_min_age_ms = 2000;
  * gi_seal_min_age_ms old: a file system may keep times to a clock tick
  * (or a second), and a write within the tick of its last change would
  * leave them as they were; past that, any write moves them. */
-static void seal(const graph_index *g, const struct stat *st, const snap_hdr *h)
+static void seal(const char *snap, const struct stat *st, const snap_hdr *h)
 {
     struct timespec now;
     if (clock_gettime(CLOCK_REALTIME, &now) != 0) return;
@@ -363,7 +365,7 @@ static void seal(const graph_index *g, const struct stat *st, const snap_hdr *h)
     if (age_ms < gi_seal_min_age_ms) return;
     snap_seal s;
     seal_of(&s, st, h);
-    char *path = seal_path(g);
+    char *path = seal_path(snap);
     if (path) util_write_file_atomic(path, &s, sizeof s, 0644, 0);
     free(path);
 }
@@ -600,32 +602,39 @@ int gi_snapshot_load(graph_index *g, uint64_t stamp)
     if (g->snap_map) return -1; /* (loaded once) */
     char *path = snap_path(g);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    free(path);
-    if (fd < 0) return -1;
+    if (fd < 0) {
+        free(path);
+        return -1;
+    }
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(snap_hdr) && (uint64_t)st.st_size < ((uint64_t)1 << 34))
         map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return -1;
+    if (map == MAP_FAILED) {
+        free(path);
+        return -1;
+    }
     size_t size = (size_t)st.st_size;
     snap_hdr h;
     memcpy(&h, map, sizeof h);
     const unsigned char *data = (const unsigned char *)map + sizeof h;
     int ok = memcmp(h.magic, SNAP_MAGIC, sizeof h.magic) == 0 && h.endian == SNAP_ENDIAN &&
              h.posting_size == sizeof(gi_posting) && h.stamp == stamp && h.bytes == size - sizeof h;
-    int whole = ok && !sealed(g, &st, &h);
+    int whole = ok && !sealed(path, &st, &h);
     if (!ok || (whole && gi_snapshot_sum(data, (size_t)h.bytes) != h.sum)) {
         munmap(map, size);
+        free(path);
         return -1;
     }
     g->snap_map = map;
     g->snap_len = size;
     g->snap_sealed = !whole;
     cursor c = {data, (size_t)h.bytes, 0};
-    if (read_payload(g, &c, whole) != 0) return -1;
-    if (whole) seal(g, &st, &h);
-    return 0;
+    int rc = read_payload(g, &c, whole);
+    if (rc == 0 && whole) seal(path, &st, &h);
+    free(path);
+    return rc;
 }
 
 int graph_index_open(const char *repo, const char *db_path, graph_index **out, char **err)

@@ -215,7 +215,8 @@ static engine *engine_on(const char *db)
     return testengine_open(cfg);
 }
 
-/* A session restored from its store leaves the filter to its first read. */
+/* A session restored from its store, or imported, leaves the filter to its
+ * first read. */
 Test(prefilter, a_restored_session_builds_its_filter_when_first_read)
 {
     char db[] = "/tmp/clarity-prefilter-XXXXXX";
@@ -237,6 +238,12 @@ Test(prefilter, a_restored_session_builds_its_filter_when_first_read)
     cr_assert(s->t.names_deferred && s->t.names.nbits == 0, "the load built the filter");
     const name_filter *nf = tracker_names(&s->t);
     cr_assert(name_filter_test(nf, "proj0001core", 12) && name_filter_test(nf, "parser", 6));
+    /* an import is a load too */
+    char *err = NULL;
+    cr_assert_eq(persist_import_legacy(e, s, "{\"currentTurn\":3,\"items\":[{\"id\":\"proj0002core\"}]}", &err),
+                 CLARITY_OK, "%s", err ? err : "");
+    cr_assert(s->t.names_deferred && s->t.names.nbits == 0, "the import built the filter");
+    cr_assert(name_filter_test(tracker_names(&s->t), "proj0002core", 12));
     engine_release(e, s);
     engine_free(e);
     char side[64];

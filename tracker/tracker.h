@@ -87,7 +87,7 @@ typedef struct tracker {
      * removed since the last rebuild still answer "maybe" until then. */
     name_filter names;
     size_t names_removed;
-    int names_deferred; /* a load is filling the table: tracker_rebuild_names builds the filter once */
+    int names_deferred; /* a load filled the table: the filter waits for its first read (tracker_names) */
     /* For an index of the items by score bound (engine/rankidx.c): the
      * items changed since it last looked, and a generation, unique in the
      * process, that changes at init, free and whenever items go away. */
@@ -211,8 +211,9 @@ static inline size_t tracker_id_len(const item *it) { return it->hh.keylen ? it-
 /* Rebuilds the name filter from the items (after many removals, and to
  * end a load). */
 void tracker_rebuild_names(tracker *t);
-/* Before a load adds many items: the filter is dropped (so it passes every
- * name meanwhile) and not kept up to date until tracker_rebuild_names. */
+/* Before a load (a restore, an import) adds many items: the filter is
+ * dropped (it passes every name meanwhile) and not kept up to date until
+ * tracker_names or tracker_rebuild_names builds it once. */
 void tracker_defer_names(tracker *t);
 /* The name filter, built first when a load left it deferred: a load does
  * not build it, since only the reference scans read it (a Claude Code
