@@ -16,6 +16,7 @@
 /* A reservation (sqlite_ring.h): a cell of length 0, then RESERVED. */
 #define RESERVED "\xffreserv"
 #define RESERVED_LEN 8
+#define RESERVE_SQL "INSERT OR IGNORE INTO ring(id, val) VALUES(?1, ?2)"
 
 const char *const sq_ring_schema[2] = {
     "CREATE TABLE IF NOT EXISTS nsid(id INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE)",
@@ -98,7 +99,8 @@ int sq_ring_open(sq_ring *r, sqlite3 *db)
         (rc = prep(db, "UPDATE ring SET val=?2 WHERE id=?1", &r->upd)) ||
         (rc = prep(db, "DELETE FROM ring WHERE id=?1", &r->del)) ||
         (rc = prep(db, "DELETE FROM ring WHERE id BETWEEN ?1 AND ?2", &r->del_ns)) ||
-        (rc = prep(db, "SELECT id, val FROM ring WHERE id BETWEEN ?1 AND ?2 ORDER BY id", &r->iter)))
+        (rc = prep(db, "SELECT id, val FROM ring WHERE id BETWEEN ?1 AND ?2 ORDER BY id", &r->iter)) ||
+        (rc = prep(db, RESERVE_SQL, &r->res)))
         return rc;
     return SQLITE_OK;
 }
@@ -145,8 +147,8 @@ static void cell_note(struct sq_ring_ns *c, int slot, size_t size)
 
 void sq_ring_close(sq_ring *r)
 {
-    sqlite3_stmt **all[] = {&r->ns_get, &r->ns_add, &r->get,    &r->size,
-                            &r->put,    &r->upd,    &r->del,    &r->del_ns, &r->iter};
+    sqlite3_stmt **all[] = {&r->ns_get, &r->ns_add, &r->get,    &r->size, &r->put,
+                            &r->upd,    &r->del,    &r->del_ns, &r->iter, &r->res};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         sqlite3_finalize(*all[i]);
         *all[i] = NULL;
@@ -216,6 +218,8 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_rin
         r->cache[at].ns = copy;
         r->cache[at].id = *id;
         r->cache[at].fresh = made ? 0 : -1;
+        r->cache[at].asked = -1;
+        r->cache[at].bg_late = 0;
         if (ent) *ent = &r->cache[at];
     }
     return SQLITE_ROW;
@@ -261,6 +265,84 @@ int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *
 
 void sq_ring_get_done(sq_ring *r) { reset(r->get); }
 
+static int insert_reserved(sqlite3 *db, sqlite3_stmt *st, const sq_ring_req *req, const unsigned char *cell,
+                           uint32_t *made);
+
+/* Notes in c the rows of req that `made` says were made (bit j: slot
+ * req->slot + j) and that the range's slots all have rows now. */
+static void note_made(struct sq_ring_ns *c, const sq_ring_req *req, uint32_t made)
+{
+    for (int j = 0; j < req->n; j++)
+        if ((made >> j & 1) && !cell_known(c, req->slot + j)) cell_note(c, req->slot + j, req->size);
+    if (c->fresh >= 0 && c->fresh < req->slot + req->n) c->fresh = req->slot + req->n;
+}
+
+/* Whether a new row of a cell of `size` bytes in slot is followed by
+ * reservations (sqlite_ring.h): a row a leaf holds alone, whose next
+ * slot's row this connection does not know of. */
+static int wants_reservations(const sq_ring *r, const struct sq_ring_ns *ent, int slot, size_t size)
+{
+    size_t room = leaf_room(r);
+    return ent && !r->no_reserve && size > room / 2 && size <= room && slot + 1 < (1 << SLOT_BITS) &&
+           !cell_known(ent, slot + 1);
+}
+
+/* ... and whether the put makes them itself, rather than asking the
+ * store's thread: there is none, or it did not make the last ask before
+ * this slot's put. */
+static int reserves_itself(const sq_ring *r, const struct sq_ring_ns *ent, int slot)
+{
+    return !r->bg_reserve || ent->bg_late || slot == ent->asked;
+}
+
+/* After slot's new row: the next slots' rows, asked for or made. */
+static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slot)
+{
+    int n = (1 << SLOT_BITS) - (slot + 1);
+    size_t room = leaf_room(r);
+    /* a leaf's whole room: the next records, of any size a leaf holds
+     * alone, rewrite it in place (sq_ring_put keeps a cell up to twice a
+     * value's size) */
+    if (!reserves_itself(r, ent, slot)) {
+        r->req = (sq_ring_req){id, slot + 1, n < SQ_RING_AHEAD ? n : SQ_RING_AHEAD, room};
+        r->req_pending = 1;
+        ent->asked = slot + 1;
+        return SQLITE_DONE;
+    }
+    if (slot == ent->asked) ent->bg_late = 1;
+    sq_ring_req req = {id, slot + 1, n < SQ_RING_INLINE ? n : SQ_RING_INLINE, room};
+    uint32_t made = 0;
+    /* the reservation in r->cell: length 0, then the marker */
+    if (fill_cell(r, NULL, 0, room) != SQLITE_OK) return SQLITE_NOMEM;
+    memcpy(r->cell + LEN_BYTES, RESERVED, RESERVED_LEN);
+    r->cell_end = LEN_BYTES + RESERVED_LEN;
+    int rc = insert_reserved(r->db, r->res, &req, r->cell, &made);
+    if (rc != SQLITE_OK) return rc;
+    note_made(ent, &req, made);
+    return SQLITE_DONE;
+}
+
+/* Writes the cell in r->cell (size bytes) as slot key's row: updated
+ * where the row is known to exist (old), else inserted.  *inserted: a
+ * row was inserted.  SQLITE_DONE or an error. */
+static int write_row(sq_ring *r, sqlite3_int64 key, size_t size, size_t old, int *inserted)
+{
+    /* an existing row is updated: SQLite rewrites a cell of the same size
+     * in place, overflow pages included, where INSERT OR REPLACE frees them
+     * and allocates new ones */
+    int rc = SQLITE_DONE;
+    for (int k = old ? 0 : 1; k < 2; k++) {
+        sqlite3_stmt *st = k ? r->put : r->upd;
+        rc = sqlite3_bind_int64(st, 1, key);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        reset(st);
+        *inserted = k;
+        if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
+    }
+    return rc;
+}
+
 int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len)
 {
     int64_t id;
@@ -286,32 +368,24 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
     if (old >= size && old <= 2 * size + r->page) size = old;
     else size = cell_new(r, len, size);
     if (fill_cell(r, val, len, size) != SQLITE_OK) return SQLITE_NOMEM;
-    /* an existing row is updated: SQLite rewrites a cell of the same size
-     * in place, overflow pages included, where INSERT OR REPLACE frees them
-     * and allocates new ones */
+    /* a row and the reservations it makes are one transaction: outside
+     * the store's, one of their own */
+    int reserve = !old && wants_reservations(r, ent, slot, size);
+    int own = reserve && reserves_itself(r, ent, slot) && sqlite3_get_autocommit(r->db);
+    if (own && (rc = sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK) return rc;
     int inserted = 0;
-    for (int k = old ? 0 : 1; k < 2; k++) {
-        sqlite3_stmt *st = k ? r->put : r->upd;
-        rc = sqlite3_bind_int64(st, 1, key);
-        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
-        if (rc == SQLITE_OK) rc = sqlite3_step(st);
-        reset(st);
-        inserted = k;
-        if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
-    }
+    rc = write_row(r, key, size, old, &inserted);
     if (rc == SQLITE_DONE && absent) ent->fresh = slot + 1;
     cell_note(ent, slot, rc == SQLITE_DONE ? size : 0);
-    /* a new row a leaf holds alone: the next slots' rows are worth making
-     * ahead (sq_ring_reserve) unless this connection wrote them */
-    size_t room = leaf_room(r);
-    if (rc == SQLITE_DONE && inserted && ent && !r->no_reserve && size > room / 2 && size <= room &&
-        slot + 1 < (1 << SLOT_BITS) && !cell_known(ent, slot + 1)) {
-        int n = (1 << SLOT_BITS) - (slot + 1);
-        /* a leaf's whole room: the next records, of any size a leaf holds
-         * alone, rewrite it in place (sq_ring_put keeps a cell up to twice
-         * a value's size) */
-        r->req = (sq_ring_req){id, slot + 1, n < SQ_RING_AHEAD ? n : SQ_RING_AHEAD, room};
-        r->req_pending = 1;
+    if (rc == SQLITE_DONE && inserted && reserve) rc = reserve_after(r, ent, id, slot);
+    if (own) {
+        if (rc == SQLITE_DONE) rc = sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+        else sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = SQLITE_DONE;
+        else {
+            if (!sqlite3_get_autocommit(r->db)) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+            sq_ring_rollback(r);
+        }
     }
     return rc;
 }
@@ -444,24 +518,36 @@ int sq_ring_take_request(sq_ring *r, sq_ring_req *out)
     return 1;
 }
 
+/* Makes req's rows that do not exist, with st (RESERVE_SQL on db) inside
+ * db's open write transaction, each the reservation `cell` (req->size
+ * bytes).  Bit j of *made: slot req->slot + j was made.  SQLITE_OK or an
+ * error. */
+static int insert_reserved(sqlite3 *db, sqlite3_stmt *st, const sq_ring_req *req, const unsigned char *cell,
+                           uint32_t *made)
+{
+    int rc = SQLITE_OK;
+    for (int j = 0; rc == SQLITE_OK && j < req->n; j++) {
+        rc = sqlite3_bind_int64(st, 1, req->id << SLOT_BITS | (req->slot + j));
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, cell, (sqlite3_uint64)req->size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        reset(st);
+        if (rc == SQLITE_DONE) {
+            if (sqlite3_changes(db) > 0) *made |= (uint32_t)1 << j;
+            rc = SQLITE_OK;
+        }
+    }
+    return rc;
+}
+
 uint32_t sq_ring_reserve(sqlite3 *db, sqlite3_stmt **st, const sq_ring_req *req)
 {
-    if (!*st && prep(db, "INSERT OR IGNORE INTO ring(id, val) VALUES(?1, ?2)", st) != SQLITE_OK) return 0;
+    if (!*st && prep(db, RESERVE_SQL, st) != SQLITE_OK) return 0;
     unsigned char *cell = calloc(1, req->size);
     if (!cell) return 0;
     memcpy(cell + LEN_BYTES, RESERVED, RESERVED_LEN); /* length 0 before it */
     uint32_t mask = 0;
     int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    for (int j = 0; rc == SQLITE_OK && j < req->n; j++) {
-        rc = sqlite3_bind_int64(*st, 1, req->id << SLOT_BITS | (req->slot + j));
-        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(*st, 2, cell, (sqlite3_uint64)req->size, SQLITE_STATIC);
-        if (rc == SQLITE_OK) rc = sqlite3_step(*st);
-        reset(*st);
-        if (rc == SQLITE_DONE) {
-            if (sqlite3_changes(db) > 0) mask |= (uint32_t)1 << j;
-            rc = SQLITE_OK;
-        }
-    }
+    if (rc == SQLITE_OK) rc = insert_reserved(db, *st, req, cell, &mask);
     if (rc == SQLITE_OK) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
         if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -476,9 +562,7 @@ void sq_ring_note_reserved(sq_ring *r, const sq_ring_req *req, uint32_t made)
     for (size_t i = 0; i < SQ_RING_CACHE; i++) {
         struct sq_ring_ns *c = &r->cache[i];
         if (!c->ns || c->id != req->id) continue;
-        for (int j = 0; j < req->n; j++)
-            if ((made >> j & 1) && !cell_known(c, req->slot + j)) cell_note(c, req->slot + j, req->size);
-        /* the range's slots have rows now, made here or before */
-        if (c->fresh >= 0 && c->fresh < req->slot + req->n) c->fresh = req->slot + req->n;
+        note_made(c, req, made);
+        c->bg_late = 0; /* the store's thread keeps up */
     }
 }

@@ -38,10 +38,11 @@
 
 #define SQ_RING_CACHE 64 /* namespaces whose numbers are kept (direct-mapped) */
 #define SQ_RING_AHEAD 16 /* slots reserved at a time (at most 32) */
+#define SQ_RING_INLINE 4 /* ... by a put itself (sqlite_ring.h, reservations) */
 
 typedef struct sq_ring {
     sqlite3 *db;
-    sqlite3_stmt *ns_get, *ns_add, *get, *size, *put, *upd, *del, *del_ns, *iter;
+    sqlite3_stmt *ns_get, *ns_add, *get, *size, *put, *upd, *del, *del_ns, *iter, *res;
     size_t page;             /* the file's page size */
     unsigned char *cell;     /* a padded value being written, zero past cell_end */
     size_t cell_cap, cell_end;
@@ -49,6 +50,8 @@ typedef struct sq_ring {
         char *ns;
         int64_t id;
         int fresh; /* slots from this one on are known absent (-1: none known) */
+        int asked;   /* the first slot this connection last asked to be reserved (-1: none) */
+        int bg_late; /* an ask was not made before its slot's put: puts reserve themselves */
         /* the cell size this connection last wrote in each slot, 0 when
          * not known (a hint: another process may have written since, and a
          * rewrite of another size is only not in place) */
@@ -57,6 +60,7 @@ typedef struct sq_ring {
     } cache[SQ_RING_CACHE];
     int tentative;  /* a number was inserted in the open write transaction */
     int no_reserve; /* puts ask for no reservations (a migration's) */
+    int bg_reserve; /* the store makes asked-for reservations between turns (set before each put) */
     int req_pending; /* req holds a reservation asked for (sq_ring_take_request) */
     struct sq_ring_req {
         int64_t id;  /* the namespace's number */
@@ -114,7 +118,12 @@ int sq_ring_migrate(sq_ring *r);
  * same size with length 0, then a marker.  get and iter take a
  * reservation for no value (to a version without them it is an empty
  * record, which a restore skips), and the next records rewrite the rows in
- * place once the connection knows them (sq_ring_note_reserved). */
+ * place once the connection knows them (sq_ring_note_reserved).
+ * Where no thread makes them (a hook's process, a process's first
+ * commits: bg_reserve 0), or an ask was not made before its slot's put
+ * (turns back to back, with no pause for the thread), the put makes the
+ * next SQ_RING_INLINE rows itself, in its own transaction: that commit
+ * writes SQ_RING_INLINE frames more, and the records after it one each. */
 
 /* The reservation the last put asked for, taken: 1, or 0 when none. */
 int sq_ring_take_request(sq_ring *r, sq_ring_req *out);

@@ -228,6 +228,7 @@ static int run(store *s, sqlite3_stmt *st, int brc, const char *what)
 
 static void res_tell(sq *q);
 static void res_ask(sq *q);
+static int res_possible(const sq *q);
 
 static int sq_put(store *s, const char *ns, const char *key, const char *val, size_t len)
 {
@@ -235,6 +236,7 @@ static int sq_put(store *s, const char *ns, const char *key, const char *val, si
     int slot = store_slot_of(key);
     if (slot >= 0) {
         res_tell(q);
+        q->ring.bg_reserve = res_possible(q);
         int rc = ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
         if (sqlite3_get_autocommit(q->db)) res_ask(q); /* committed */
         return rc;
@@ -551,11 +553,15 @@ static int ckpt_wait(sq *q)
 /* After a commit: hands the reservation its puts asked for to the thread,
  * started for it in a process that has committed RES_MIN_COMMITS times
  * (a `clarity hook` process commits once or twice: no thread for it). */
+static int res_possible(const sq *q)
+{
+    return q->ckpt_ready && atomic_load_explicit(&q->commits, memory_order_relaxed) >= RES_MIN_COMMITS;
+}
+
 static void res_ask(sq *q)
 {
     sq_ring_req req;
-    if (!sq_ring_take_request(&q->ring, &req) || !q->ckpt_ready) return;
-    if (atomic_load_explicit(&q->commits, memory_order_relaxed) < RES_MIN_COMMITS) return;
+    if (!sq_ring_take_request(&q->ring, &req) || !res_possible(q)) return;
     pthread_mutex_lock(&q->ckpt_mu);
     q->res_req = req; /* the latest ask replaces one not made yet */
     /* the thread is woken only for a first ask: one waiting for a pause

@@ -985,6 +985,8 @@ static unsigned char *newest_record(const char *db, size_t *len)
         cr_assert_geq(cn, 4);
         const unsigned char *v = c + 4;
         size_t n = le32_at(c);
+        /* a row made ahead for a slot (sqlite_ring.h, reservations): no record */
+        if (n == 0 && cn >= 12 && memcmp(v, "\xffreserv", 8) == 0) continue;
         cr_assert(n >= 28 && n <= cn - 4, "a slot's cell holds %zu bytes of %zu", n, cn);
         uint64_t seq = le64_at(v + 4);
         if (seq <= best_seq) continue;

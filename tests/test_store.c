@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../store/store.h"
+#include "../store/sqlite_ring.h"
 #include "../store/store_impl.h"
 #include "redisserver.h"
 #include "runproc.h"
@@ -1273,13 +1274,39 @@ Test(store, sqlite_a_slot_takes_records_up_to_twice_its_first_in_place)
     store_close(s);
 }
 
+/* The WAL's size in frames (4 KiB pages with their 24-byte headers),
+ * rounded down: its 32-byte header is less than a frame. */
+static long wal_frames(const char *db)
+{
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    struct stat w;
+    return stat(wal, &w) == 0 ? (long)(w.st_size / (4096 + 24)) : 0;
+}
+
+/* Puts records of several sizes a leaf holds alone in slots [from, to) of
+ * ns, each read back. */
+static void put_alone(store *s, const char *ns, int from, int to)
+{
+    for (int k = from; k < to; k++) {
+        char key[8];
+        snprintf(key, sizeof key, "l:%04x", k);
+        size_t n = 2100 + (size_t)k * 37 % 1200;
+        char *w = pattern(n, (unsigned)k);
+        cr_assert_eq(store_put(s, ns, key, w, n), CLARITY_OK, "%s", store_errmsg(s));
+        expect_bytes(s, ns, key, w, n);
+        free(w);
+    }
+}
+
 /* A new slot row that a leaf holds alone (a session's first records, until
  * its ring wraps) makes the file grow: three WAL frames a commit.  After a
  * pause in the commits the checkpoint thread makes the next slots' rows
  * ahead, as reservations: no key to a get or an iteration, then rewritten
  * in place by the next puts (the file does not grow), and gone with the
- * namespace.  A process that has committed fewer than 16 times makes none
- * (a `clarity hook` process). */
+ * namespace.  A process that has committed fewer than 16 times has no
+ * thread for it (a `clarity hook` process): its puts make the next
+ * SQ_RING_INLINE rows themselves (tested below). */
 Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
 {
     char p[128];
@@ -1287,18 +1314,21 @@ Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
     store *s = open_sqlite_at(p);
     char *v = pattern(3000, 5);
     cr_assert_eq(store_put(s, "n", "l:0000", v, 3000), CLARITY_OK, "%s", store_errmsg(s));
-    usleep(100 * 1000); /* a pause: still nothing, too few commits */
+    usleep(100 * 1000); /* a pause: still nothing from the thread, too few commits */
     store_ckpt_stats st;
     cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
     cr_assert_eq(st.reservations, 0ul);
-    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 1);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 1 + SQ_RING_INLINE, "the put made no rows ahead");
     for (int i = 0; i < 20; i++) { /* commits of other keys */
         char key[16];
         snprintf(key, sizeof key, "k%d", i);
         cr_assert_eq(store_put(s, "n", key, "x", 1), CLARITY_OK, "%s", store_errmsg(s));
     }
+    int first = 1 + SQ_RING_INLINE; /* the first slot with no row */
+    char key0[8];
+    snprintf(key0, sizeof key0, "l:%04x", first);
     cr_assert_eq(store_begin(s), CLARITY_OK);
-    cr_assert_eq(store_put(s, "n", "l:0001", v, 2900), CLARITY_OK, "%s", store_errmsg(s));
+    cr_assert_eq(store_put(s, "n", key0, v, 2900), CLARITY_OK, "%s", store_errmsg(s));
     cr_assert_eq(store_commit(s), CLARITY_OK, "%s", store_errmsg(s));
     for (int ms = 0; ms < 5000; ms += 10) { /* the thread waits for 10 ms without a commit */
         cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
@@ -1306,32 +1336,20 @@ Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
         usleep(10 * 1000);
     }
     cr_assert_eq(st.reservations, 1ul, "no reservation was made");
-    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 2 + 16, "slots 2..17 not made ahead");
-    expect_missing(s, "n", "l:0002");
-    expect_missing(s, "n", "l:0011");
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), first + 1 + 16, "the next 16 slots not made ahead");
+    char key[8];
+    snprintf(key, sizeof key, "l:%04x", first + 1);
+    expect_missing(s, "n", key);
+    snprintf(key, sizeof key, "l:%04x", first + 16);
+    expect_missing(s, "n", key);
     acc a;
     iter_text(s, "n", "l:", 0, &a);
     cr_assert_eq(a.count, 2, "%s", a.text);
-    long pages = sql_long(p, "PRAGMA page_count");
-    char wal[160];
-    snprintf(wal, sizeof wal, "%s-wal", p);
-    struct stat w0, w1;
-    cr_assert_eq(stat(wal, &w0), 0);
-    for (int k = 2; k < 18; k++) { /* records of several sizes a leaf holds alone */
-        char key[8];
-        snprintf(key, sizeof key, "l:%04x", k);
-        size_t n = 2100 + (size_t)k * 110;
-        char *w = pattern(n, (unsigned)k);
-        cr_assert_eq(store_put(s, "n", key, w, n), CLARITY_OK, "%s", store_errmsg(s));
-        expect_bytes(s, "n", key, w, n);
-        free(w);
-    }
+    long pages = sql_long(p, "PRAGMA page_count"), f0 = wal_frames(p);
+    put_alone(s, "n", first + 1, first + 17);
     cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "the reserved rows were not rewritten in place");
-    /* one WAL frame (4 KiB page and its 24-byte header) a put: a row
-     * replaced rather than rewritten takes three */
-    cr_assert_eq(stat(wal, &w1), 0);
-    cr_assert_leq((long)(w1.st_size - w0.st_size), 16L * (4096 + 24), "%ld frames for 16 puts",
-                  (long)(w1.st_size - w0.st_size) / (4096 + 24));
+    /* one WAL frame a put: a row replaced rather than rewritten takes three */
+    cr_assert_leq(wal_frames(p) - f0, 16L, "%ld frames for 16 puts", wal_frames(p) - f0);
     iter_text(s, "n", "l:", 0, &a);
     cr_assert_eq(a.count, 18, "%s", a.text);
     /* the connection was told of the rows, so it rewrote them rather than
@@ -1339,11 +1357,65 @@ Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
     usleep(100 * 1000);
     cr_assert_eq(store_sqlite_ckpt_stats(s, &st), CLARITY_OK);
     cr_assert_eq(st.reservations, 1ul, "the rows made ahead were taken for new ones");
-    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 18);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), first + 17);
     cr_assert_eq(store_del_ns(s, "n"), CLARITY_OK, "%s", store_errmsg(s));
     cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 0);
     store_close(s);
     free(v);
+}
+
+/* Where no thread makes them (a process's first commits: a `clarity hook`
+ * process commits once), a put that makes a new row a leaf holds alone
+ * makes the next SQ_RING_INLINE slots' rows itself, in the same commit
+ * (outside a store transaction, one of its own): the records after it
+ * rewrite them in place, one WAL frame each, and the file grows again
+ * only after them.  Rows made in a transaction that rolls back go with
+ * it, and the connection forgets them. */
+Test(store, sqlite_a_put_without_a_thread_makes_the_next_rows_itself)
+{
+    char p[128];
+    path_in_dir(p, sizeof p, "inline.db");
+    store *s = open_sqlite_at(p);
+    put_alone(s, "m", 0, 1); /* the ring's root is a parent page now */
+    long f0 = wal_frames(p);
+    put_alone(s, "n", 0, 1);
+    /* n's number (a commit of its own: its row and its index entry), then
+     * one commit: the row, the rows ahead, their parent and the header
+     * page (a commit each would write three frames each) */
+    cr_assert_leq(wal_frames(p) - f0, 2L + 1 + SQ_RING_INLINE + 2, "%ld frames", wal_frames(p) - f0);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 2 * (1 + SQ_RING_INLINE));
+    acc a;
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, 1, "%s", a.text);
+    char key[8];
+    snprintf(key, sizeof key, "l:%04x", 1);
+    expect_missing(s, "n", key);
+    long pages = sql_long(p, "PRAGMA page_count");
+    f0 = wal_frames(p);
+    put_alone(s, "n", 1, 1 + SQ_RING_INLINE);
+    cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "the rows made ahead were not rewritten in place");
+    cr_assert_leq(wal_frames(p) - f0, (long)SQ_RING_INLINE, "%ld frames", wal_frames(p) - f0);
+    /* the next new row makes the next ones, in the store's transaction
+     * too; rolled back, they are gone and the slot is written again */
+    int next = 1 + SQ_RING_INLINE;
+    cr_assert_eq(store_begin(s), CLARITY_OK);
+    put_alone(s, "n", next, next + 1);
+    store_rollback(s);
+    long m_rows = 1 + SQ_RING_INLINE;
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), m_rows + next);
+    put_alone(s, "n", next, next + 2);
+    cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), m_rows + next + 1 + SQ_RING_INLINE);
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, next + 2, "%s", a.text);
+    store_close(s);
+    /* another process (a new connection) finds them and rewrites them */
+    s = open_sqlite_at(p);
+    pages = sql_long(p, "PRAGMA page_count");
+    put_alone(s, "n", next + 2, next + 1 + SQ_RING_INLINE);
+    cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "another connection inserted rather than rewrote");
+    iter_text(s, "n", "l:", 0, &a);
+    cr_assert_eq(a.count, next + 1 + SQ_RING_INLINE, "%s", a.text);
+    store_close(s);
 }
 
 /* A number given to a namespace in a transaction that rolled back is
