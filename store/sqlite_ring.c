@@ -219,7 +219,6 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_rin
         r->cache[at].id = *id;
         r->cache[at].fresh = made ? 0 : -1;
         r->cache[at].asked = -1;
-        r->cache[at].bg_late = 0;
         if (ent) *ent = &r->cache[at];
     }
     return SQLITE_ROW;
@@ -289,10 +288,11 @@ static int wants_reservations(const sq_ring *r, const struct sq_ring_ns *ent, in
 
 /* ... and whether the put makes them itself, rather than asking the
  * store's thread: there is none, or it did not make the last ask before
- * this slot's put. */
+ * this slot's put (turns back to back; the next new row asks again, so
+ * the thread takes over once turns have pauses). */
 static int reserves_itself(const sq_ring *r, const struct sq_ring_ns *ent, int slot)
 {
-    return !r->bg_reserve || ent->bg_late || slot == ent->asked;
+    return !r->bg_reserve || slot == ent->asked;
 }
 
 /* After slot's new row: the next slots' rows, asked for or made. */
@@ -309,7 +309,7 @@ static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slo
         ent->asked = slot + 1;
         return SQLITE_DONE;
     }
-    if (slot == ent->asked) ent->bg_late = 1;
+    ent->asked = -1;
     sq_ring_req req = {id, slot + 1, n < SQ_RING_INLINE ? n : SQ_RING_INLINE, room};
     uint32_t made = 0;
     /* the reservation in r->cell: length 0, then the marker */
@@ -563,6 +563,5 @@ void sq_ring_note_reserved(sq_ring *r, const sq_ring_req *req, uint32_t made)
         struct sq_ring_ns *c = &r->cache[i];
         if (!c->ns || c->id != req->id) continue;
         note_made(c, req, made);
-        c->bg_late = 0; /* the store's thread keeps up */
     }
 }

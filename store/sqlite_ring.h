@@ -50,8 +50,7 @@ typedef struct sq_ring {
         char *ns;
         int64_t id;
         int fresh; /* slots from this one on are known absent (-1: none known) */
-        int asked;   /* the first slot this connection last asked to be reserved (-1: none) */
-        int bg_late; /* an ask was not made before its slot's put: puts reserve themselves */
+        int asked; /* the first slot this connection last asked to be reserved (-1: none) */
         /* the cell size this connection last wrote in each slot, 0 when
          * not known (a hint: another process may have written since, and a
          * rewrite of another size is only not in place) */
@@ -123,7 +122,10 @@ int sq_ring_migrate(sq_ring *r);
  * commits: bg_reserve 0), or an ask was not made before its slot's put
  * (turns back to back, with no pause for the thread), the put makes the
  * next SQ_RING_INLINE rows itself, in its own transaction: that commit
- * writes SQ_RING_INLINE frames more, and the records after it one each. */
+ * writes SQ_RING_INLINE frames more, and the records after it one each.
+ * The new row after those asks the thread again (it may have a pause by
+ * then): back to back, of six commits one writes three frames (it
+ * asks), one seven (it makes the rows), four one. */
 
 /* The reservation the last put asked for, taken: 1, or 0 when none. */
 int sq_ring_take_request(sq_ring *r, sq_ring_req *out);
