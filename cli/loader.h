@@ -25,7 +25,7 @@ typedef struct loader {
 /* The path to load, malloc()ed, or NULL with *err malloc()ed. */
 char *loader_find(const char *explicit_path, char **err);
 
-/* Finds, dlopen()s (RTLD_NOW | RTLD_LOCAL) and initializes the plugin with
+/* Finds, dlopen()s (RTLD_LAZY | RTLD_LOCAL) and initializes the plugin with
  * config_json (may be NULL).  Checks the ABI version and the mandatory entry
  * points.  Returns 0, or -1 with *err malloc()ed (the plugin's own errmsg
  * when init refused, e.g. a config key). */
