@@ -17,6 +17,17 @@
 #define RESERVED "\xffreserv"
 #define RESERVED_LEN 8
 #define RESERVE_SQL "INSERT OR IGNORE INTO ring(id, val) VALUES(?1, ?2)"
+/* The ring's statements, prepared where first used (ready): a hook's
+ * process uses a few of them, and preparing each is a parse. */
+#define NS_GET_SQL "SELECT id FROM nsid WHERE ns=?1"
+#define NS_ADD_SQL "INSERT INTO nsid(ns) VALUES(?1)"
+#define GET_SQL "SELECT val FROM ring WHERE id=?1"
+#define SIZE_SQL "SELECT length(val) FROM ring WHERE id=?1"
+#define PUT_SQL "INSERT OR REPLACE INTO ring(id, val) VALUES(?1, ?2)"
+#define UPD_SQL "UPDATE ring SET val=?2 WHERE id=?1"
+#define DEL_SQL "DELETE FROM ring WHERE id=?1"
+#define DEL_NS_SQL "DELETE FROM ring WHERE id BETWEEN ?1 AND ?2"
+#define ITER_SQL "SELECT id, val FROM ring WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
 
 const char *const sq_ring_schema[2] = {
     "CREATE TABLE IF NOT EXISTS nsid(id INTEGER PRIMARY KEY, ns TEXT NOT NULL UNIQUE)",
@@ -91,18 +102,16 @@ int sq_ring_open(sq_ring *r, sqlite3 *db)
     }
     sqlite3_finalize(ps);
     if (rc != SQLITE_OK) return rc;
-    if ((rc = prep(db, "SELECT id FROM nsid WHERE ns=?1", &r->ns_get)) ||
-        (rc = prep(db, "INSERT INTO nsid(ns) VALUES(?1)", &r->ns_add)) ||
-        (rc = prep(db, "SELECT val FROM ring WHERE id=?1", &r->get)) ||
-        (rc = prep(db, "SELECT length(val) FROM ring WHERE id=?1", &r->size)) ||
-        (rc = prep(db, "INSERT OR REPLACE INTO ring(id, val) VALUES(?1, ?2)", &r->put)) ||
-        (rc = prep(db, "UPDATE ring SET val=?2 WHERE id=?1", &r->upd)) ||
-        (rc = prep(db, "DELETE FROM ring WHERE id=?1", &r->del)) ||
-        (rc = prep(db, "DELETE FROM ring WHERE id BETWEEN ?1 AND ?2", &r->del_ns)) ||
-        (rc = prep(db, "SELECT id, val FROM ring WHERE id BETWEEN ?1 AND ?2 ORDER BY id", &r->iter)) ||
-        (rc = prep(db, RESERVE_SQL, &r->res)))
-        return rc;
+    /* the two every restore uses, now: they also tell a file whose tables
+     * went missing (the open then makes them again) */
+    if ((rc = prep(db, NS_GET_SQL, &r->ns_get)) || (rc = prep(db, ITER_SQL, &r->iter))) return rc;
     return SQLITE_OK;
+}
+
+/* *st, prepared from sql on first use: SQLITE_OK or the prepare's error. */
+static int ready(sq_ring *r, sqlite3_stmt **st, const char *sql)
+{
+    return *st ? SQLITE_OK : prep(r->db, sql, st);
 }
 
 static void forget_cells(struct sq_ring_ns *c)
@@ -169,6 +178,7 @@ void sq_ring_committed(sq_ring *r) { r->tentative = 0; }
 
 static void reset(sqlite3_stmt *st)
 {
+    if (!st) return; /* never prepared (ready) */
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
 }
@@ -193,12 +203,14 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_rin
         return SQLITE_ROW;
     }
     int made = 0; /* a new number: none of its slots exists */
-    int rc = sqlite3_bind_text(r->ns_get, 1, ns, -1, SQLITE_STATIC);
+    int rc = ready(r, &r->ns_get, NS_GET_SQL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(r->ns_get, 1, ns, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->ns_get);
     if (rc == SQLITE_ROW) *id = sqlite3_column_int64(r->ns_get, 0);
     reset(r->ns_get);
     if (rc == SQLITE_DONE && add) {
-        rc = sqlite3_bind_text(r->ns_add, 1, ns, -1, SQLITE_STATIC);
+        rc = ready(r, &r->ns_add, NS_ADD_SQL);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_text(r->ns_add, 1, ns, -1, SQLITE_STATIC);
         if (rc == SQLITE_OK) rc = sqlite3_step(r->ns_add);
         reset(r->ns_add);
         if (rc == SQLITE_DONE) {
@@ -249,7 +261,8 @@ int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *
     int64_t id;
     int rc = ns_id(r, ns, 0, &id, NULL);
     if (rc != SQLITE_ROW) return rc;
-    rc = sqlite3_bind_int64(r->get, 1, id << SLOT_BITS | slot);
+    rc = ready(r, &r->get, GET_SQL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(r->get, 1, id << SLOT_BITS | slot);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->get);
     if (rc == SQLITE_ROW) {
         const void *c = sqlite3_column_blob(r->get, 0);
@@ -316,7 +329,8 @@ static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slo
     if (fill_cell(r, NULL, 0, room) != SQLITE_OK) return SQLITE_NOMEM;
     memcpy(r->cell + LEN_BYTES, RESERVED, RESERVED_LEN);
     r->cell_end = LEN_BYTES + RESERVED_LEN;
-    int rc = insert_reserved(r->db, r->res, &req, r->cell, &made);
+    int rc = ready(r, &r->res, RESERVE_SQL);
+    if (rc == SQLITE_OK) rc = insert_reserved(r->db, r->res, &req, r->cell, &made);
     if (rc != SQLITE_OK) return rc;
     note_made(ent, &req, made);
     return SQLITE_DONE;
@@ -332,11 +346,12 @@ static int write_row(sq_ring *r, sqlite3_int64 key, size_t size, size_t old, int
      * and allocates new ones */
     int rc = SQLITE_DONE;
     for (int k = old ? 0 : 1; k < 2; k++) {
-        sqlite3_stmt *st = k ? r->put : r->upd;
-        rc = sqlite3_bind_int64(st, 1, key);
-        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
-        if (rc == SQLITE_OK) rc = sqlite3_step(st);
-        reset(st);
+        sqlite3_stmt **st = k ? &r->put : &r->upd;
+        rc = ready(r, st, k ? PUT_SQL : UPD_SQL);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_int64(*st, 1, key);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(*st, 2, r->cell, (sqlite3_uint64)size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(*st);
+        reset(*st);
         *inserted = k;
         if (rc != SQLITE_DONE || sqlite3_changes(r->db) > 0) break; /* else gone since: inserted */
     }
@@ -359,7 +374,8 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
      * new session's first records), nor where this connection wrote it */
     int absent = ent && ent->fresh >= 0 && slot >= ent->fresh;
     if (!absent && !old) {
-        rc = sqlite3_bind_int64(r->size, 1, key);
+        rc = ready(r, &r->size, SIZE_SQL);
+        if (rc == SQLITE_OK) rc = sqlite3_bind_int64(r->size, 1, key);
         if (rc == SQLITE_OK && (rc = sqlite3_step(r->size)) == SQLITE_ROW)
             old = (size_t)sqlite3_column_int64(r->size, 0);
         reset(r->size);
@@ -397,7 +413,8 @@ int sq_ring_del(sq_ring *r, const char *ns, int slot)
     int rc = ns_id(r, ns, 0, &id, &ent);
     if (rc != SQLITE_ROW) return rc;
     cell_note(ent, slot, 0);
-    rc = sqlite3_bind_int64(r->del, 1, id << SLOT_BITS | slot);
+    rc = ready(r, &r->del, DEL_SQL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(r->del, 1, id << SLOT_BITS | slot);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del);
     reset(r->del);
     return rc;
@@ -417,7 +434,8 @@ int sq_ring_del_ns(sq_ring *r, const char *ns)
     int rc = ns_id(r, ns, 0, &id, &ent);
     if (rc != SQLITE_ROW) return rc;
     if (ent) forget_cells(ent);
-    rc = bind_range(r->del_ns, id);
+    rc = ready(r, &r->del_ns, DEL_NS_SQL);
+    if (rc == SQLITE_OK) rc = bind_range(r->del_ns, id);
     if (rc == SQLITE_OK) rc = sqlite3_step(r->del_ns);
     reset(r->del_ns);
     return rc;
@@ -433,7 +451,8 @@ static int read_slots(sq_ring *r, int64_t id, const char *prefix, slot_row **row
                       int *bad)
 {
     size_t cap = 0, plen = strlen(prefix);
-    int rc = bind_range(r->iter, id);
+    int rc = ready(r, &r->iter, ITER_SQL);
+    if (rc == SQLITE_OK) rc = bind_range(r->iter, id);
     while (rc == SQLITE_OK || rc == SQLITE_ROW) {
         if ((rc = sqlite3_step(r->iter)) != SQLITE_ROW) break;
         int slot = (int)(sqlite3_column_int64(r->iter, 0) & ((1 << SLOT_BITS) - 1));

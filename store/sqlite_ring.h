@@ -72,7 +72,9 @@ typedef struct sq_ring_req sq_ring_req;
 /* The schema the ring needs (run in the open's schema transaction). */
 extern const char *const sq_ring_schema[2];
 
-/* Prepares the statements: SQLITE_OK or SQLite's error. */
+/* Reads the file's page size and prepares the statements a restore
+ * uses (the others where first used): SQLITE_OK or SQLite's error (a
+ * table missing among them). */
 int sq_ring_open(sq_ring *r, sqlite3 *db);
 void sq_ring_close(sq_ring *r);
 /* A write transaction ended without committing: numbers it inserted go,
