@@ -596,25 +596,18 @@ static int read_payload(graph_index *g, cursor *c, int whole)
  * the header and the checksum hold.  Mapped copy-on-write: nothing writes
  * a loaded index's arrays, and a write would only copy its page.  The file
  * is replaced by a rename, never rewritten in place (it is saved
- * read-only), so the mapped one does not change under the index. */
-int gi_snapshot_load(graph_index *g, uint64_t stamp)
+ * read-only), so the mapped one does not change under the index.
+ * load_at: gi_snapshot_load of the snapshot at path. */
+static int load_at(graph_index *g, const char *path, uint64_t stamp)
 {
-    if (g->snap_map) return -1; /* (loaded once) */
-    char *path = snap_path(g);
-    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (fd < 0) {
-        free(path);
-        return -1;
-    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(snap_hdr) && (uint64_t)st.st_size < ((uint64_t)1 << 34))
         map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) {
-        free(path);
-        return -1;
-    }
+    if (map == MAP_FAILED) return -1;
     size_t size = (size_t)st.st_size;
     snap_hdr h;
     memcpy(&h, map, sizeof h);
@@ -624,15 +617,22 @@ int gi_snapshot_load(graph_index *g, uint64_t stamp)
     int whole = ok && !sealed(path, &st, &h);
     if (!ok || (whole && gi_snapshot_sum(data, (size_t)h.bytes) != h.sum)) {
         munmap(map, size);
-        free(path);
         return -1;
     }
     g->snap_map = map;
     g->snap_len = size;
     g->snap_sealed = !whole;
     cursor c = {data, (size_t)h.bytes, 0};
-    int rc = read_payload(g, &c, whole);
-    if (rc == 0 && whole) seal(path, &st, &h);
+    if (read_payload(g, &c, whole) != 0) return -1;
+    if (whole) seal(path, &st, &h);
+    return 0;
+}
+
+int gi_snapshot_load(graph_index *g, uint64_t stamp)
+{
+    if (g->snap_map) return -1; /* (loaded once) */
+    char *path = snap_path(g);
+    int rc = path ? load_at(g, path, stamp) : -1;
     free(path);
     return rc;
 }

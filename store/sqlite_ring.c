@@ -13,9 +13,6 @@
  * type) below SQLite's most a leaf holds of one row (page - 35). */
 #define CELL_SLACK 16
 #define SLOT_GLOB "'l:[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'"
-/* A reservation (sqlite_ring.h): a cell of length 0, then RESERVED. */
-#define RESERVED "\xffreserv"
-#define RESERVED_LEN 8
 #define RESERVE_SQL "INSERT OR IGNORE INTO ring(id, val) VALUES(?1, ?2)"
 /* The ring's statements, prepared where first used (ready): a hook's
  * process uses a few of them, and preparing each is a parse. */
@@ -240,8 +237,8 @@ static int ns_id(sq_ring *r, const char *ns, int add, int64_t *id, struct sq_rin
 static int reserved(const void *cell, size_t n)
 {
     const unsigned char *c = cell;
-    return n >= LEN_BYTES + RESERVED_LEN && !(c[0] | c[1] | c[2] | c[3]) &&
-           memcmp(c + LEN_BYTES, RESERVED, RESERVED_LEN) == 0;
+    return n >= LEN_BYTES + SQ_RING_RESERVED_LEN && !(c[0] | c[1] | c[2] | c[3]) &&
+           memcmp(c + LEN_BYTES, SQ_RING_RESERVED, SQ_RING_RESERVED_LEN) == 0;
 }
 
 /* The value inside a stored cell: 0, or -1 when its length does not fit. */
@@ -277,8 +274,26 @@ int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *
 
 void sq_ring_get_done(sq_ring *r) { reset(r->get); }
 
+/* Makes req's rows that do not exist, with st (RESERVE_SQL on db) inside
+ * db's open write transaction, each the reservation `cell` (req->size
+ * bytes).  Bit j of *made: slot req->slot + j was made.  SQLITE_OK or an
+ * error. */
 static int insert_reserved(sqlite3 *db, sqlite3_stmt *st, const sq_ring_req *req, const unsigned char *cell,
-                           uint32_t *made);
+                           uint32_t *made)
+{
+    int rc = SQLITE_OK;
+    for (int j = 0; rc == SQLITE_OK && j < req->n; j++) {
+        rc = sqlite3_bind_int64(st, 1, req->id << SLOT_BITS | (req->slot + j));
+        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, cell, (sqlite3_uint64)req->size, SQLITE_STATIC);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        reset(st);
+        if (rc == SQLITE_DONE) {
+            if (sqlite3_changes(db) > 0) *made |= (uint32_t)1 << j;
+            rc = SQLITE_OK;
+        }
+    }
+    return rc;
+}
 
 /* Notes in c the rows of req that `made` says were made (bit j: slot
  * req->slot + j) and that the range's slots all have rows now. */
@@ -292,31 +307,24 @@ static void note_made(struct sq_ring_ns *c, const sq_ring_req *req, uint32_t mad
 /* Whether a new row of a cell of `size` bytes in slot is followed by
  * reservations (sqlite_ring.h): a row a leaf holds alone, whose next
  * slot's row this connection does not know of. */
-static int wants_reservations(const sq_ring *r, const struct sq_ring_ns *ent, int slot, size_t size)
+static int wants_reservations(const sq_ring *r, const struct sq_ring_ns *ent, int slot, size_t size,
+                              sq_ring_ahead ahead)
 {
     size_t room = leaf_room(r);
-    return ent && !r->no_reserve && size > room / 2 && size <= room && slot + 1 < (1 << SLOT_BITS) &&
+    return ent && ahead != SQ_AHEAD_NONE && size > room / 2 && size <= room && slot + 1 < (1 << SLOT_BITS) &&
            !cell_known(ent, slot + 1);
 }
 
-/* ... and whether the put makes them itself, rather than asking the
- * store's thread: there is none, or it did not make the last ask before
- * this slot's put (turns back to back; the next new row asks again, so
- * the thread takes over once turns have pauses). */
-static int reserves_itself(const sq_ring *r, const struct sq_ring_ns *ent, int slot)
-{
-    return !r->bg_reserve || slot == ent->asked;
-}
-
-/* After slot's new row: the next slots' rows, asked for or made. */
-static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slot)
+/* After slot's new row: the next slots' rows, made here (itself) or asked
+ * of the store's thread. */
+static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slot, int itself)
 {
     int n = (1 << SLOT_BITS) - (slot + 1);
     size_t room = leaf_room(r);
     /* a leaf's whole room: the next records, of any size a leaf holds
      * alone, rewrite it in place (sq_ring_put keeps a cell up to twice a
      * value's size) */
-    if (!reserves_itself(r, ent, slot)) {
+    if (!itself) {
         r->req = (sq_ring_req){id, slot + 1, n < SQ_RING_AHEAD ? n : SQ_RING_AHEAD, room};
         r->req_pending = 1;
         ent->asked = slot + 1;
@@ -327,8 +335,8 @@ static int reserve_after(sq_ring *r, struct sq_ring_ns *ent, int64_t id, int slo
     uint32_t made = 0;
     /* the reservation in r->cell: length 0, then the marker */
     if (fill_cell(r, NULL, 0, room) != SQLITE_OK) return SQLITE_NOMEM;
-    memcpy(r->cell + LEN_BYTES, RESERVED, RESERVED_LEN);
-    r->cell_end = LEN_BYTES + RESERVED_LEN;
+    memcpy(r->cell + LEN_BYTES, SQ_RING_RESERVED, SQ_RING_RESERVED_LEN);
+    r->cell_end = LEN_BYTES + SQ_RING_RESERVED_LEN;
     int rc = ready(r, &r->res, RESERVE_SQL);
     if (rc == SQLITE_OK) rc = insert_reserved(r->db, r->res, &req, r->cell, &made);
     if (rc != SQLITE_OK) return rc;
@@ -358,7 +366,7 @@ static int write_row(sq_ring *r, sqlite3_int64 key, size_t size, size_t old, int
     return rc;
 }
 
-int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len)
+int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len, sq_ring_ahead ahead)
 {
     int64_t id;
     struct sq_ring_ns *ent;
@@ -384,16 +392,20 @@ int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t le
     if (old >= size && old <= 2 * size + r->page) size = old;
     else size = cell_new(r, len, size);
     if (fill_cell(r, val, len, size) != SQLITE_OK) return SQLITE_NOMEM;
-    /* a row and the reservations it makes are one transaction: outside
-     * the store's, one of their own */
-    int reserve = !old && wants_reservations(r, ent, slot, size);
-    int own = reserve && reserves_itself(r, ent, slot) && sqlite3_get_autocommit(r->db);
+    /* the put makes the rows ahead itself where the store's thread does
+     * not (SQ_AHEAD_SELF), or did not make the last ask before this
+     * slot's put (turns back to back; the next new row asks again, so the
+     * thread takes over once turns have pauses).  A row and the rows it
+     * makes are one transaction: outside the store's, one of their own. */
+    int reserve = !old && wants_reservations(r, ent, slot, size, ahead);
+    int itself = reserve && (ahead == SQ_AHEAD_SELF || slot == ent->asked);
+    int own = itself && sqlite3_get_autocommit(r->db);
     if (own && (rc = sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK) return rc;
     int inserted = 0;
     rc = write_row(r, key, size, old, &inserted);
     if (rc == SQLITE_DONE && absent) ent->fresh = slot + 1;
     cell_note(ent, slot, rc == SQLITE_DONE ? size : 0);
-    if (rc == SQLITE_DONE && inserted && reserve) rc = reserve_after(r, ent, id, slot);
+    if (rc == SQLITE_DONE && inserted && reserve) rc = reserve_after(r, ent, id, slot, itself);
     if (own) {
         if (rc == SQLITE_DONE) rc = sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
         else sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
@@ -518,9 +530,8 @@ int sq_ring_migrate(sq_ring *r)
         size_t vn = (size_t)sqlite3_column_bytes(st, 2); /* stored unpadded in kv */
         if (!ns || !key || (!v && vn)) rc = SQLITE_NOMEM;
         else {
-            r->no_reserve = 1; /* (the rows moved are the slots there are) */
-            if ((rc = sq_ring_put(r, ns, store_slot_of(key), v, vn)) == SQLITE_DONE) rc = SQLITE_ROW;
-            r->no_reserve = 0;
+            /* (the rows moved are the slots there are: none made ahead) */
+            if ((rc = sq_ring_put(r, ns, store_slot_of(key), v, vn, SQ_AHEAD_NONE)) == SQLITE_DONE) rc = SQLITE_ROW;
         }
     }
     sqlite3_finalize(st);
@@ -537,33 +548,12 @@ int sq_ring_take_request(sq_ring *r, sq_ring_req *out)
     return 1;
 }
 
-/* Makes req's rows that do not exist, with st (RESERVE_SQL on db) inside
- * db's open write transaction, each the reservation `cell` (req->size
- * bytes).  Bit j of *made: slot req->slot + j was made.  SQLITE_OK or an
- * error. */
-static int insert_reserved(sqlite3 *db, sqlite3_stmt *st, const sq_ring_req *req, const unsigned char *cell,
-                           uint32_t *made)
-{
-    int rc = SQLITE_OK;
-    for (int j = 0; rc == SQLITE_OK && j < req->n; j++) {
-        rc = sqlite3_bind_int64(st, 1, req->id << SLOT_BITS | (req->slot + j));
-        if (rc == SQLITE_OK) rc = sqlite3_bind_blob64(st, 2, cell, (sqlite3_uint64)req->size, SQLITE_STATIC);
-        if (rc == SQLITE_OK) rc = sqlite3_step(st);
-        reset(st);
-        if (rc == SQLITE_DONE) {
-            if (sqlite3_changes(db) > 0) *made |= (uint32_t)1 << j;
-            rc = SQLITE_OK;
-        }
-    }
-    return rc;
-}
-
 uint32_t sq_ring_reserve(sqlite3 *db, sqlite3_stmt **st, const sq_ring_req *req)
 {
     if (!*st && prep(db, RESERVE_SQL, st) != SQLITE_OK) return 0;
     unsigned char *cell = calloc(1, req->size);
     if (!cell) return 0;
-    memcpy(cell + LEN_BYTES, RESERVED, RESERVED_LEN); /* length 0 before it */
+    memcpy(cell + LEN_BYTES, SQ_RING_RESERVED, SQ_RING_RESERVED_LEN); /* length 0 before it */
     uint32_t mask = 0;
     int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
     if (rc == SQLITE_OK) rc = insert_reserved(db, *st, req, cell, &mask);

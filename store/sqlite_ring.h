@@ -38,7 +38,10 @@
 
 #define SQ_RING_CACHE 64 /* namespaces whose numbers are kept (direct-mapped) */
 #define SQ_RING_AHEAD 16 /* slots reserved at a time (at most 32) */
-#define SQ_RING_INLINE 4 /* ... by a put itself (sqlite_ring.h, reservations) */
+#define SQ_RING_INLINE 4 /* ... by a put itself (reservations, below) */
+/* A reservation's cell: its length (0, u32), then this marker. */
+#define SQ_RING_RESERVED "\xffreserv"
+#define SQ_RING_RESERVED_LEN 8
 
 typedef struct sq_ring {
     sqlite3 *db;
@@ -58,8 +61,6 @@ typedef struct sq_ring {
         size_t ncells;
     } cache[SQ_RING_CACHE];
     int tentative;  /* a number was inserted in the open write transaction */
-    int no_reserve; /* puts ask for no reservations (a migration's) */
-    int bg_reserve; /* the store makes asked-for reservations between turns (set before each put) */
     int req_pending; /* req holds a reservation asked for (sq_ring_take_request) */
     struct sq_ring_req {
         int64_t id;  /* the namespace's number */
@@ -91,8 +92,15 @@ void sq_ring_committed(sq_ring *r);
  * SQ_RING_BAD, or an error. */
 int sq_ring_get(sq_ring *r, const char *ns, int slot, const char **val, size_t *len);
 void sq_ring_get_done(sq_ring *r);
+/* What a put that makes a new row does about the next slots' rows
+ * (reservations, below). */
+typedef enum sq_ring_ahead {
+    SQ_AHEAD_NONE, /* nothing (a migration: the rows moved are the slots there are) */
+    SQ_AHEAD_SELF, /* makes them itself: no thread will */
+    SQ_AHEAD_ASK,  /* asks the store's thread, unless it did not make the last ask in time */
+} sq_ring_ahead;
 /* SQLITE_DONE on success, else an error. */
-int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len);
+int sq_ring_put(sq_ring *r, const char *ns, int slot, const void *val, size_t len, sq_ring_ahead ahead);
 int sq_ring_del(sq_ring *r, const char *ns, int slot);
 int sq_ring_del_ns(sq_ring *r, const char *ns);
 
@@ -121,7 +129,7 @@ int sq_ring_migrate(sq_ring *r);
  * record, which a restore skips), and the next records rewrite the rows in
  * place once the connection knows them (sq_ring_note_reserved).
  * Where no thread makes them (a hook's process, a process's first
- * commits: bg_reserve 0), or an ask was not made before its slot's put
+ * commits: SQ_AHEAD_SELF), or an ask was not made before its slot's put
  * (turns back to back, with no pause for the thread), the put makes the
  * next SQ_RING_INLINE rows itself, in its own transaction: that commit
  * writes SQ_RING_INLINE frames more, and the records after it one each.

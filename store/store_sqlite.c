@@ -236,8 +236,8 @@ static int sq_put(store *s, const char *ns, const char *key, const char *val, si
     int slot = store_slot_of(key);
     if (slot >= 0) {
         res_tell(q);
-        q->ring.bg_reserve = res_possible(q);
-        int rc = ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len), "put");
+        sq_ring_ahead ahead = res_possible(q) ? SQ_AHEAD_ASK : SQ_AHEAD_SELF;
+        int rc = ring_done(s, sq_ring_put(&q->ring, ns, slot, val, len, ahead), "put");
         if (sqlite3_get_autocommit(q->db)) res_ask(q); /* committed */
         return rc;
     }

@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "../engine/turnlog.h"
+#include "../store/sqlite_ring.h"
 #include "runproc.h"
 #include "testhost.h"
 
@@ -986,7 +987,8 @@ static unsigned char *newest_record(const char *db, size_t *len)
         const unsigned char *v = c + 4;
         size_t n = le32_at(c);
         /* a row made ahead for a slot (sqlite_ring.h, reservations): no record */
-        if (n == 0 && cn >= 12 && memcmp(v, "\xffreserv", 8) == 0) continue;
+        if (n == 0 && cn >= 4 + SQ_RING_RESERVED_LEN && memcmp(v, SQ_RING_RESERVED, SQ_RING_RESERVED_LEN) == 0)
+            continue;
         cr_assert(n >= 28 && n <= cn - 4, "a slot's cell holds %zu bytes of %zu", n, cn);
         uint64_t seq = le64_at(v + 4);
         if (seq <= best_seq) continue;
