@@ -472,7 +472,8 @@ typedef uint64_t ex_misses_fn(const name_filter *nf, const char *t, uint64_t can
 static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitter *e, const char *t, size_t len,
                                                                        ex_memo *memo, int own,
                                                                        ex_classify_fn *classify,
-                                                                       ex_misses_fn *word_misses)
+                                                                       ex_misses_fn *word_misses,
+                                                                       ex_memo_hits_fn *memo_hits)
 {
     size_t stop = len; /* where the blocks end: the first own block's start, when found */
     size_t done = 0; /* bytes before this are decided */
@@ -524,7 +525,7 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
                 if (base + 64 >= EX_ORDER_SAMPLE) order = missed * 4 >= seen * 3 ? EX_MISSES_FIRST : EX_MEMO_FIRST;
             }
         }
-        trig &= ~ex_memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, nx.word, 0);
+        trig &= ~memo_hits(memo, t + base, starts & memo_ok & ~misses, c.word, nx.word, 0);
         while (trig) {
             unsigned bit = (unsigned)__builtin_ctzll(trig);
             trig &= trig - 1;
@@ -600,16 +601,17 @@ static inline __attribute__((always_inline)) size_t scan_filtered_with(ex_emitte
  * own blocks does not classify '[' either. */
 static size_t scan_filtered(ex_emitter *e, const char *t, size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open, ex_word_misses)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify, ex_word_misses);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open, ex_word_misses, ex_memo_hits)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify, ex_word_misses, ex_memo_hits);
 }
 
 #if EX_AVX2
 __attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t scan_filtered_avx2(ex_emitter *e, const char *t,
                                                                                  size_t len, ex_memo *memo, int own)
 {
-    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2, ex_word_misses_avx2)
-               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2, ex_word_misses_avx2);
+    return own ? scan_filtered_with(e, t, len, memo, 1, ex_classify_open_avx2, ex_word_misses_avx2,
+                                    ex_memo_hits_bmi2)
+               : scan_filtered_with(e, t, len, memo, 0, ex_classify_avx2, ex_word_misses_avx2, ex_memo_hits_bmi2);
 }
 #endif
 

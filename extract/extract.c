@@ -14,6 +14,7 @@
 #include "../util/lit.h"
 #include "../util/memfind.h"
 #include "classify.h"
+#include "wordbatch.h"
 #include "internal.h"
 #include "stopwords.h"
 
@@ -1067,7 +1068,7 @@ static inline __attribute__((always_inline)) uint64_t short_words(uint64_t word,
 static inline __attribute__((always_inline)) int scan_words_body(const extractor *ex, const char *t, size_t len,
                                                                  ex_spans *tools, ex_spans *camel, ex_sset *counts,
                                                                  ex_spans *paths, ex_memo *memo,
-                                                                 ex_classify_fn *classify)
+                                                                 ex_classify_fn *classify, ex_memo_hits_fn *memo_hits)
 {
     int path_on = ex->memory_files || ex->source_files;
     uint64_t carry_w = 0, carry_p = 0; /* bit 0: the byte before the block is a word / path byte */
@@ -1084,7 +1085,7 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
         if (ex->short_skip) ws &= ~short_words(c.word, nx.word, ws, ex->short_skip);
         /* repeats the memo has decided are counted first; the loop looks at
          * the other words */
-        ws &= ~ex_memo_hits(memo, t + base, ws & memo_ok, c.word, nx.word, 1);
+        ws &= ~memo_hits(memo, t + base, ws & memo_ok, c.word, nx.word, 1);
         while (ws) {
             unsigned bit = (unsigned)__builtin_ctzll(ws);
             ws &= ws - 1;
@@ -1116,9 +1117,10 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
 static inline __attribute__((always_inline)) int scan_words_with(const extractor *ex, const char *t, size_t len,
                                                                  ex_spans *tools, ex_spans *camel, ex_sset *counts,
                                                                  ex_spans *paths, ex_memo *memo,
-                                                                 ex_classify_fn *classify)
+                                                                 ex_classify_fn *classify,
+                                                                 ex_memo_hits_fn *memo_hits)
 {
-    int rc = scan_words_body(ex, t, len, tools, camel, counts, paths, memo, classify);
+    int rc = scan_words_body(ex, t, len, tools, camel, counts, paths, memo, classify, memo_hits);
     ex_memo_flush(memo, counts);
     return rc;
 }
@@ -1127,7 +1129,7 @@ static inline __attribute__((always_inline)) int scan_words_with(const extractor
 static int scan_words_sse(const extractor *ex, const char *t, size_t len, ex_spans *tools, ex_spans *camel,
                           ex_sset *counts, ex_spans *paths, ex_memo *memo)
 {
-    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify);
+    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify, ex_memo_hits);
 }
 
 #if EX_AVX2
@@ -1135,7 +1137,7 @@ __attribute__((target("avx2,bmi,bmi2"))) static int scan_words_avx2(const extrac
                                                                     ex_spans *tools, ex_spans *camel,
                                                                     ex_sset *counts, ex_spans *paths, ex_memo *memo)
 {
-    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify_avx2);
+    return scan_words_with(ex, t, len, tools, camel, counts, paths, memo, ex_classify_avx2, ex_memo_hits_bmi2);
 }
 #endif
 

@@ -280,7 +280,9 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hit_at(const ex_me
  * such repeats, so a scan runs this first over each block, with a handful
  * of values live, and its general loop visits only the rest (a word
  * decided earlier in the same block is still found there).  When counted,
- * each hit is a repeat in its slot's count (ex_memo_flush_slot). */
+ * each hit is a repeat in its slot's count (ex_memo_flush_slot).  The
+ * AVX2 scans run the same loop written out (ex_memo_hits_bmi2,
+ * wordbatch.h). */
 static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo *m, const char *t, uint64_t cand,
                                                                    uint64_t word, uint64_t next_word, int counted)
 {

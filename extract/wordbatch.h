@@ -1,5 +1,7 @@
-/* wordbatch.h: the name filter's first word test (name_filter_word_may)
- * for the words that start in a 64-byte block, all at once.
+/* wordbatch.h: the two tests a scan runs first on the words that start in
+ * a 64-byte block, in the forms that run on AVX2 and BMI2 CPUs: the name
+ * filter's first word test (name_filter_word_may) for all of them at once,
+ * and the memo's test (ex_memo_hits) with its loop written out.
  *
  * The filtered scan (candidates.c) tests each word of a block before
  * anything else; most fail, so the test is most of what prose costs.  One
@@ -49,6 +51,11 @@ static inline __attribute__((always_inline)) uint64_t ex_word_misses(const name_
     }
     return out;
 }
+
+/* A block's memo test (ex_memo_hits, or ex_memo_hits_bmi2 below), a
+ * constant argument of the scans. */
+typedef uint64_t ex_memo_hits_fn(const ex_memo *m, const char *t, uint64_t cand, uint64_t word, uint64_t next_word,
+                                 int counted);
 
 #if EX_AVX2
 /* The runs of `word` that start at cand's bits (each a start of a run,
@@ -122,6 +129,100 @@ ex_word_misses_avx2(const name_filter *nf, const char *t, uint64_t cand, uint64_
         out |= ((name_word_bit(nf->wbits, nf->wshift, name_load8(t + last), n) ^ 1) & (n < 63)) << last;
     }
     return out;
+}
+
+/* ex_memo_hits (internal.h) with its loop written out, for the scans that
+ * run on a CPU with BMI1 and BMI2 (those compiled for AVX2, which
+ * ex_cpu_avx2 selects only on one).  GCC's code for the C loop took 26 to
+ * 28 instructions a word inside the large scans it is inlined in: short of
+ * registers, it rebuilt the two 64-bit constants, zero-extended the bit and
+ * cleared tzcnt's output for every word.  Written out it takes 21, or 23
+ * when counted.  The steps are ex_memo_hit_at's:
+ * - the length from the block's non-word bits: every word left in cand
+ *   ends inside the block once the straddler is out, so the shifted bits
+ *   are never all zero;
+ * - the two lanes masked to it (ex_memo_keep), the slot from the first,
+ *   the slot's key compared whole;
+ * - the hit set at the word's bit without a branch on the outcome (hits and
+ *   misses come in no order) and, when counted, added to the slot's count.
+ * The test prefilter::memo_hits_written_out_equal_the_c_loop compares the
+ * two on random blocks. */
+_Static_assert(EX_MEMO_MAX == 16, "ex_memo_hits_bmi2 compares the length with 16");
+static inline __attribute__((always_inline)) uint64_t ex_memo_hits_bmi2(const ex_memo *m, const char *t,
+                                                                        uint64_t cand, uint64_t word,
+                                                                        uint64_t next_word, int counted)
+{
+    const ex_memo at = *m;
+    uint64_t hits = 0, nonword = ~word;
+    unsigned last = ex_take_straddler(&cand, word);
+    if (cand) {
+        uint64_t bit, n, x, y, s, shift = at.shift;
+        if (counted)
+            __asm__("1:\n\t"
+                    "tzcnt %[cand], %[bit]\n\t"
+                    "shrx %[bit], %[nonword], %[n]\n\t"
+                    "tzcnt %[n], %[n]\n\t"
+                    "cmp $16, %[n]\n\t" /* EX_MEMO_MAX */
+                    "ja 2f\n\t"
+                    "mov (%[t],%[bit]), %[x]\n\t"
+                    "and (%[keep],%[n],8), %[x]\n\t"
+                    "mov 8(%[t],%[bit]), %[y]\n\t"
+                    "and %c[hi](%[keep],%[n],8), %[y]\n\t"
+                    "movabs $0x9e3779b97f4a7c15, %[s]\n\t"
+                    "imul %[x], %[s]\n\t"
+                    "shrx %[shift], %[s], %[s]\n\t"
+                    "lea (%[s],%[s]), %[n]\n\t" /* the slot's key: 16 bytes a slot */
+                    "xor (%[keys],%[n],8), %[x]\n\t"
+                    "xor 8(%[keys],%[n],8), %[y]\n\t"
+                    "xor %k[n], %k[n]\n\t"
+                    "or %[x], %[y]\n\t"
+                    "sete %b[n]\n\t"
+                    "add %k[n], (%[cnt],%[s],4)\n\t"
+                    "shlx %[bit], %[n], %[n]\n\t"
+                    "or %[n], %[hits]\n\t"
+                    "2:\n\t"
+                    "blsr %[cand], %[cand]\n\t"
+                    "jnz 1b"
+                    : [cand] "+r"(cand), [hits] "+r"(hits), [bit] "=&r"(bit), [n] "=&r"(n), [x] "=&r"(x),
+                      [y] "=&r"(y), [s] "=&r"(s)
+                    : [nonword] "r"(nonword), [t] "r"(t), [keep] "r"(ex_memo_keep), [hi] "i"(sizeof ex_memo_keep[0]),
+                      [shift] "r"(shift), [keys] "r"(at.key), [cnt] "r"(at.cnt)
+                    : "cc", "memory");
+        else
+            __asm__("1:\n\t"
+                    "tzcnt %[cand], %[bit]\n\t"
+                    "shrx %[bit], %[nonword], %[n]\n\t"
+                    "tzcnt %[n], %[n]\n\t"
+                    "cmp $16, %[n]\n\t" /* EX_MEMO_MAX */
+                    "ja 2f\n\t"
+                    "mov (%[t],%[bit]), %[x]\n\t"
+                    "and (%[keep],%[n],8), %[x]\n\t"
+                    "mov 8(%[t],%[bit]), %[y]\n\t"
+                    "and %c[hi](%[keep],%[n],8), %[y]\n\t"
+                    "movabs $0x9e3779b97f4a7c15, %[s]\n\t"
+                    "imul %[x], %[s]\n\t"
+                    "shrx %[shift], %[s], %[s]\n\t"
+                    "shl $4, %[s]\n\t" /* the slot's key: 16 bytes a slot */
+                    "xor (%[keys],%[s]), %[x]\n\t"
+                    "xor 8(%[keys],%[s]), %[y]\n\t"
+                    "mov %[hits], %[n]\n\t"
+                    "bts %[bit], %[n]\n\t"
+                    "or %[x], %[y]\n\t"
+                    "cmovz %[n], %[hits]\n\t"
+                    "2:\n\t"
+                    "blsr %[cand], %[cand]\n\t"
+                    "jnz 1b"
+                    : [cand] "+r"(cand), [hits] "+r"(hits), [bit] "=&r"(bit), [n] "=&r"(n), [x] "=&r"(x),
+                      [y] "=&r"(y), [s] "=&r"(s)
+                    : [nonword] "r"(nonword), [t] "r"(t), [keep] "r"(ex_memo_keep), [hi] "i"(sizeof ex_memo_keep[0]),
+                      [shift] "r"(shift), [keys] "r"(at.key)
+                    : "cc", "memory");
+    }
+    if (last < 64) {
+        size_t n = ex_word_len(nonword, ~next_word, last);
+        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, counted);
+    }
+    return hits;
 }
 #endif
 

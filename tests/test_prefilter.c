@@ -569,6 +569,106 @@ Test(prefilter, word_batches_equal_the_one_at_a_time_test)
     if (ex_cpu_avx2()) cr_assert_eq(batched, 60000);
 }
 
+#if EX_AVX2
+__attribute__((target("avx2,bmi,bmi2"))) static uint64_t hits_bmi2(const ex_memo *m, const char *t, uint64_t cand,
+                                                                   uint64_t word, uint64_t next_word, int counted)
+{
+    return ex_memo_hits_bmi2(m, t, cand, word, next_word, counted);
+}
+#endif
+
+/* The memo's test of a block's words, the C loop and the loop written out
+ * (wordbatch.h), on random blocks: words of 1 to 20 bytes (some in the
+ * memo, some sharing a slot's first 8 bytes with one that is), any subset
+ * of the starts; the same hits, and the same counts added to the slots. */
+Test(prefilter, memo_hits_written_out_equal_the_c_loop)
+{
+#if EX_AVX2
+    if (!ex_cpu_avx2()) cr_skip_test("no AVX2 and BMI2 here: the loop written out runs only where they are");
+    static const char wordc[] = "aZq_09xYk", other[] = " .-/\n[";
+    srand(57);
+    enum { NW = 40 };
+    char words[NW][24];
+    for (int i = 0; i < NW; i++) { /* every length twice; some share the first 8 bytes of the word before */
+        size_t n = 1 + (size_t)(i % 20), shared = i % 8 == 1 ? strlen(words[i - 1]) : 0;
+        for (size_t k = 0; k < n; k++) words[i][k] = k < 8 && k < shared ? words[i - 1][k] : wordc[rand() % 9];
+        words[i][n] = '\0';
+    }
+    ex_memo_store st = {0};
+    ex_memo m;
+    ex_memo_init(&m, 4096, 1, &st);
+    cr_assert_not_null(m.key);
+    size_t slots = (size_t)1 << (64 - m.shift);
+    uint32_t *before = malloc(slots * sizeof *before);
+    cr_assert_not_null(before);
+    size_t total = 0, hit = 0;
+    char t[64 * 3 + 16];
+    memset(t, ' ', sizeof t);
+    for (int round = 0; round < 20000; round++) {
+        for (size_t i = 0; i < 64 * 3;) {
+            const char *w = words[rand() % NW];
+            char tmp[24];
+            if (rand() % 4 == 0) { /* a word the memo never holds */
+                size_t n = 1 + (size_t)(rand() % 20);
+                for (size_t k = 0; k < n; k++) tmp[k] = wordc[rand() % 9];
+                tmp[n] = '\0';
+                w = tmp;
+            }
+            for (size_t k = 0; w[k] && i < 64 * 3; k++) t[i++] = w[k];
+            if (i < 64 * 3) t[i++] = other[rand() % 6];
+        }
+        /* some of the vocabulary in the memo, with counts under way */
+        for (int k = 0; k < 8; k++) {
+            const char *w = words[rand() % NW];
+            size_t n = strlen(w);
+            if (n > EX_MEMO_MAX) continue;
+            char pad[32] = {0};
+            memcpy(pad, w, n);
+            uint64_t key[2];
+            size_t slot = ex_memo_slot(&m, pad, 0, n, key);
+            ex_memo_put(&m, slot, key);
+            m.cnt[slot] = (uint32_t)(rand() % 5);
+        }
+        uint64_t word = 0, next = 0;
+        for (int i = 0; i < 64; i++) {
+            word |= (uint64_t)ex_is_word((unsigned char)t[i]) << i;
+            next |= (uint64_t)ex_is_word((unsigned char)t[64 + i]) << i;
+        }
+        uint64_t starts = word & ~(word << 1);
+        uint64_t cand = starts & ((uint64_t)rand() << 33 ^ (uint64_t)rand() << 11 ^ (uint64_t)rand() ^
+                                  (rand() % 3 ? ~(uint64_t)0 : 0));
+        for (int counted = 0; counted <= 1; counted++) {
+            memcpy(before, m.cnt, slots * sizeof *before);
+            uint64_t want = ex_memo_hits(&m, t, cand, word, next, counted);
+            uint32_t *after_c = malloc(slots * sizeof *after_c);
+            cr_assert_not_null(after_c);
+            memcpy(after_c, m.cnt, slots * sizeof *after_c);
+            memcpy(m.cnt, before, slots * sizeof *before);
+            uint64_t got = hits_bmi2(&m, t, cand, word, next, counted);
+            cr_assert_eq(got, want, "round %d, counted %d: %#llx written out, %#llx in C", round, counted,
+                         (unsigned long long)got, (unsigned long long)want);
+            cr_assert_eq(memcmp(after_c, m.cnt, slots * sizeof *after_c), 0, "round %d, counted %d: counts differ",
+                         round, counted);
+            if (!counted) {
+                memcpy(m.cnt, before, slots * sizeof *before);
+                cr_assert_eq(memcmp(after_c, before, slots * sizeof *before), 0, "uncounted hits changed a count");
+            }
+            free(after_c);
+            total += (size_t)__builtin_popcountll(cand);
+            hit += (size_t)__builtin_popcountll(want);
+        }
+        if (round % 64 == 63) ex_memo_init(&m, 4096, 1, &st); /* the memo emptied now and then */
+    }
+    /* both outcomes are common */
+    cr_assert_gt(hit, total / 5, "%zu of %zu words hit", hit, total);
+    cr_assert_lt(hit, total - total / 5, "%zu of %zu words hit", hit, total);
+    free(before);
+    ex_memo_store_free(&st);
+#else
+    cr_skip_test("not an x86-64 build: no loop written out to compare");
+#endif
+}
+
 static unsigned char fold_byte(unsigned char c)
 {
     if (c >= 'A' && c <= 'Z') return (unsigned char)(c + 32);
