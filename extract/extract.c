@@ -1002,6 +1002,14 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
  * CamelCase project names and keyword counts of each word, and the path
  * tokens (maximal runs of path bytes holding a '.' or a '/'), each kept in
  * text order for the emission below. */
+/* What block_paths reads of a block's classes and the next block's, as
+ * values: a scan that passed its classes by address had to keep them in
+ * memory, and copied them there for every block. */
+typedef struct ex_block_paths {
+    uint64_t special, path;           /* the block's '.' and '/' bytes, its path bytes */
+    uint64_t next_special, next_path; /* the same of the next block */
+} ex_block_paths;
+
 /* The path tokens (maximal runs of path bytes) that start in the block at
  * base and hold a '.' or a '/', added to paths in text order.  Led by the
  * block's few '.' and '/' bytes rather than by every token start: a run
@@ -1010,10 +1018,9 @@ static int scan_word(const extractor *ex, const char *t, size_t len, size_t a, s
  * contiguous, so no gap can lie between that start and the byte).  A run
  * that starts here and runs past the block is looked at to its end, as
  * the earlier block did for this one. */
-static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, const ex_cls *nx, uint64_t ts,
-                       ex_spans *paths)
+static int block_paths(const char *t, size_t len, size_t base, ex_block_paths b, uint64_t ts, ex_spans *paths)
 {
-    uint64_t special = c->dot | c->slash, sp = special;
+    uint64_t special = b.special, sp = special;
     while (sp) {
         unsigned k = (unsigned)__builtin_ctzll(sp);
         uint64_t before = ts & (k == 63 ? ~(uint64_t)0 : ((uint64_t)2 << k) - 1); /* starts at 0..k */
@@ -1022,7 +1029,7 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
             continue;
         }
         unsigned s = 63u - (unsigned)__builtin_clzll(before);
-        uint64_t rest = ~c->path >> s;
+        uint64_t rest = ~b.path >> s;
         if (!rest) break; /* the run runs past the block: below */
         unsigned e = s + (unsigned)__builtin_ctzll(rest);
         if (spans_add(paths, base + s, e - s) != 0) return -1;
@@ -1031,15 +1038,15 @@ static int block_paths(const char *t, size_t len, size_t base, const ex_cls *c, 
     /* the run holding the block's last byte, when it starts in the block:
      * its end from the next block's bits (nx), or, when it runs past that
      * block too, one byte at a time */
-    if (!(c->path >> 63) || !ts) return 0;
+    if (!(b.path >> 63) || !ts) return 0;
     unsigned s = 63u - (unsigned)__builtin_clzll(ts);
     int has = (special >> s) != 0;
     size_t e = base + 64;
-    uint64_t rest = ~nx->path;
+    uint64_t rest = ~b.next_path;
     if (rest) {
         unsigned k = (unsigned)__builtin_ctzll(rest);
         e += k;
-        has |= ((nx->dot | nx->slash) & (((uint64_t)1 << k) - 1)) != 0; /* k < 64 */
+        has |= (b.next_special & (((uint64_t)1 << k) - 1)) != 0; /* k < 64 */
     } else {
         for (; e < len && ex_is_path_char((unsigned char)t[e]); e++) has |= t[e] == '.' || t[e] == '/';
     }
@@ -1081,7 +1088,16 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
         uint64_t memo_ok = ex_memo_room(memo, base, len);
-        if (path_on && block_paths(t, len, base, &c, &nx, ts, paths) != 0) return -1;
+        /* A block with no '.' or '/' can only start a path token that runs
+         * into the next block and has one there (in the run of path bytes
+         * the next block starts with; when that is the whole block, maybe
+         * further on).  Most blocks of prose have neither: no call. */
+        uint64_t special = c.dot | c.slash, nx_special = nx.dot | nx.slash;
+        uint64_t nx_lead = nx.path & ~(nx.path + 1); /* the next block's leading path bytes */
+        if (path_on &&
+            (special || ((c.path >> 63) && ts && ((nx_special & nx_lead) || nx_lead == ~(uint64_t)0))) &&
+            block_paths(t, len, base, (ex_block_paths){special, c.path, nx_special, nx.path}, ts, paths) != 0)
+            return -1;
         if (ex->short_skip) ws &= ~short_words(c.word, nx.word, ws, ex->short_skip);
         /* repeats the memo has decided are counted first; the loop looks at
          * the other words */

@@ -94,6 +94,7 @@ typedef struct ex_wset {
     uint64_t *lanes; /* the lane, or 0 for an empty slot (no word is all NUL) */
     uint8_t *lens;
     size_t n, nslots;
+    unsigned shift; /* 64 - log2(nslots) */
 } ex_wset;
 
 void ex_wset_init(ex_wset *w, uint64_t seed);
@@ -103,10 +104,13 @@ void ex_wset_clear(ex_wset *w);
 /* Doubles the table: 0, -1 on allocation failure, -2 when full. */
 int ex_wset_grow(ex_wset *w);
 
+/* The product's top bits: they depend on every bit of the lane.  Low
+ * bits (masked, even folded with the high half) depend on the lane's low
+ * bytes and few more, and words that share their first five bytes
+ * ("word0123", "word0456") then shared a slot and probed long chains. */
 static inline size_t ex_wset_slot(const ex_wset *w, uint64_t lane)
 {
-    uint64_t h = (lane ^ w->seed) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ (h >> 32)) & (w->nslots - 1);
+    return (size_t)(((lane ^ w->seed) * 0x9e3779b97f4a7c15ull) >> w->shift);
 }
 
 /* Adds the word (lane in memory order, 1 <= n <= 8).  Returns 1 when new,

@@ -237,6 +237,7 @@ int ex_wset_grow(ex_wset *w)
     w->lanes = lanes;
     w->lens = lens;
     w->nslots = ns;
+    w->shift = 64u - (unsigned)__builtin_ctzll(ns);
     for (size_t i = 0; i < old.nslots; i++) {
         if (!old.lanes[i]) continue;
         size_t j = ex_wset_slot(w, old.lanes[i]);
