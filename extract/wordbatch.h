@@ -148,6 +148,34 @@ ex_word_misses_avx2(const name_filter *nf, const char *t, uint64_t cand, uint64_
  * The test prefilter::memo_hits_written_out_equal_the_c_loop compares the
  * two on random blocks. */
 _Static_assert(EX_MEMO_MAX == 16, "ex_memo_hits_bmi2 compares the length with 16");
+/* The two loops' shared parts (operands named as in ex_memo_hits_bmi2):
+ * the head takes a word's bit and length (a word past EX_MEMO_MAX goes to
+ * the tail), its two lanes masked to it, and its slot in %[s]; the tail
+ * drops the word's bit and loops while one is left. */
+#define EX_MEMO_ASM_HEAD                                                                                           \
+    "1:\n\t"                                                                                                      \
+    "tzcnt %[cand], %[bit]\n\t"                                                                                   \
+    "shrx %[bit], %[nonword], %[n]\n\t"                                                                           \
+    "tzcnt %[n], %[n]\n\t"                                                                                        \
+    "cmp $16, %[n]\n\t"                                                                                           \
+    "ja 2f\n\t"                                                                                                   \
+    "mov (%[t],%[bit]), %[x]\n\t"                                                                                 \
+    "and (%[keep],%[n],8), %[x]\n\t"                                                                              \
+    "mov 8(%[t],%[bit]), %[y]\n\t"                                                                                \
+    "and %c[hi](%[keep],%[n],8), %[y]\n\t"                                                                        \
+    "movabs $0x9e3779b97f4a7c15, %[s]\n\t"                                                                        \
+    "imul %[x], %[s]\n\t"                                                                                         \
+    "shrx %[shift], %[s], %[s]\n\t"
+#define EX_MEMO_ASM_TAIL                                                                                           \
+    "2:\n\t"                                                                                                      \
+    "blsr %[cand], %[cand]\n\t"                                                                                   \
+    "jnz 1b"
+#define EX_MEMO_ASM_OUT                                                                                            \
+    [cand] "+r"(cand), [hits] "+r"(hits), [bit] "=&r"(bit), [n] "=&r"(n), [x] "=&r"(x), [y] "=&r"(y), [s] "=&r"(s)
+#define EX_MEMO_ASM_IN                                                                                             \
+    [nonword] "r"(nonword), [t] "r"(t), [keep] "r"(ex_memo_keep), [hi] "i"(sizeof ex_memo_keep[0]),               \
+        [shift] "r"(shift), [keys] "r"(at.key)
+
 static inline __attribute__((always_inline)) uint64_t ex_memo_hits_bmi2(const ex_memo *m, const char *t,
                                                                         uint64_t cand, uint64_t word,
                                                                         uint64_t next_word, int counted)
@@ -157,65 +185,29 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits_bmi2(const ex
     unsigned last = ex_take_straddler(&cand, word);
     if (cand) {
         uint64_t bit, n, x, y, s, shift = at.shift;
-        if (counted)
-            __asm__("1:\n\t"
-                    "tzcnt %[cand], %[bit]\n\t"
-                    "shrx %[bit], %[nonword], %[n]\n\t"
-                    "tzcnt %[n], %[n]\n\t"
-                    "cmp $16, %[n]\n\t" /* EX_MEMO_MAX */
-                    "ja 2f\n\t"
-                    "mov (%[t],%[bit]), %[x]\n\t"
-                    "and (%[keep],%[n],8), %[x]\n\t"
-                    "mov 8(%[t],%[bit]), %[y]\n\t"
-                    "and %c[hi](%[keep],%[n],8), %[y]\n\t"
-                    "movabs $0x9e3779b97f4a7c15, %[s]\n\t"
-                    "imul %[x], %[s]\n\t"
-                    "shrx %[shift], %[s], %[s]\n\t"
-                    "lea (%[s],%[s]), %[n]\n\t" /* the slot's key: 16 bytes a slot */
-                    "xor (%[keys],%[n],8), %[x]\n\t"
-                    "xor 8(%[keys],%[n],8), %[y]\n\t"
-                    "xor %k[n], %k[n]\n\t"
-                    "or %[x], %[y]\n\t"
-                    "sete %b[n]\n\t"
-                    "add %k[n], (%[cnt],%[s],4)\n\t"
-                    "shlx %[bit], %[n], %[n]\n\t"
-                    "or %[n], %[hits]\n\t"
-                    "2:\n\t"
-                    "blsr %[cand], %[cand]\n\t"
-                    "jnz 1b"
-                    : [cand] "+r"(cand), [hits] "+r"(hits), [bit] "=&r"(bit), [n] "=&r"(n), [x] "=&r"(x),
-                      [y] "=&r"(y), [s] "=&r"(s)
-                    : [nonword] "r"(nonword), [t] "r"(t), [keep] "r"(ex_memo_keep), [hi] "i"(sizeof ex_memo_keep[0]),
-                      [shift] "r"(shift), [keys] "r"(at.key), [cnt] "r"(at.cnt)
+        if (counted) /* the slot kept for its count; the hit as 0 or 1 */
+            __asm__(EX_MEMO_ASM_HEAD "lea (%[s],%[s]), %[n]\n\t" /* the slot's key: 16 bytes a slot */
+                                     "xor (%[keys],%[n],8), %[x]\n\t"
+                                     "xor 8(%[keys],%[n],8), %[y]\n\t"
+                                     "xor %k[n], %k[n]\n\t"
+                                     "or %[x], %[y]\n\t"
+                                     "sete %b[n]\n\t"
+                                     "add %k[n], (%[cnt],%[s],4)\n\t"
+                                     "shlx %[bit], %[n], %[n]\n\t"
+                                     "or %[n], %[hits]\n\t" EX_MEMO_ASM_TAIL
+                    : EX_MEMO_ASM_OUT
+                    : EX_MEMO_ASM_IN, [cnt] "r"(at.cnt)
                     : "cc", "memory");
-        else
-            __asm__("1:\n\t"
-                    "tzcnt %[cand], %[bit]\n\t"
-                    "shrx %[bit], %[nonword], %[n]\n\t"
-                    "tzcnt %[n], %[n]\n\t"
-                    "cmp $16, %[n]\n\t" /* EX_MEMO_MAX */
-                    "ja 2f\n\t"
-                    "mov (%[t],%[bit]), %[x]\n\t"
-                    "and (%[keep],%[n],8), %[x]\n\t"
-                    "mov 8(%[t],%[bit]), %[y]\n\t"
-                    "and %c[hi](%[keep],%[n],8), %[y]\n\t"
-                    "movabs $0x9e3779b97f4a7c15, %[s]\n\t"
-                    "imul %[x], %[s]\n\t"
-                    "shrx %[shift], %[s], %[s]\n\t"
-                    "shl $4, %[s]\n\t" /* the slot's key: 16 bytes a slot */
-                    "xor (%[keys],%[s]), %[x]\n\t"
-                    "xor 8(%[keys],%[s]), %[y]\n\t"
-                    "mov %[hits], %[n]\n\t"
-                    "bts %[bit], %[n]\n\t"
-                    "or %[x], %[y]\n\t"
-                    "cmovz %[n], %[hits]\n\t"
-                    "2:\n\t"
-                    "blsr %[cand], %[cand]\n\t"
-                    "jnz 1b"
-                    : [cand] "+r"(cand), [hits] "+r"(hits), [bit] "=&r"(bit), [n] "=&r"(n), [x] "=&r"(x),
-                      [y] "=&r"(y), [s] "=&r"(s)
-                    : [nonword] "r"(nonword), [t] "r"(t), [keep] "r"(ex_memo_keep), [hi] "i"(sizeof ex_memo_keep[0]),
-                      [shift] "r"(shift), [keys] "r"(at.key)
+        else /* the hit's bit set by a conditional move */
+            __asm__(EX_MEMO_ASM_HEAD "shl $4, %[s]\n\t" /* the slot's key: 16 bytes a slot */
+                                     "xor (%[keys],%[s]), %[x]\n\t"
+                                     "xor 8(%[keys],%[s]), %[y]\n\t"
+                                     "mov %[hits], %[n]\n\t"
+                                     "bts %[bit], %[n]\n\t"
+                                     "or %[x], %[y]\n\t"
+                                     "cmovz %[n], %[hits]\n\t" EX_MEMO_ASM_TAIL
+                    : EX_MEMO_ASM_OUT
+                    : EX_MEMO_ASM_IN
                     : "cc", "memory");
     }
     if (last < 64) {
@@ -224,6 +216,10 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits_bmi2(const ex
     }
     return hits;
 }
+#undef EX_MEMO_ASM_HEAD
+#undef EX_MEMO_ASM_TAIL
+#undef EX_MEMO_ASM_OUT
+#undef EX_MEMO_ASM_IN
 #endif
 
 #endif
