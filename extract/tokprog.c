@@ -5,14 +5,25 @@
 #include "../util/namefilter.h"
 #include "tokprog.h"
 
-const unsigned char *ex_tp_find(const ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws)
+/* Whether e holds the path t[0, n) (hash h) of workspace ws with its
+ * bytes intact: less than the ring's size was written after them. */
+static const unsigned char *entry_prog(const ex_tp_store *s, const ex_tp_ent *e, const char *t, size_t n, uint32_t h,
+                                       uint64_t ws)
 {
-    if (!s->index) return NULL;
-    const ex_tp_ent *e = &s->index[h & (EX_TP_INDEX - 1)];
-    /* its bytes are intact while less than the ring's size was written after them */
     if (e->hash != h || e->keylen != n || e->ws != ws || !n || s->head - e->at > EX_TP_RING) return NULL;
     const unsigned char *key = s->ring + e->at % EX_TP_RING;
     return memcmp(key, t, n) == 0 ? key + n : NULL;
+}
+
+/* The two entries of h's set. */
+static size_t set_of(uint32_t h) { return h & (EX_TP_INDEX - 2); }
+
+const unsigned char *ex_tp_find(const ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws)
+{
+    if (!s->index) return NULL;
+    const ex_tp_ent *e = &s->index[set_of(h)];
+    const unsigned char *p = entry_prog(s, &e[0], t, n, h, ws);
+    return p ? p : entry_prog(s, &e[1], t, n, h, ws);
 }
 
 void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws, const unsigned char *prog,
@@ -36,7 +47,17 @@ void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws
     unsigned char *p = s->ring + at % EX_TP_RING;
     memcpy(p, t, n);
     memcpy(p + n, prog, len);
-    s->index[h & (EX_TP_INDEX - 1)] = (ex_tp_ent){at, ws, h, (uint32_t)n};
+    /* over the path's own entry if the set has one (its bytes went stale,
+     * or another path of the same hash took them), else into an empty or
+     * stale entry, else over the older of the two */
+    ex_tp_ent *e = &s->index[set_of(h)];
+    size_t v;
+    if (e[0].hash == h && e[0].keylen == n && e[0].ws == ws) v = 0;
+    else if (e[1].hash == h && e[1].keylen == n && e[1].ws == ws) v = 1;
+    else if (!e[0].keylen || at - e[0].at > EX_TP_RING) v = 0;
+    else if (!e[1].keylen || at - e[1].at > EX_TP_RING) v = 1;
+    else v = e[1].at < e[0].at;
+    e[v] = (ex_tp_ent){at, ws, h, (uint32_t)n};
 }
 
 void ex_tp_free(ex_tp_store *s)

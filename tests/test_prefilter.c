@@ -913,15 +913,54 @@ Test(prefilter, the_path_store_keeps_its_newest_programs)
         key[1] ^= 1;
         cr_assert_null(ex_tp_find(&s, key, 8, i, 7), "... and its own bytes, whatever the hash");
     }
-    /* a path whose index entry another takes is built again */
+    /* a set holds two paths: a third in a full set takes the older's
+     * entry, and that one is built again */
     ex_tp_keep(&s, "other", 5, n - 1 + EX_TP_INDEX, 7, prog, 10);
     snprintf(key, sizeof key, "k%07u", n - 1);
-    cr_assert_null(ex_tp_find(&s, key, 8, n - 1, 7));
+    cr_assert_not_null(ex_tp_find(&s, key, 8, n - 1, 7), "the newer of the set stays");
+    snprintf(key, sizeof key, "k%07u", n - 2);
+    cr_assert_null(ex_tp_find(&s, key, 8, n - 2, 7), "the older of the set went");
     cr_assert_not_null(ex_tp_find(&s, "other", 5, n - 1 + EX_TP_INDEX, 7));
     /* a program larger than EX_TP_MAX is not kept */
     static unsigned char big[EX_TP_MAX + 1];
     ex_tp_keep(&s, "big", 3, 5, 7, big, sizeof big);
     cr_assert_null(ex_tp_find(&s, "big", 3, 5, 7));
+    ex_tp_free(&s);
+}
+
+/* Paths whose hashes share their index bits are both kept (with one
+ * entry a hash, the second took the first's), a path kept again takes its
+ * own entry, not the other path's, and entries go stale as the ring goes
+ * round. */
+Test(prefilter, the_path_store_keeps_two_paths_a_set)
+{
+    ex_tp_store s = {0};
+    unsigned char prog[16];
+    memset(prog, 'q', sizeof prog);
+    const uint32_t h = 12, h2 = 12 + EX_TP_INDEX; /* the same index bits */
+    ex_tp_keep(&s, "src/a.c", 7, h, 7, prog, sizeof prog);
+    ex_tp_keep(&s, "src/b.c", 7, h2, 7, prog, sizeof prog);
+    cr_assert_not_null(ex_tp_find(&s, "src/a.c", 7, h, 7), "the first of the set");
+    cr_assert_not_null(ex_tp_find(&s, "src/b.c", 7, h2, 7), "the second of the set");
+    cr_assert_null(ex_tp_find(&s, "src/b.c", 7, h, 7), "a path is found under its own hash only");
+    /* b.c, the newer, kept again: over its own entry, so a.c stays */
+    ex_tp_keep(&s, "src/b.c", 7, h2, 7, prog, sizeof prog);
+    cr_assert_not_null(ex_tp_find(&s, "src/a.c", 7, h, 7), "kept again, b.c took its own entry");
+    cr_assert_not_null(ex_tp_find(&s, "src/b.c", 7, h2, 7));
+    /* the ring goes round with paths of other sets: both go stale */
+    static unsigned char big[EX_TP_MAX - 7]; /* with its 7-byte path, the largest kept */
+    char key[16];
+    for (uint32_t i = 0; i < 2 * EX_TP_RING / EX_TP_MAX; i++) {
+        snprintf(key, sizeof key, "f%06u", i);
+        ex_tp_keep(&s, key, 7, 100 + 2 * (i % 8), 7, big, sizeof big);
+        cr_assert_not_null(ex_tp_find(&s, key, 7, 100 + 2 * (i % 8), 7), "filler %u kept", i);
+    }
+    cr_assert_null(ex_tp_find(&s, "src/a.c", 7, h, 7), "stale once the ring went round");
+    cr_assert_null(ex_tp_find(&s, "src/b.c", 7, h2, 7));
+    ex_tp_keep(&s, "src/a.c", 7, h, 7, prog, sizeof prog);
+    ex_tp_keep(&s, "src/b.c", 7, h2, 7, prog, sizeof prog);
+    cr_assert_not_null(ex_tp_find(&s, "src/a.c", 7, h, 7), "built again, both kept");
+    cr_assert_not_null(ex_tp_find(&s, "src/b.c", 7, h2, 7));
     ex_tp_free(&s);
 }
 
