@@ -952,6 +952,7 @@ int persist_fold(engine *e, session *s)
 
 typedef struct fold_row {
     size_t key, val, vlen; /* offsets into the fold's buffer: "i:<id>" NUL, row bytes */
+    const char *k;         /* the key, once the buffer is complete (plan_sort) */
 } fold_row;
 
 /* What a chunked fold writes, taken under the session's mutex. */
@@ -1014,6 +1015,23 @@ static int plan_take(engine *e, session *s, fold_plan *p, int may_leave)
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
 }
 
+static int row_cmp(const void *a, const void *b)
+{
+    return strcmp(((const fold_row *)a)->k, ((const fold_row *)b)->k);
+}
+
+/* The rows in key order, the order a store keeps them in (SQLite's kv
+ * table is clustered on its key): each chunk then rewrites a few
+ * neighbouring pages.  In the items' order, every chunk of a large
+ * session's fold touched pages all over the table, and wrote them all:
+ * 10,000 items folded 5,219 WAL pages in 600 dense turns.  Sorted outside
+ * the session's mutex (s->mu not held): the plan is the worker's own. */
+static void plan_sort(fold_plan *p)
+{
+    for (size_t i = 0; i < p->n_rows; i++) p->rows[i].k = p->bytes.p + p->rows[i].key;
+    if (p->n_rows > 1) qsort(p->rows, p->n_rows, sizeof *p->rows, row_cmp);
+}
+
 /* Writes the plan (s->mu not held): removals, then rows, chunk rows to a
  * transaction; last, in one, the slots of the records it covers go and
  * the meta makes it the snapshot.  A crash in between leaves rows newer
@@ -1072,6 +1090,7 @@ int persist_fold_worker(engine *e, session *s, int64_t now)
     s->folding = 1;
     s->fold_from = p.from;
     pthread_mutex_unlock(&s->mu);
+    plan_sort(&p);
     rc = plan_write(e, s, &p, (size_t)e->cfg.storage.fold_chunk);
     pthread_mutex_lock(&s->mu);
     if (rc == CLARITY_OK) {
