@@ -5,8 +5,9 @@
 #include "../util/namefilter.h"
 #include "tokprog.h"
 
-/* Whether e holds the path t[0, n) (hash h) of workspace ws with its
- * bytes intact: less than the ring's size was written after them. */
+/* The program entry e keeps for the path t[0, n) (hash h) of workspace
+ * ws, or NULL: e must hold that path, its bytes intact (less than the
+ * ring's size written after them). */
 static const unsigned char *entry_prog(const ex_tp_store *s, const ex_tp_ent *e, const char *t, size_t n, uint32_t h,
                                        uint64_t ws)
 {
@@ -47,9 +48,9 @@ void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws
     unsigned char *p = s->ring + at % EX_TP_RING;
     memcpy(p, t, n);
     memcpy(p + n, prog, len);
-    /* over the path's own entry if the set has one (its bytes went stale,
-     * or another path of the same hash took them), else into an empty or
-     * stale entry, else over the older of the two */
+    /* over the entry of the same hash, length and workspace if the set has
+     * one (this path's, gone stale, or a colliding path's), else into an
+     * empty or stale entry, else over the older of the two */
     ex_tp_ent *e = &s->index[set_of(h)];
     size_t v;
     if (e[0].hash == h && e[0].keylen == n && e[0].ws == ws) v = 0;
