@@ -952,7 +952,6 @@ int persist_fold(engine *e, session *s)
 
 typedef struct fold_row {
     size_t key, val, vlen; /* offsets into the fold's buffer: "i:<id>" NUL, row bytes */
-    const char *k;         /* the key, once the buffer is complete (plan_sort) */
 } fold_row;
 
 /* What a chunked fold writes, taken under the session's mutex. */
@@ -1015,9 +1014,10 @@ static int plan_take(engine *e, session *s, fold_plan *p, int may_leave)
     return buf_failed(&p->bytes) || buf_failed(&p->meta) ? -1 : 0;
 }
 
-static int row_cmp(const void *a, const void *b)
+/* The keys of two rows, in the fold's buffer `bytes`. */
+static int row_cmp(const void *a, const void *b, void *bytes)
 {
-    return strcmp(((const fold_row *)a)->k, ((const fold_row *)b)->k);
+    return strcmp((const char *)bytes + ((const fold_row *)a)->key, (const char *)bytes + ((const fold_row *)b)->key);
 }
 
 /* The rows in key order, the order a store keeps them in (SQLite's kv
@@ -1028,8 +1028,7 @@ static int row_cmp(const void *a, const void *b)
  * the session's mutex (s->mu not held): the plan is the worker's own. */
 static void plan_sort(fold_plan *p)
 {
-    for (size_t i = 0; i < p->n_rows; i++) p->rows[i].k = p->bytes.p + p->rows[i].key;
-    if (p->n_rows > 1) qsort(p->rows, p->n_rows, sizeof *p->rows, row_cmp);
+    if (p->n_rows > 1) qsort_r(p->rows, p->n_rows, sizeof *p->rows, row_cmp, p->bytes.p);
 }
 
 /* Writes the plan (s->mu not held): removals, then rows, chunk rows to a

@@ -1010,6 +1010,10 @@ typedef struct ex_block_paths {
     uint64_t next_special, next_path; /* the same of the next block */
 } ex_block_paths;
 
+/* The run of ones x starts with at bit 0 (the next block's leading path
+ * bytes, for its path bits). */
+static inline uint64_t low_run(uint64_t x) { return x & ~(x + 1); }
+
 /* The path tokens (maximal runs of path bytes) that start in the block at
  * base and hold a '.' or a '/', added to paths in text order.  Led by the
  * block's few '.' and '/' bytes rather than by every token start: a run
@@ -1018,7 +1022,7 @@ typedef struct ex_block_paths {
  * contiguous, so no gap can lie between that start and the byte).  A run
  * that starts here and runs past the block is looked at to its end, as
  * the earlier block did for this one. */
-static int block_paths(const char *t, size_t len, size_t base, ex_block_paths b, uint64_t ts, ex_spans *paths)
+static int block_paths_at(const char *t, size_t len, size_t base, ex_block_paths b, uint64_t ts, ex_spans *paths)
 {
     uint64_t special = b.special, sp = special;
     while (sp) {
@@ -1042,15 +1046,27 @@ static int block_paths(const char *t, size_t len, size_t base, ex_block_paths b,
     unsigned s = 63u - (unsigned)__builtin_clzll(ts);
     int has = (special >> s) != 0;
     size_t e = base + 64;
-    uint64_t rest = ~b.next_path;
-    if (rest) {
-        unsigned k = (unsigned)__builtin_ctzll(rest);
-        e += k;
-        has |= (b.next_special & (((uint64_t)1 << k) - 1)) != 0; /* k < 64 */
+    uint64_t lead = low_run(b.next_path);
+    if (lead != ~(uint64_t)0) {
+        e += (size_t)__builtin_ctzll(~lead);
+        has |= (b.next_special & lead) != 0;
     } else {
         for (; e < len && ex_is_path_char((unsigned char)t[e]); e++) has |= t[e] == '.' || t[e] == '/';
     }
     return has && spans_add(paths, base + s, e - (base + s)) != 0 ? -1 : 0;
+}
+
+/* block_paths_at where the block may hold a path token's start: a block
+ * with no '.' or '/' only when its last run of path bytes starts in it and
+ * runs into the next block, finding one in that block's leading path
+ * bytes (or running through the whole block: maybe further on).  Most
+ * blocks of prose have neither, and the scan calls no function for them. */
+static inline __attribute__((always_inline)) int block_paths(const char *t, size_t len, size_t base,
+                                                             ex_block_paths b, uint64_t ts, ex_spans *paths)
+{
+    uint64_t lead = low_run(b.next_path);
+    if (!b.special && !((b.path >> 63) && ts && ((b.next_special & lead) || lead == ~(uint64_t)0))) return 0;
+    return block_paths_at(t, len, base, b, ts, paths);
 }
 
 /* The starts among `starts` (of the word runs of a block, whose word
@@ -1088,15 +1104,9 @@ static inline __attribute__((always_inline)) int scan_words_body(const extractor
         carry_w = c.word >> 63;
         carry_p = c.path >> 63;
         uint64_t memo_ok = ex_memo_room(memo, base, len);
-        /* A block with no '.' or '/' can only start a path token that runs
-         * into the next block and has one there (in the run of path bytes
-         * the next block starts with; when that is the whole block, maybe
-         * further on).  Most blocks of prose have neither: no call. */
-        uint64_t special = c.dot | c.slash, nx_special = nx.dot | nx.slash;
-        uint64_t nx_lead = nx.path & ~(nx.path + 1); /* the next block's leading path bytes */
         if (path_on &&
-            (special || ((c.path >> 63) && ts && ((nx_special & nx_lead) || nx_lead == ~(uint64_t)0))) &&
-            block_paths(t, len, base, (ex_block_paths){special, c.path, nx_special, nx.path}, ts, paths) != 0)
+            block_paths(t, len, base, (ex_block_paths){c.dot | c.slash, c.path, nx.dot | nx.slash, nx.path}, ts,
+                        paths) != 0)
             return -1;
         if (ex->short_skip) ws &= ~short_words(c.word, nx.word, ws, ex->short_skip);
         /* repeats the memo has decided are counted first; the loop looks at

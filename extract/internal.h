@@ -278,6 +278,17 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hit_at(const ex_me
     return hit << bit;
 }
 
+/* The memo's test of the block's straddler at bit `last` (ex_take_straddler;
+ * 64: none), whose length needs the next block's bits. */
+static inline __attribute__((always_inline)) uint64_t ex_memo_hit_last(const ex_memo *at, const char *t, unsigned last,
+                                                                       uint64_t nonword, uint64_t next_word,
+                                                                       int counted)
+{
+    if (last >= 64) return 0;
+    size_t n = ex_word_len(nonword, ~next_word, last);
+    return n <= EX_MEMO_MAX ? ex_memo_hit_at(at, t, last, n, counted) : 0;
+}
+
 /* The starts among `cand` (bits of a 64-byte block at t whose word bits
  * are `word`, the next block's `next_word`; each with the 16 bytes the
  * memo reads) of words the memo has decided.  Most words of a text are
@@ -300,11 +311,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits(const ex_memo
         size_t n = ex_len_in_block(nonword, bit);
         if (__builtin_expect(n <= EX_MEMO_MAX, 1)) hits |= ex_memo_hit_at(&at, t, bit, n, counted);
     }
-    if (last < 64) {
-        size_t n = ex_word_len(nonword, ~next_word, last);
-        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, counted);
-    }
-    return hits;
+    return hits | ex_memo_hit_last(&at, t, last, nonword, next_word, counted);
 }
 
 static inline void ex_memo_put(ex_memo *m, size_t slot, const uint64_t k[2])

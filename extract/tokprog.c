@@ -5,13 +5,22 @@
 #include "../util/namefilter.h"
 #include "tokprog.h"
 
+/* Whether e holds a path whose bytes are intact: less than the ring's
+ * size was written after them. */
+static int live(const ex_tp_store *s, const ex_tp_ent *e) { return e->keylen && s->head - e->at <= EX_TP_RING; }
+
+/* Whether e is for a path of hash h, n bytes and workspace ws. */
+static int keyed(const ex_tp_ent *e, size_t n, uint32_t h, uint64_t ws)
+{
+    return e->hash == h && e->keylen == n && e->ws == ws;
+}
+
 /* The program entry e keeps for the path t[0, n) (hash h) of workspace
- * ws, or NULL: e must hold that path, its bytes intact (less than the
- * ring's size written after them). */
+ * ws, or NULL. */
 static const unsigned char *entry_prog(const ex_tp_store *s, const ex_tp_ent *e, const char *t, size_t n, uint32_t h,
                                        uint64_t ws)
 {
-    if (e->hash != h || e->keylen != n || e->ws != ws || !n || s->head - e->at > EX_TP_RING) return NULL;
+    if (!keyed(e, n, h, ws) || !live(s, e)) return NULL;
     const unsigned char *key = s->ring + e->at % EX_TP_RING;
     return memcmp(key, t, n) == 0 ? key + n : NULL;
 }
@@ -53,10 +62,10 @@ void ex_tp_keep(ex_tp_store *s, const char *t, size_t n, uint32_t h, uint64_t ws
      * empty or stale entry, else over the older of the two */
     ex_tp_ent *e = &s->index[set_of(h)];
     size_t v;
-    if (e[0].hash == h && e[0].keylen == n && e[0].ws == ws) v = 0;
-    else if (e[1].hash == h && e[1].keylen == n && e[1].ws == ws) v = 1;
-    else if (!e[0].keylen || at - e[0].at > EX_TP_RING) v = 0;
-    else if (!e[1].keylen || at - e[1].at > EX_TP_RING) v = 1;
+    if (keyed(&e[0], n, h, ws)) v = 0;
+    else if (keyed(&e[1], n, h, ws)) v = 1;
+    else if (!live(s, &e[0])) v = 0;
+    else if (!live(s, &e[1])) v = 1;
     else v = e[1].at < e[0].at;
     e[v] = (ex_tp_ent){at, ws, h, (uint32_t)n};
 }

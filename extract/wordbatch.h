@@ -210,11 +210,7 @@ static inline __attribute__((always_inline)) uint64_t ex_memo_hits_bmi2(const ex
                     : EX_MEMO_ASM_IN
                     : "cc", "memory");
     }
-    if (last < 64) {
-        size_t n = ex_word_len(nonword, ~next_word, last);
-        if (n <= EX_MEMO_MAX) hits |= ex_memo_hit_at(&at, t, last, n, counted);
-    }
-    return hits;
+    return hits | ex_memo_hit_last(&at, t, last, nonword, next_word, counted);
 }
 #undef EX_MEMO_ASM_HEAD
 #undef EX_MEMO_ASM_TAIL

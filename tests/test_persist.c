@@ -858,15 +858,6 @@ static int wait_records_below(const char *db, int below)
     return n;
 }
 
-/* The WAL's size in frames (4 KiB pages with their 24-byte headers). */
-static long wal_frames_of(const char *db)
-{
-    char wal[300];
-    snprintf(wal, sizeof wal, "%s-wal", db);
-    struct stat w;
-    return stat(wal, &w) == 0 ? (long)(w.st_size / (4096 + 24)) : 0;
-}
-
 /* A fold writes its rows in key order, the order SQLite's kv table keeps
  * them in (clustered on its key): each chunk rewrites a few neighbouring
  * pages.  In the items' order every chunk touched pages all over the
@@ -910,14 +901,14 @@ Test(persist, a_fold_writes_its_rows_in_key_order, .init = th_limit_120)
     sqlite3 *reader;
     cr_assert_eq(sqlite3_open(db, &reader), SQLITE_OK);
     cr_assert_eq(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM kv", NULL, NULL, NULL), SQLITE_OK);
-    long f0 = wal_frames_of(db);
+    long f0 = th_wal_frames(db);
     for (int i = 1; i < 15; i++) { /* the fold is queued near the 16th record */
         cr_assert_eq(th_before(&h, "kf", NULL, "go on", 5, NULL), 0);
         cr_assert_eq(th_end(&h, "kf", "done", NULL, NULL), 0);
     }
     int left = wait_records_below(db, 14);
     cr_assert_leq(left, 1, "%d records left unfolded", left);
-    long frames = wal_frames_of(db) - f0;
+    long frames = th_wal_frames(db) - f0;
     /* 250 chunk commits of 8 neighbouring rows (a leaf or two, their
      * parent) and the turns' records: in the items' order, 8 rows in up to
      * 8 leaves a commit: 1,761 frames here, against 312 */

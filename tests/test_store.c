@@ -1274,16 +1274,6 @@ Test(store, sqlite_a_slot_takes_records_up_to_twice_its_first_in_place)
     store_close(s);
 }
 
-/* The WAL's size in frames (4 KiB pages with their 24-byte headers),
- * rounded down: its 32-byte header is less than a frame. */
-static long wal_frames(const char *db)
-{
-    char wal[160];
-    snprintf(wal, sizeof wal, "%s-wal", db);
-    struct stat w;
-    return stat(wal, &w) == 0 ? (long)(w.st_size / (4096 + 24)) : 0;
-}
-
 /* Puts records of several sizes a leaf holds alone in slots [from, to) of
  * ns, each read back. */
 static void put_alone(store *s, const char *ns, int from, int to)
@@ -1345,11 +1335,11 @@ Test(store, sqlite_slot_rows_are_made_ahead_between_turns, .timeout = 60)
     acc a;
     iter_text(s, "n", "l:", 0, &a);
     cr_assert_eq(a.count, 2, "%s", a.text);
-    long pages = sql_long(p, "PRAGMA page_count"), f0 = wal_frames(p);
+    long pages = sql_long(p, "PRAGMA page_count"), f0 = th_wal_frames(p);
     put_alone(s, "n", first + 1, first + 17);
     cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "the reserved rows were not rewritten in place");
     /* one WAL frame a put: a row replaced rather than rewritten takes three */
-    cr_assert_leq(wal_frames(p) - f0, 16L, "%ld frames for 16 puts", wal_frames(p) - f0);
+    cr_assert_leq(th_wal_frames(p) - f0, 16L, "%ld frames for 16 puts", th_wal_frames(p) - f0);
     iter_text(s, "n", "l:", 0, &a);
     cr_assert_eq(a.count, 18, "%s", a.text);
     /* the connection was told of the rows, so it rewrote them rather than
@@ -1377,12 +1367,12 @@ Test(store, sqlite_a_put_without_a_thread_makes_the_next_rows_itself)
     path_in_dir(p, sizeof p, "inline.db");
     store *s = open_sqlite_at(p);
     put_alone(s, "m", 0, 1); /* the ring's root is a parent page now */
-    long f0 = wal_frames(p);
+    long f0 = th_wal_frames(p);
     put_alone(s, "n", 0, 1);
     /* n's number (a commit of its own: its row and its index entry), then
      * one commit: the row, the rows ahead, their parent and the header
      * page (a commit each would write three frames each) */
-    cr_assert_leq(wal_frames(p) - f0, 2L + 1 + SQ_RING_INLINE + 2, "%ld frames", wal_frames(p) - f0);
+    cr_assert_leq(th_wal_frames(p) - f0, 2L + 1 + SQ_RING_INLINE + 2, "%ld frames", th_wal_frames(p) - f0);
     cr_assert_eq(sql_long(p, "SELECT count(*) FROM ring"), 2 * (1 + SQ_RING_INLINE));
     acc a;
     iter_text(s, "n", "l:", 0, &a);
@@ -1391,10 +1381,10 @@ Test(store, sqlite_a_put_without_a_thread_makes_the_next_rows_itself)
     snprintf(key, sizeof key, "l:%04x", 1);
     expect_missing(s, "n", key);
     long pages = sql_long(p, "PRAGMA page_count");
-    f0 = wal_frames(p);
+    f0 = th_wal_frames(p);
     put_alone(s, "n", 1, 1 + SQ_RING_INLINE);
     cr_assert_eq(sql_long(p, "PRAGMA page_count"), pages, "the rows made ahead were not rewritten in place");
-    cr_assert_leq(wal_frames(p) - f0, (long)SQ_RING_INLINE, "%ld frames", wal_frames(p) - f0);
+    cr_assert_leq(th_wal_frames(p) - f0, (long)SQ_RING_INLINE, "%ld frames", th_wal_frames(p) - f0);
     /* the next new row makes the next ones, in the store's transaction
      * too; rolled back, they are gone and the slot is written again */
     int next = 1 + SQ_RING_INLINE;

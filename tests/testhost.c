@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,14 @@ char *th_tmp_path(const char *suffix)
     snprintf(path, sizeof path, "/tmp/clarity-test-%d-%llx-%d%s", (int)getpid(), nonce,
              __atomic_add_fetch(&counter, 1, __ATOMIC_SEQ_CST), suffix);
     return path;
+}
+
+long th_wal_frames(const char *db)
+{
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    struct stat w;
+    return stat(wal, &w) == 0 ? (long)(w.st_size / (4096 + 24)) : 0;
 }
 
 void th_unlink_db(const char *db)

@@ -27,6 +27,9 @@ char *th_tmp_path(const char *suffix);
  * name (the pid in th_tmp_path's names comes back) would otherwise take
  * up the old WAL, frames and all. */
 void th_unlink_db(const char *db);
+/* An SQLite file's WAL size in frames (4 KiB pages with their 24-byte
+ * headers), rounded down: its 32-byte header is less than a frame. */
+long th_wal_frames(const char *db);
 
 /* A test's time limit, as its criterion .init: SIGALRM ends the test's
  * worker after that many seconds (reported as a crash by signal 14).  In
