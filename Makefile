@@ -45,6 +45,21 @@ CLI_DIRS := cli
 # `make check` runs after the unit and integration suites.
 EXTRA_CHECKS :=
 include $(sort $(wildcard mk/*.mk))
+# The .so carries SQLite, PCRE2, tree-sitter and hiredis inside: their
+# Debian -dev packages' archives (built -fPIC), with no symbol of theirs in
+# its dynamic table (--exclude-libs,ALL below).  Debian builds the shared
+# ones BIND_NOW, so loading them bound some 1,900 symbols by name: half of
+# the instructions of a hook process (Claude Code starts one per event).
+# And a host that carries another SQLite or PCRE2 cannot have its copy
+# answer the library's calls.  STATIC_DEPS=0 links them shared (a
+# distribution's package); jansson's archive is not PIC and stays shared.
+STATIC_DEPS ?= 1
+STATIC_NAMES := sqlite3 pcre2-8 tree-sitter hiredis
+ifeq ($(STATIC_DEPS),1)
+SO_LDLIBS = $(foreach l,$(LDLIBS),$(if $(filter $(l),$(STATIC_NAMES:%=-l%)),-l:lib$(l:-l%=%).a,$(l)))
+else
+SO_LDLIBS = $(LDLIBS)
+endif
 LIB_SRC  := $(filter-out graph/none.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 # Without graph/ (no mk/graph.mk), its stub answers the graph API.
 ifeq ($(filter graph,$(LIB_DIRS)),)
@@ -71,7 +86,8 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(SO): $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,libclarity.so.0 -Wl,--no-undefined $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) -shared -Wl,-soname,libclarity.so.0 -Wl,--no-undefined -Wl,--exclude-libs,ALL $(ALL_LDFLAGS) \
+	  -o $@ $^ $(SO_LDLIBS)
 
 $(AR_INTERNAL): $(LIB_OBJ)
 	@rm -f $@
@@ -87,7 +103,7 @@ $(BUILD)/minimal_host: examples/minimal_host.c include/clarity.h | $(SO)
 
 $(BUILD)/tests/%: tests/%.c $(AR_INTERNAL) $(TEST_SUP_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(TEST_SUP_OBJ) $(AR_INTERNAL) $(ALL_LDFLAGS) $(LDLIBS) $(CRIT_LIBS) -ldl
+	$(CC) $(ALL_CFLAGS) -DCLARITY_STATIC_DEPS=$(STATIC_DEPS) -Itests -o $@ $< $(TEST_SUP_OBJ) $(AR_INTERNAL) $(ALL_LDFLAGS) $(LDLIBS) $(CRIT_LIBS) -ldl
 
 # Runs every Criterion binary; the integration tests find the .so and CLI
 # through CLARITY_BUILD.

@@ -1,13 +1,12 @@
 # graph: the code graph and file predictions (graph/), with tree-sitter
 # grammars fetched from npm (pinned) and compiled into BUILD/grammars by
-# scripts/grammars.sh.  The grammar archive is linked into the library with
-# its symbols excluded from the dynamic table (--exclude-libs), so the .so
-# still exports only clarity_plugin_init.
+# scripts/grammars.sh.  The grammar archive is linked into the library, its
+# symbols kept out of the dynamic table as every archive's (the .so's rule:
+# --exclude-libs,ALL), so the .so still exports only clarity_plugin_init.
 LIB_DIRS += graph
 GRAMMAR_DIR := $(BUILD)/grammars
 GRAMMAR_LIB := $(GRAMMAR_DIR)/libgrammars.a
 LDLIBS += $(GRAMMAR_LIB) -ltree-sitter
-XLDFLAGS += -Wl,--exclude-libs,libgrammars.a
 
 $(BUILD)/libclarity.so: | $(GRAMMAR_LIB)
 $(BUILD)/libclarity_internal.a: | $(GRAMMAR_LIB)

@@ -2,6 +2,8 @@
 # Installs the Debian packages clarity builds and tests with, when missing.
 set -e
 PKGS="build-essential pkg-config libsqlite3-dev libpcre2-dev libjansson-dev uthash-dev libcriterion-dev sqlite3 libtree-sitter-dev git libhiredis-dev redis-server valgrind"
+# The -dev packages of SQLite, PCRE2, tree-sitter and hiredis ship the
+# archives the .so links in (the Makefile's STATIC_DEPS).
 # npm fetches the tree-sitter grammars (scripts/grammars.sh); any npm will do
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
 missing=""

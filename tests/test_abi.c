@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testhost.h"
 
@@ -28,6 +29,51 @@ Test(abi, exports_only_the_entry_point)
     pclose(f);
     cr_assert(found, "clarity_plugin_init is not exported");
     cr_assert_eq(n, 1, "the .so exports %d symbols, expected 1", n);
+}
+
+/* Lines of cmd's output containing any of the words. */
+static int lines_with(const char *cmd, const char *const *words)
+{
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "%s", cmd);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        for (const char *const *w = words; *w; w++) {
+            if (strstr(line, *w)) {
+                cr_log_info("%s", line);
+                n++;
+                break;
+            }
+        }
+    }
+    cr_assert_eq(pclose(f), 0, "%s failed", cmd);
+    return n;
+}
+
+/* The .so carries SQLite, PCRE2, tree-sitter and hiredis inside (the
+ * Makefile's STATIC_DEPS=1, the default): it needs none of their shared
+ * libraries and binds no symbol of theirs at load, so a hook process
+ * skips those lookups and a host's own SQLite cannot answer its calls.
+ * Built with STATIC_DEPS=0, it needs SQLite's and PCRE2's. */
+Test(abi, carries_its_libraries_inside)
+{
+    static const char *const libs[] = {"libsqlite3", "libpcre2-8", "libtree-sitter", "libhiredis", NULL};
+    static const char *const syms[] = {" sqlite3_", " pcre2_", " ts_", " redis", NULL};
+    char needed[4200], undef[4200];
+    snprintf(needed, sizeof needed, "readelf -d '%s' | grep NEEDED", th_build_path("libclarity.so"));
+    snprintf(undef, sizeof undef, "nm -D --undefined-only '%s'", th_build_path("libclarity.so"));
+    int n_libs = lines_with(needed, libs), n_syms = lines_with(undef, syms);
+#if CLARITY_STATIC_DEPS
+    cr_assert_eq(n_libs, 0, "the .so needs %d of the libraries it should carry", n_libs);
+    cr_assert_eq(n_syms, 0, "the .so imports %d of their symbols", n_syms);
+#else
+    static const char *const sqlite[] = {"libsqlite3", NULL}, *const open[] = {" sqlite3_open_v2", NULL};
+    cr_assert_eq(lines_with(needed, sqlite), 1, "a shared build does not need libsqlite3");
+    cr_assert_eq(lines_with(undef, open), 1, "a shared build does not import sqlite3_open_v2");
+    cr_assert_geq(n_libs, 2);
+    cr_assert_gt(n_syms, 0);
+#endif
 }
 
 Test(abi, refuses_other_abi_version_with_message)

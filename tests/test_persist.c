@@ -9,11 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
 
 #include "../engine/turnlog.h"
 #include "../store/sqlite_ring.h"
 #include "runproc.h"
+#include "sqlchild.h"
 #include "testhost.h"
 
 static char *cfg_for(const char *db, const char *extra)
@@ -448,19 +448,9 @@ Test(persist, default_state_file_lives_under_the_xdg_state_dir)
 
 /* ---- the turn log ------------------------------------------------------ */
 
-static int sql_count(const char *db, const char *query)
-{
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, query, -1, &st, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
-    int rc = sqlite3_step(st);
-    int n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return n;
-}
+/* The file's SQL runs in another process (sqlchild.h): the plugin's
+ * SQLite and this binary's are two copies. */
+static int sql_count(const char *db, const char *query) { return (int)th_sql_int(db, query); }
 
 /* Turn-log slots of the SQLite backend live in its ring table
  * (store/sqlite_ring.h), keyed nsid << 16 | slot; a cell is the record's
@@ -483,19 +473,16 @@ static uint64_t le64_at(const unsigned char *p) { return le32_at(p) | (uint64_t)
  * they are not counted. */
 static int sql_records(const char *db)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d,
-                                    "SELECT r.val, (SELECT CAST(kv.val AS TEXT) FROM kv WHERE kv.ns = n.ns AND "
-                                    "kv.key = 'meta') FROM ring r JOIN nsid n ON n.id = r.id >> 16",
-                                    -1, &st, NULL),
-                 SQLITE_OK, "%s", sqlite3_errmsg(d));
+    th_rows *rs = th_sql_once(db,
+                              "SELECT r.val, (SELECT CAST(kv.val AS TEXT) FROM kv WHERE kv.ns = n.ns AND "
+                              "kv.key = 'meta') FROM ring r JOIN nsid n ON n.id = r.id >> 16",
+                              NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *c = sqlite3_column_blob(st, 0);
-        size_t cn = (size_t)sqlite3_column_bytes(st, 0);
-        const char *meta = (const char *)sqlite3_column_text(st, 1);
+    for (size_t r = 0; r < rs->n; r++) {
+        const unsigned char *c = th_cell(rs, r, 0)->p;
+        size_t cn = th_cell(rs, r, 0)->n;
+        const char *meta = th_cell(rs, r, 1)->p;
         cr_assert_geq(cn, 16);
         uint32_t len = le32_at(c);
         cr_assert(len >= 12 && len <= cn - 4, "a slot's cell holds %u bytes of %zu", len, cn);
@@ -503,24 +490,22 @@ static int sql_records(const char *db)
         uint64_t snap = at ? strtoull(at + 6, NULL, 10) : 0;
         n += le64_at(c + 8) > snap;
     }
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_rows_free(rs);
     return n;
 }
 
-/* Another connection holding db's write lock, as a second process would. */
-static sqlite3 *hold_write_lock(const char *db)
+/* Another process's connection holding db's write lock: its id. */
+static int hold_write_lock(const char *db)
 {
-    sqlite3 *lock;
-    cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    int lock = th_sql_open(db);
+    th_sql_do(lock, NULL, "BEGIN IMMEDIATE");
     return lock;
 }
 
-static void release_write_lock(sqlite3 *lock)
+static void release_write_lock(int lock)
 {
-    cr_assert_eq(sqlite3_exec(lock, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(lock);
+    th_sql_do(lock, NULL, "ROLLBACK");
+    th_sql_close(lock);
 }
 
 /* A second process (here a second instance on the same file) restores the
@@ -658,25 +643,22 @@ static int by_seq(const void *a, const void *b)
  * version 2 wrote it, in order; their count. */
 static int records_to_version_2(const char *db)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *get, *put;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT id, val FROM ring", -1, &get, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(d, "UPDATE ring SET val=?2 WHERE id=?1", -1, &put, NULL), SQLITE_OK);
+    th_rows *rs = th_sql_once(db, "SELECT id, val FROM ring", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
     ring_cell *v = NULL;
     int n = 0;
-    while (sqlite3_step(get) == SQLITE_ROW) {
+    for (size_t r = 0; r < rs->n; r++) {
         v = realloc(v, (size_t)(n + 1) * sizeof *v);
-        size_t cn = (size_t)sqlite3_column_bytes(get, 1);
-        v[n].slot = sqlite3_column_int64(get, 0);
+        size_t cn = th_cell(rs, r, 1)->n;
+        v[n].slot = th_cell(rs, r, 0)->i;
         v[n].cell = malloc(cn);
-        memcpy(v[n].cell, sqlite3_column_blob(get, 1), cn);
+        memcpy(v[n].cell, th_cell(rs, r, 1)->p, cn);
         v[n].n = cn;
         cr_assert_geq(cn, 16);
         v[n].seq = le64_at(v[n].cell + 8);
         n++;
     }
-    sqlite3_finalize(get);
+    th_rows_free(rs);
     if (n > 1) qsort(v, (size_t)n, sizeof *v, by_seq);
     cr_assert(n == 0 || v[0].seq == 1, "the session's first record is there");
     tracker t;
@@ -690,15 +672,13 @@ static int records_to_version_2(const char *db)
         as_version_2(v[i].cell + 4, len, &t, &rec);
         buf_reset(&cell);
         tl_put_bytes(&cell, rec.p, rec.len); /* a cell: u32 length, the record */
-        sqlite3_bind_int64(put, 1, v[i].slot);
-        sqlite3_bind_blob(put, 2, cell.p, (int)cell.len, SQLITE_TRANSIENT);
-        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
-        sqlite3_reset(put);
+        th_val put[] = {TH_INT(v[i].slot), TH_BLOB(cell.p, cell.len)};
+        rs = th_sql_once(db, "UPDATE ring SET val=?2 WHERE id=?1", put, 2);
+        cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+        th_rows_free(rs);
         free(v[i].cell);
     }
     free(v);
-    sqlite3_finalize(put);
-    sqlite3_close(d);
     tracker_free(&t);
     buf_free(&rec);
     buf_free(&cell);
@@ -776,12 +756,7 @@ Test(persist, bad_turn_log_record_is_reported_and_not_applied)
     cr_assert_eq(sql_count(db, "SELECT count(*) FROM ring WHERE id & 65535 BETWEEN 1 AND 4"), 4);
     /* cut record 3 short to 40 bytes (0x28, the cell's length): a torn or
      * edited row */
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(d, "UPDATE ring SET val = X'28000000' || substr(val, 5) WHERE id & 65535 = 3", NULL,
-                              NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(d);
+    th_sql_do(0, db, "UPDATE ring SET val = X'28000000' || substr(val, 5) WHERE id & 65535 = 3");
     cr_assert_eq(th_open(&b, cfg, 0, NULL), 0);
     json_t *j = scores(&b, "r");
     cr_assert(json_equal(j, after1), "a bad record was applied:\n%s\n%s", json_dumps(j, 0),
@@ -806,13 +781,12 @@ Test(persist, session_end_leaves_the_fold_to_the_worker, .init = th_limit_60)
     for (int i = 0; i < 3; i++) turn(&h, "f", i);
     json_t *before = scores(&h, "f");
     size_t items = json_array_size(json_object_get(before, "items"));
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "f"), 0, "session_end waited for the store: %s", th_event_error());
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(lock, "SELECT count(*) FROM ring", -1, &st, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_expect_eq(sqlite3_column_int(st, 0), 3, "the three records are there until the fold");
-    sqlite3_finalize(st);
+    th_rows *rs = th_sql_on(lock, "SELECT count(*) FROM ring", NULL, 0);
+    cr_assert(rs->rc == SQLITE_OK && rs->n == 1, "%s", rs->err);
+    cr_expect_eq(th_cell(rs, 0, 0)->i, 3, "the three records are there until the fold");
+    th_rows_free(rs);
     release_write_lock(lock);
     th_close(&h); /* waits for the worker */
     cr_expect_eq(sql_slots(db, NULL), 0);
@@ -898,9 +872,8 @@ Test(persist, a_fold_writes_its_rows_in_key_order, .init = th_limit_120)
     /* every item referenced: each row changed since the import's snapshot */
     cr_assert_eq(th_before(&h, "kf", NULL, "go on", 5, NULL), 0);
     cr_assert_eq(th_end(&h, "kf", reply.p, NULL, NULL), 0);
-    sqlite3 *reader;
-    cr_assert_eq(sqlite3_open(db, &reader), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM kv", NULL, NULL, NULL), SQLITE_OK);
+    int reader = th_sql_open(db);
+    th_sql_do(reader, NULL, "BEGIN; SELECT count(*) FROM kv");
     long f0 = th_wal_frames(db);
     for (int i = 1; i < 15; i++) { /* the fold is queued near the 16th record */
         cr_assert_eq(th_before(&h, "kf", NULL, "go on", 5, NULL), 0);
@@ -913,8 +886,8 @@ Test(persist, a_fold_writes_its_rows_in_key_order, .init = th_limit_120)
      * parent) and the turns' records: in the items' order, 8 rows in up to
      * 8 leaves a commit: 1,761 frames here, against 312 */
     cr_assert_leq(frames, (long)(N / CHUNK) * 3 + 100, "%ld WAL frames for the fold and 14 records", frames);
-    sqlite3_exec(reader, "COMMIT", NULL, NULL, NULL);
-    sqlite3_close(reader);
+    th_sql_do(reader, NULL, "COMMIT");
+    th_sql_close(reader);
     buf_free(&state);
     buf_free(&reply);
     th_close(&h);
@@ -965,7 +938,7 @@ Test(persist, an_evicted_session_is_folded_by_the_worker, .init = th_limit_60)
     turn(&h, "e1", 0);
     turn(&h, "e1", 1);
     json_t *before = scores(&h, "e1");
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     const char *p = "now FocusEngine";
     cr_assert_eq(th_before(&h, "e2", NULL, p, strlen(p), NULL), 0); /* e1 leaves memory */
     cr_expect_eq(h.error_lines, 0, "the eviction waited for the store: %s", h.last_error);
@@ -1024,29 +997,22 @@ static long long stat_of(th_host *h, const char *session, const char *key)
 /* A copy of the committed state of the SQLite file src at dst. */
 static void copy_db(const char *src, const char *dst)
 {
-    sqlite3 *s, *d;
-    cr_assert_eq(sqlite3_open(src, &s), SQLITE_OK);
-    cr_assert_eq(sqlite3_open(dst, &d), SQLITE_OK);
-    sqlite3_backup *b = sqlite3_backup_init(d, "main", s, "main");
-    cr_assert_not_null(b, "%s", sqlite3_errmsg(d));
-    cr_assert_eq(sqlite3_backup_step(b, -1), SQLITE_DONE);
-    sqlite3_backup_finish(b);
-    sqlite3_close(s);
-    sqlite3_close(d);
+    th_unlink_db(dst); /* VACUUM INTO writes a new file */
+    th_rows *rs = th_sql_once(src, "VACUUM INTO ?1", &TH_TEXT(dst), 1);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+    th_rows_free(rs);
 }
 
 /* The newest turn-log record of the database (the one of highest seq). */
 static unsigned char *newest_record(const char *db, size_t *len)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM ring", -1, &st, NULL), SQLITE_OK);
+    th_rows *rs = th_sql_once(db, "SELECT val FROM ring", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
     unsigned char *best = NULL;
     uint64_t best_seq = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *c = sqlite3_column_blob(st, 0); /* the record's length, then it */
-        size_t cn = (size_t)sqlite3_column_bytes(st, 0);
+    for (size_t r = 0; r < rs->n; r++) {
+        const unsigned char *c = th_cell(rs, r, 0)->p; /* the record's length, then it */
+        size_t cn = th_cell(rs, r, 0)->n;
         cr_assert_geq(cn, 4);
         const unsigned char *v = c + 4;
         size_t n = le32_at(c);
@@ -1061,8 +1027,7 @@ static unsigned char *newest_record(const char *db, size_t *len)
         memcpy(best, v, n);
         *len = n, best_seq = seq;
     }
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_rows_free(rs);
     cr_assert_not_null(best, "no turn-log record");
     return best;
 }
@@ -1070,34 +1035,30 @@ static unsigned char *newest_record(const char *db, size_t *len)
 /* Writes u32 v at offset at of the newest turn-log record of db. */
 static void patch_newest_record(const char *db, size_t at, uint32_t v)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT id, val FROM ring", -1, &st, NULL), SQLITE_OK);
-    sqlite3_int64 best_id = -1;
+    th_rows *rs = th_sql_once(db, "SELECT id, val FROM ring", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+    long long best_id = -1;
     uint64_t best_seq = 0;
     unsigned char *cell = NULL;
     size_t cell_n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *c = sqlite3_column_blob(st, 1);
-        size_t cn = (size_t)sqlite3_column_bytes(st, 1);
+    for (size_t r = 0; r < rs->n; r++) {
+        const unsigned char *c = th_cell(rs, r, 1)->p;
+        size_t cn = th_cell(rs, r, 1)->n;
         if (cn < 32 || le64_at(c + 8) <= best_seq) continue;
-        best_seq = le64_at(c + 8), best_id = sqlite3_column_int64(st, 0);
+        best_seq = le64_at(c + 8), best_id = th_cell(rs, r, 0)->i;
         free(cell);
         cell = malloc(cn);
         memcpy(cell, c, cn);
         cell_n = cn;
     }
-    sqlite3_finalize(st);
+    th_rows_free(rs);
     cr_assert(cell && 4 + at + 4 <= cell_n);
     unsigned char le[4] = {v & 255, v >> 8 & 255, v >> 16 & 255, v >> 24};
     memcpy(cell + 4 + at, le, 4); /* the cell: u32 length, then the record */
-    cr_assert_eq(sqlite3_prepare_v2(d, "UPDATE ring SET val = ?1 WHERE id = ?2", -1, &st, NULL), SQLITE_OK);
-    sqlite3_bind_blob(st, 1, cell, (int)cell_n, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, best_id);
-    cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_val put[] = {TH_BLOB(cell, cell_n), TH_INT(best_id)};
+    rs = th_sql_once(db, "UPDATE ring SET val = ?1 WHERE id = ?2", put, 2);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+    th_rows_free(rs);
     free(cell);
 }
 
@@ -1248,7 +1209,7 @@ Test(persist, a_compaction_record_that_failed_is_written_whole_next_turn, .init 
     th_host a;
     cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
     for (int i = 0; i < 16; i++) file_turn(&a, "q", i);
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     cr_assert_neq(th_compact(&a, "q", NULL), 0, "the record was written under another's lock");
     release_write_lock(lock);
     file_turn(&a, "q", 3); /* mentions an item the compaction pruned */
@@ -1273,7 +1234,7 @@ Test(persist, a_bulk_compaction_that_failed_writes_its_ids_next_turn, .init = th
     th_host a;
     cr_assert_eq(th_open(&a, prune_cfg(db), 0, NULL), 0);
     for (int i = 0; i < 12; i++) files_turn(&a, "q", i, 4);
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     cr_assert_neq(th_compact(&a, "q", NULL), 0, "the record was written under another's lock");
     release_write_lock(lock);
     long long pruned = stat_of(&a, "q", "prunedItems");
@@ -1304,7 +1265,7 @@ Test(persist, a_turn_goes_on_while_the_worker_folds, .init = th_limit_60)
     th_host h;
     cr_assert_eq(th_open(&h, cfg, 0, NULL), 0);
     for (int i = 0; i < 6; i++) turn(&h, "w", i);
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "w"), 0); /* queues the fold */
     usleep(200 * 1000);                      /* the worker is in it, waiting for the lock */
     const char *p = "ClaraCore again, and focus-engine";
@@ -1323,19 +1284,15 @@ Test(persist, a_turn_goes_on_while_the_worker_folds, .init = th_limit_60)
 /* The snapshot seq of the only session's meta in db (0 without one). */
 static unsigned long long sql_meta_seq(const char *db)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT CAST(val AS TEXT) FROM kv WHERE key = 'meta'", -1, &st, NULL),
-                 SQLITE_OK, "%s", sqlite3_errmsg(d));
+    th_rows *rs = th_sql_once(db, "SELECT CAST(val AS TEXT) FROM kv WHERE key = 'meta'", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
     unsigned long long seq = 0;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        const char *meta = (const char *)sqlite3_column_text(st, 0);
+    if (rs->n) {
+        const char *meta = th_cell(rs, 0, 0)->p;
         const char *at = meta ? strstr(meta, "\"seq\":") : NULL;
         seq = at ? strtoull(at + 6, NULL, 10) : 0;
     }
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_rows_free(rs);
     return seq;
 }
 
@@ -1377,7 +1334,7 @@ Test(persist, a_record_written_during_a_fold_keeps_its_slot, .init = th_limit_60
     cr_assert_geq(sql_slots(db, NULL), 7, "the fold between turns left its slots");
     files_turn(&h, "sl", 7, 20);
     files_turn(&h, "sl", 8, 20); /* records 8 and 9 */
-    sqlite3 *lock = hold_write_lock(db);
+    int lock = hold_write_lock(db);
     cr_assert_eq(th_session_end(&h, "sl"), 0); /* queues a fold of every slot */
     usleep(100 * 1000);                         /* the worker waits for the lock */
     late_turn lt = {&h, -1};
@@ -1451,18 +1408,20 @@ Test(persist, a_kill_between_fold_chunks_loses_nothing, .init = th_limit_120)
         close(down[0]);
         char b;
         cr_assert_eq(read(up[0], &b, 1), 1, "the child did not get ready");
-        sqlite3 *lock;
-        cr_assert_eq(sqlite3_open(db, &lock), SQLITE_OK);
-        sqlite3_busy_timeout(lock, 1);
+        int lock = th_sql_open(db);
+        th_sql_do(lock, NULL, "PRAGMA busy_timeout=1");
         int rows0 = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'");
         cr_assert_eq(write(down[1], "g", 1), 1);
         /* wait for the fold's first rows, then hold the lock */
         int locked = 0;
         for (int tries = 0; tries < 200000 && !locked; tries++) {
-            if (sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'") > rows0)
-                locked = sqlite3_exec(lock, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
-            else
+            if (sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'") > rows0) {
+                th_rows *rs = th_sql_on(lock, "BEGIN IMMEDIATE", NULL, 0);
+                locked = rs->rc == SQLITE_OK;
+                th_rows_free(rs);
+            } else {
                 usleep(50);
+            }
         }
         cr_assert(locked, "the fold wrote no row");
         int rows = sql_count(db, "SELECT count(*) FROM kv WHERE key LIKE 'i:%'");
@@ -1533,47 +1492,40 @@ static void random_turn(th_host *h, const char *session, unsigned *seed)
  * fold wrote into post.  Returns how many it took. */
 static int splice_fold(const char *pre, const char *post, unsigned *seed)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(pre, &d), SQLITE_OK);
-    char sql[512];
-    snprintf(sql, sizeof sql, "ATTACH '%s' AS post", post);
-    cr_assert_eq(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
-    sqlite3_stmt *rows, *put, *gone, *del;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT ns, key, val FROM post.kv WHERE key LIKE 'i:%' AND NOT EXISTS "
-                                       "(SELECT 1 FROM main.kv m WHERE m.ns = post.kv.ns AND m.key = post.kv.key "
-                                       "AND m.val = post.kv.val)",
-                                    -1, &rows, NULL),
-                 SQLITE_OK, "%s", sqlite3_errmsg(d));
-    cr_assert_eq(sqlite3_prepare_v2(d, "INSERT OR REPLACE INTO main.kv VALUES (?1, ?2, ?3)", -1, &put, NULL),
-                 SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT ns, key FROM main.kv m WHERE key LIKE 'i:%' AND NOT EXISTS "
-                                       "(SELECT 1 FROM post.kv p WHERE p.ns = m.ns AND p.key = m.key)",
-                                    -1, &gone, NULL),
-                 SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(d, "DELETE FROM main.kv WHERE ns = ?1 AND key = ?2", -1, &del, NULL),
-                 SQLITE_OK);
+    int d = th_sql_open(pre);
+    th_val attach = TH_TEXT(post);
+    th_rows *rs = th_sql_on(d, "ATTACH ?1 AS post", &attach, 1);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+    th_rows_free(rs);
     int taken = 0;
-    cr_assert_eq(sqlite3_exec(d, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-    while (sqlite3_step(rows) == SQLITE_ROW) {
+    th_sql_do(d, NULL, "BEGIN");
+    th_rows *rows = th_sql_on(d, "SELECT ns, key, val FROM post.kv WHERE key LIKE 'i:%' AND NOT EXISTS "
+                                 "(SELECT 1 FROM main.kv m WHERE m.ns = post.kv.ns AND m.key = post.kv.key "
+                                 "AND m.val = post.kv.val)",
+                              NULL, 0);
+    cr_assert_eq(rows->rc, SQLITE_OK, "%s", rows->err);
+    for (size_t r = 0; r < rows->n; r++) {
         if (rand_r(seed) % 3 == 0) continue;
-        for (int c = 0; c < 3; c++) sqlite3_bind_value(put, c + 1, sqlite3_column_value(rows, c));
-        cr_assert_eq(sqlite3_step(put), SQLITE_DONE, "%s", sqlite3_errmsg(d));
-        sqlite3_reset(put);
+        rs = th_sql_on(d, "INSERT OR REPLACE INTO main.kv VALUES (?1, ?2, ?3)", th_cell(rows, r, 0), 3);
+        cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+        th_rows_free(rs);
         taken++;
     }
-    while (sqlite3_step(gone) == SQLITE_ROW) {
+    th_rows_free(rows);
+    rows = th_sql_on(d, "SELECT ns, key FROM main.kv m WHERE key LIKE 'i:%' AND NOT EXISTS "
+                        "(SELECT 1 FROM post.kv p WHERE p.ns = m.ns AND p.key = m.key)",
+                     NULL, 0);
+    cr_assert_eq(rows->rc, SQLITE_OK, "%s", rows->err);
+    for (size_t r = 0; r < rows->n; r++) {
         if (rand_r(seed) % 2) continue;
-        for (int c = 0; c < 2; c++) sqlite3_bind_value(del, c + 1, sqlite3_column_value(gone, c));
-        cr_assert_eq(sqlite3_step(del), SQLITE_DONE, "%s", sqlite3_errmsg(d));
-        sqlite3_reset(del);
+        rs = th_sql_on(d, "DELETE FROM main.kv WHERE ns = ?1 AND key = ?2", th_cell(rows, r, 0), 2);
+        cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+        th_rows_free(rs);
         taken++;
     }
-    sqlite3_finalize(rows);
-    sqlite3_finalize(put);
-    sqlite3_finalize(gone);
-    sqlite3_finalize(del);
-    cr_assert_eq(sqlite3_exec(d, "COMMIT", NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(d));
-    sqlite3_close(d);
+    th_rows_free(rows);
+    th_sql_do(d, NULL, "COMMIT");
+    th_sql_close(d);
     return taken;
 }
 
@@ -1581,17 +1533,14 @@ static int splice_fold(const char *pre, const char *post, unsigned *seed)
  * a section (turnlog.h). */
 static int records_with(const char *db, unsigned flag)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM ring", -1, &st, NULL), SQLITE_OK);
+    th_rows *rs = th_sql_once(db, "SELECT val FROM ring", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
     int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) { /* a cell: u32 length, then the record */
-        const unsigned char *c = sqlite3_column_blob(st, 0);
-        n += sqlite3_column_bytes(st, 0) > 6 && (c[6] & flag);
+    for (size_t r = 0; r < rs->n; r++) { /* a cell: u32 length, then the record */
+        const unsigned char *c = th_cell(rs, r, 0)->p;
+        n += th_cell(rs, r, 0)->n > 6 && (c[6] & flag);
     }
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_rows_free(rs);
     return n;
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "clihelp.h"
+#include "sqlchild.h"
 
 static char *tmp;
 
@@ -236,14 +237,9 @@ Test(reliability, import_refuses_numbers_out_of_range)
     free(db);
 }
 
-static void sql(const char *db, const char *stmt)
-{
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    char *e = NULL;
-    cr_assert_eq(sqlite3_exec(d, stmt, NULL, NULL, &e), SQLITE_OK, "%s", e ? e : "");
-    sqlite3_close(d);
-}
+/* The file's SQL runs in another process (sqlchild.h): the plugin's
+ * SQLite and this binary's are two copies. */
+static void sql(const char *db, const char *stmt) { th_sql_do(0, db, stmt); }
 
 /* A corrupted or hand-edited row is refused, never trusted: an item with a
  * bad field is left out (the others load; the row stays as it was), a meta
@@ -265,14 +261,8 @@ Test(reliability, stored_rows_out_of_range_are_refused)
     cr_assert(strstr(h.last_error, "i:claracore") && strstr(h.last_error, "\"lm\""),
               "the report does not name the row and the field: %s", h.last_error);
     th_close(&h);
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT count(*) FROM kv WHERE key = 'i:claracore'", -1, &st, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-    cr_assert_eq(sqlite3_column_int(st, 0), 1, "the refused row was deleted");
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    cr_assert_eq(th_sql_int(db, "SELECT count(*) FROM kv WHERE key = 'i:claracore'"), 1,
+                 "the refused row was deleted");
 
     sql(db, "UPDATE kv SET val = '{\"v\":1,\"currentTurn\":-1}' WHERE ns = 'clarity:s:s' AND key = 'meta'");
     refused(&h, db, "a bad meta was trusted");
@@ -282,15 +272,11 @@ Test(reliability, stored_rows_out_of_range_are_refused)
 
 static char *meta_of(const char *db)
 {
-    sqlite3 *d;
-    cr_assert_eq(sqlite3_open(db, &d), SQLITE_OK);
-    sqlite3_stmt *st;
-    cr_assert_eq(sqlite3_prepare_v2(d, "SELECT val FROM kv WHERE ns = 'clarity:s:s' AND key = 'meta'", -1, &st, NULL),
-                 SQLITE_OK);
-    cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "the meta row is gone");
-    char *m = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(d);
+    th_rows *rs = th_sql_once(db, "SELECT CAST(val AS TEXT) FROM kv WHERE ns = 'clarity:s:s' AND key = 'meta'", NULL, 0);
+    cr_assert_eq(rs->rc, SQLITE_OK, "%s", rs->err);
+    cr_assert_eq(rs->n, 1, "the meta row is gone");
+    char *m = strdup(th_cell(rs, 0, 0)->p);
+    th_rows_free(rs);
     return m;
 }
 
