@@ -82,6 +82,7 @@ typedef struct cli_command {
     int (*run)(cli *c, char **args, int n);
     const char *help;    /* one or more lines */
     int long_lived;      /* serves many turns: a prompt does not wait long for a code graph to load */
+    int brief;           /* one event a process: the plugin is told (CLARITY_HOST_BRIEF) */
 } cli_command;
 
 /* The options that some subcommands take. */

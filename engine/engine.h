@@ -96,6 +96,9 @@ typedef struct session {
      * and clears it); a session's end or eviction queues one that does not. */
     int fold_queued, fold_wanted, fold_leave;
     int64_t fold_at;          /* the time the fold stamps as lastPersistAt */
+    /* hooks.c: bytes of text scanned without the name filter while it
+     * waited to be built (a brief host's restored session) */
+    size_t names_rent;
     UT_hash_handle hh;
 } session;
 

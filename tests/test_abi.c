@@ -81,7 +81,7 @@ Test(abi, refuses_other_abi_version_with_message)
     void *dl = dlopen(th_build_path("libclarity.so"), RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(dl);
     clarity_plugin_init_fn init = (clarity_plugin_init_fn)dlsym(dl, CLARITY_PLUGIN_INIT_SYMBOL);
-    clarity_host host = {sizeof host, 99, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    clarity_host host = {sizeof host, 99, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
     clarity_plugin p = {.struct_size = sizeof p};
     char *err = NULL;
     cr_assert_eq(init(&host, NULL, &p, &err), CLARITY_EVERSION);

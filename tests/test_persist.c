@@ -839,6 +839,60 @@ static int wait_records_below(const char *db, int below)
  * reply, folded by the worker between turns in chunks of 8 (250 commits);
  * a reader holding a transaction keeps the WAL from being reset by
  * checkpoints, so its growth counts the frames written. */
+/* A brief host (CLARITY_HOST_BRIEF: a process per hook) scans a restored
+ * session's short texts without the session's name filter: its turn
+ * counts what another host's counts, whatever form the names take
+ * (CamelCase, hyphens, paths, tools, keywords, a file in a tool call). */
+Test(persist, a_brief_hosts_turn_on_a_restored_session_counts_as_any_hosts)
+{
+    static const char *const names[] = {"ClaraCore", "focus-engine", "src/auth/session.ts", "docs/guide.md",
+                                        "web_search", "refactoring", "MEMORY.md", "lib/c.py"};
+    buf state;
+    buf_init(&state);
+    buf_puts(&state, "{\"session\":\"b\",\"state\":{\"currentTurn\":10,\"items\":[");
+    for (int i = 0; i < 1500; i++)
+        buf_printf(&state, "%s{\"id\":\"%s%04d\",\"mentionCount\":2,\"lastMentionTurn\":9}", i ? "," : "",
+                   i % 3 == 0 ? "file:src/gen/f" : i % 3 == 1 ? "keyword:term" : "proj", i);
+    buf_puts(&state, "]}}");
+    char db[2][256];
+    th_host h[2];
+    for (int k = 0; k < 2; k++) { /* the same state in two files */
+        snprintf(db[k], sizeof db[k], "%s", th_tmp_path(".db"));
+        cr_assert_eq(th_open(&h[k], cfg_for(db[k], NULL), 0, NULL), 0);
+        json_t *r = NULL;
+        cr_assert_eq(th_rpc(&h[k], "clarity.importState", state.p, &r), 0, "%s", r ? json_dumps(r, 0) : "?");
+        json_decref(r);
+        for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+            char prompt[256];
+            snprintf(prompt, sizeof prompt, "look at %s again", names[n]);
+            cr_assert_eq(th_before(&h[k], "b", NULL, prompt, strlen(prompt), NULL), 0);
+            cr_assert_eq(th_end(&h[k], "b", "ok", NULL, NULL), 0);
+        }
+        th_close(&h[k]);
+    }
+    buf_free(&state);
+    cr_assert_eq(th_open_flags(&h[0], cfg_for(db[0], NULL), 0, CLARITY_HOST_BRIEF, NULL), 0);
+    cr_assert_eq(th_open(&h[1], cfg_for(db[1], NULL), 0, NULL), 0);
+    const char *reply = "Done: ClaraCore and Focus-Engine now share src/auth/session.ts; see docs/guide.md, "
+                        "proj0005 and term0004. The web_search results and the refactoring notes in MEMORY.md "
+                        "agree; src/gen/f0003 stays.";
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(th_before(&h[k], "b", NULL, "go on", 5, NULL), 0);
+        cr_assert_eq(th_end(&h[k], "b", reply, "Read", "{\"file_path\":\"lib/c.py\"}"), 0);
+    }
+    json_t *brief = all_scores(&h[0], "b"), *other = all_scores(&h[1], "b");
+    cr_assert(json_equal(brief, other), "the brief host counted otherwise:\n%s\nagainst\n%s", json_dumps(brief, 0),
+              json_dumps(other, 0));
+    json_t *c = th_item(brief, "claracore");
+    cr_assert(c && json_integer_value(json_object_get(c, "referenceCount")) > 0, "the reply's names were not counted");
+    json_decref(brief);
+    json_decref(other);
+    for (int k = 0; k < 2; k++) {
+        th_close(&h[k]);
+        th_unlink_db(db[k]);
+    }
+}
+
 Test(persist, a_fold_writes_its_rows_in_key_order, .init = th_limit_120)
 {
     enum { N = 2000, CHUNK = 8 };

@@ -14,6 +14,7 @@
 #include "../extract/internal.h"
 #include "../extract/wordbatch.h"
 #include "../tracker/tracker.h"
+#include "../util/buf.h"
 #include "testengine.h"
 
 typedef struct hits {
@@ -251,6 +252,80 @@ Test(prefilter, a_restored_session_builds_its_filter_when_first_read)
     for (int k = 0; k < 3; k++) {
         snprintf(side, sizeof side, "%s%s", db, ext[k]);
         remove(side);
+    }
+}
+
+/* An agent_end of session sid: one assistant message, with a Read of
+ * args when given. */
+static void end_turn(engine *e, const char *sid, const char *text, const char *args)
+{
+    clarity_message m = {sizeof m, "assistant", text, strlen(text), args ? "Read" : NULL, args};
+    clarity_agent_end p = {sizeof p, sid, &m, 1, 1, NULL};
+    clarity_event ev = {sizeof ev, CLARITY_EV_AGENT_END, 1, &p};
+    buf out;
+    buf_init(&out);
+    char *err = NULL;
+    cr_assert_eq(hooks_on_event(e, &ev, &out, &err), CLARITY_OK, "%s", err ? err : "");
+    buf_free(&out);
+}
+
+static int64_t refs_of(tracker *t, const char *id)
+{
+    item *it = tracker_find(t, id);
+    return it ? it->reference_count : -1;
+}
+
+/* A brief host's process (CLARITY_HOST_BRIEF: a Claude Code hook) scans a
+ * restored session's short texts without building the session's name
+ * filter, until what it scanned so would have paid for the build (8 bytes
+ * an item); what its turns count is the same.  Another host builds the
+ * filter for the first text. */
+Test(prefilter, a_brief_host_builds_a_restored_sessions_filter_only_once_it_pays)
+{
+    enum { N = 1000 };
+    for (int brief = 0; brief < 2; brief++) {
+        engine *e = testengine_open_flags("{\"storage\":{\"backend\":\"memory\"}}", brief ? CLARITY_HOST_BRIEF : 0);
+        session *s;
+        cr_assert_eq(engine_acquire(e, "s", 1, &s), CLARITY_OK);
+        buf imp;
+        buf_init(&imp);
+        buf_puts(&imp, "{\"currentTurn\":3,\"items\":[");
+        for (int i = 0; i < N; i++)
+            buf_printf(&imp, "%s{\"id\":\"%s%04d%s\"}", i ? "," : "", i % 2 ? "file:src/m" : "proj", i,
+                       i % 2 ? ".ts" : "core");
+        buf_puts(&imp, "]}");
+        char *err = NULL;
+        cr_assert_eq(persist_import_legacy(e, s, imp.p, &err), CLARITY_OK, "%s", err ? err : "");
+        buf_free(&imp);
+        cr_assert(s->t.names_deferred && s->t.count == N);
+        engine_release(e, s);
+
+        end_turn(e, "s", "Proj0008Core and src/m0007.ts are done; the rest waits.", "{\"file_path\":\"src/m0009.ts\"}");
+        cr_assert_eq(engine_acquire(e, "s", 0, &s), CLARITY_OK);
+        cr_assert_eq(refs_of(&s->t, "proj0008core"), 1);
+        cr_assert_eq(refs_of(&s->t, "file:src/m0007.ts"), 1);
+        cr_assert_eq(refs_of(&s->t, "file:src/m0009.ts"), 1, "the tool call's file");
+        cr_assert_eq(refs_of(&s->t, "proj0010core"), 0);
+        cr_assert_eq(s->t.names_deferred, brief, "%s",
+                     brief ? "a brief host built the filter for a short text" : "the filter was not built for the turn");
+        engine_release(e, s);
+
+        /* two texts, each under 8 bytes an item, together over: the
+         * filter waits through the first, and is built for the second */
+        for (int k = 0; k < 2; k++) {
+            buf text;
+            buf_init(&text);
+            while (text.len < (k ? N * 3 : N * 6)) buf_puts(&text, "nothing tracked in these words at all; ");
+            buf_printf(&text, "then proj%04dcore.", 10 + 2 * k);
+            end_turn(e, "s", text.p, NULL);
+            buf_free(&text);
+            cr_assert_eq(engine_acquire(e, "s", 0, &s), CLARITY_OK);
+            cr_assert_eq(refs_of(&s->t, k ? "proj0012core" : "proj0010core"), 1);
+            if (brief && !k) cr_assert(s->t.names_deferred, "built before the texts paid for it");
+            if (k) cr_assert_eq(s->t.names_deferred, 0, "the filter was not built once the texts paid for it");
+            engine_release(e, s);
+        }
+        engine_free(e);
     }
 }
 

@@ -7,5 +7,7 @@
 
 /* engine_new with config_json; fails the running test when it refuses. */
 engine *testengine_open(const char *config_json);
+/* The same for a host with those CLARITY_HOST_* flags. */
+engine *testengine_open_flags(const char *config_json, uint32_t flags);
 
 #endif

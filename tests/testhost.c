@@ -194,6 +194,11 @@ static void th_log(void *ud, int level, const char *msg)
 
 int th_open(th_host *h, const char *config_json, int with_kv, char **err)
 {
+    return th_open_flags(h, config_json, with_kv, 0, err);
+}
+
+int th_open_flags(th_host *h, const char *config_json, int with_kv, uint32_t flags, char **err)
+{
     memset(h, 0, sizeof *h);
     h->dl = dlopen(th_build_path("libclarity.so"), RTLD_NOW | RTLD_LOCAL);
     if (!h->dl) {
@@ -205,6 +210,7 @@ int th_open(th_host *h, const char *config_json, int with_kv, char **err)
     h->host.abi_version = CLARITY_ABI_VERSION;
     h->host.ud = h;
     h->host.log = th_log;
+    h->host.flags = flags;
     if (with_kv) {
         h->kv = calloc(1, sizeof *h->kv);
         pthread_mutex_init(&h->kv->mu, NULL);

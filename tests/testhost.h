@@ -43,6 +43,8 @@ void th_limit_120(void);
 /* Loads the plugin with config_json.  with_kv: lend an in-memory kv.
  * Returns 0 or the init error code (errmsg in *err when given). */
 int th_open(th_host *h, const char *config_json, int with_kv, char **err);
+/* The same for a host with those CLARITY_HOST_* flags. */
+int th_open_flags(th_host *h, const char *config_json, int with_kv, uint32_t flags, char **err);
 void th_close(th_host *h);
 /* Counts keys of a namespace in the host kv. */
 size_t th_kv_count(th_host *h, const char *ns);
