@@ -35,11 +35,14 @@ static void item_free(item *it)
 
 void tracker_free(tracker *t)
 {
-    item *it, *tmp;
-    HASH_ITER(hh, t->items, it, tmp)
-    {
-        HASH_DELETE(hh, t->items, it);
+    /* the table goes whole, then the items along their list: unlinking
+     * each item from its bucket first was a third of freeing a session */
+    item *it = t->items;
+    HASH_CLEAR(hh, t->items);
+    while (it) {
+        item *next = it->hh.next;
         item_free(it);
+        it = next;
     }
     for (size_t i = 0; i < t->n_deleted; i++) free(t->deleted[i]);
     free(t->deleted);
