@@ -192,7 +192,7 @@ static int run(clarity_plugin_init_fn init, const char *config, const char *back
         double t1 = now_us();
         p.release(p.self, &r);
         clarity_message m = {sizeof m, "assistant", reply, rlen, "Read", args};
-        clarity_agent_end e = {sizeof e, "bench", &m, 1, 1, NULL};
+        clarity_agent_end e = {sizeof e, "bench", &m, 1, 1, NULL, NULL};
         ev = (clarity_event){sizeof ev, CLARITY_EV_AGENT_END, 1, &e};
         double t2 = now_us();
         rc |= p.on_event(p.self, &ev, &r);

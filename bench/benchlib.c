@@ -69,7 +69,7 @@ int bp_end(bplug *b, const char *session, const char *reply, size_t len, const c
            const char *tool_args)
 {
     clarity_message m = {sizeof m, "assistant", reply, len, tool_name, tool_args};
-    clarity_agent_end e = {sizeof e, session, &m, 1, 1, NULL};
+    clarity_agent_end e = {sizeof e, session, &m, 1, 1, NULL, NULL};
     return send(b, CLARITY_EV_AGENT_END, &e);
 }
 

@@ -325,6 +325,11 @@ static int agent_end(engine *e, const clarity_agent_end *p, buf *out, char **err
     session *s;
     int rc = engine_acquire(e, p->session_id, 1, &s);
     if (rc != CLARITY_OK) return acquire_failed(e, rc, p->session_id, err);
+    if (CLARITY_HAS_MEMBER(p, clarity_agent_end, workspace_dir) &&
+        (rc = set_workspace(s, p->workspace_dir)) != CLARITY_OK) {
+        engine_release(e, s);
+        return rc;
+    }
     const char *key = CLARITY_HAS_MEMBER(p, clarity_agent_end, turn_key) ? p->turn_key : NULL;
     uint64_t kh = key ? tracker_key_hash(key) : 0;
     if (key && tracker_turn_key_seen(&s->t, kh)) { /* a retry of a counted turn */

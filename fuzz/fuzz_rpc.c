@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p.on_event(p.self, &ev, &r);
         p.release(p.self, &r);
         clarity_message m = {sizeof m, "assistant", s, size - 1, "Read", s};
-        clarity_agent_end e = {sizeof e, "fz", &m, 1, 1, NULL};
+        clarity_agent_end e = {sizeof e, "fz", &m, 1, 1, NULL, NULL};
         ev = (clarity_event){sizeof ev, CLARITY_EV_AGENT_END, 1, &e};
         p.on_event(p.self, &ev, &r);
     }

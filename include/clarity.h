@@ -175,6 +175,12 @@ typedef struct clarity_agent_end {
     size_t n_messages;
     int success; /* non-zero when the agent run succeeded */
     const char *turn_key;
+    /* Since 0.2: the workspace, as before_agent_start's workspace_dir
+     * (absolute, or NULL to keep the session's): tool inputs' absolute
+     * paths are made relative to it.  A host whose process sees only the
+     * turn's end (a Claude Code Stop hook) need not run a
+     * before_agent_start to set it. */
+    const char *workspace_dir;
 } clarity_agent_end;
 
 /* Payload of CLARITY_EV_BEFORE_COMPACTION, version 1.

@@ -260,7 +260,7 @@ Test(prefilter, a_restored_session_builds_its_filter_when_first_read)
 static void end_turn(engine *e, const char *sid, const char *text, const char *args)
 {
     clarity_message m = {sizeof m, "assistant", text, strlen(text), args ? "Read" : NULL, args};
-    clarity_agent_end p = {sizeof p, sid, &m, 1, 1, NULL};
+    clarity_agent_end p = {sizeof p, sid, &m, 1, 1, NULL, NULL};
     clarity_event ev = {sizeof ev, CLARITY_EV_AGENT_END, 1, &p};
     buf out;
     buf_init(&out);

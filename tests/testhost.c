@@ -276,13 +276,13 @@ int th_end(th_host *h, const char *session, const char *assistant, const char *t
 {
     clarity_message m = {sizeof m, "assistant", assistant, assistant ? strlen(assistant) : 0,
                          tool_name, tool_args};
-    clarity_agent_end p = {sizeof p, session, &m, 1, 1, NULL};
+    clarity_agent_end p = {sizeof p, session, &m, 1, 1, NULL, NULL};
     return send_event(h, CLARITY_EV_AGENT_END, &p, NULL);
 }
 
 int th_end_msgs(th_host *h, const char *session, const clarity_message *msgs, size_t n)
 {
-    clarity_agent_end p = {sizeof p, session, msgs, n, 1, NULL};
+    clarity_agent_end p = {sizeof p, session, msgs, n, 1, NULL, NULL};
     return send_event(h, CLARITY_EV_AGENT_END, &p, NULL);
 }
 

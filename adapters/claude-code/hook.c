@@ -349,14 +349,14 @@ static int push_last(msgvec *mv, size_t last_text, const char *text, size_t len)
 
 static int agent_end(hook *h, msgvec *mv)
 {
-    /* The workspace comes with before_agent_start only: prime it so that
-     * absolute paths in tool inputs become repository-relative even when the
-     * hooks were installed in the middle of a session. */
-    if (h->cwd) before_agent_start(h, "", 0, NULL);
     clarity_agent_end p;
     memset(&p, 0, sizeof p);
     p.struct_size = sizeof p;
     p.session_id = h->session;
+    /* absolute paths in tool inputs become repository-relative even when
+     * the hooks were installed in the middle of a session (no prompt's
+     * process set the workspace) */
+    p.workspace_dir = h->cwd;
     p.messages = mv->n ? mv->v : NULL;
     p.n_messages = mv->n;
     p.success = 1;

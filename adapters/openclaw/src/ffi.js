@@ -38,9 +38,9 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error"];
 // the structs out.  Checked at load time when pointers are 8 bytes.
 export const LP64_LAYOUT = Object.freeze({
   clarity_host: {
-    size: 96,
+    size: 104,
     offsets: { struct_size: 0, abi_version: 4, ud: 8, log: 16, now_ms: 24, kv_get: 32, kv_put: 40,
-      kv_del: 48, kv_free: 56, kv_iter: 64, kv_begin: 72, kv_commit: 80, kv_rollback: 88 },
+      kv_del: 48, kv_free: 56, kv_iter: 64, kv_begin: 72, kv_commit: 80, kv_rollback: 88, flags: 96 },
   },
   clarity_message: {
     size: 48,
@@ -52,8 +52,9 @@ export const LP64_LAYOUT = Object.freeze({
       messages: 40, n_messages: 48 },
   },
   clarity_agent_end: {
-    size: 48,
-    offsets: { struct_size: 0, session_id: 8, messages: 16, n_messages: 24, success: 32, turn_key: 40 },
+    size: 56,
+    offsets: { struct_size: 0, session_id: 8, messages: 16, n_messages: 24, success: 32, turn_key: 40,
+      workspace_dir: 48 },
   },
   clarity_ctx_message: {
     size: 72,
@@ -114,6 +115,7 @@ export function defineTypes(koffi) {
     kv_begin: fnptr,
     kv_commit: fnptr,
     kv_rollback: fnptr,
+    flags: "uint32_t",
   });
 
   // text is pointer + length (it may hold NUL bytes): the adapter passes a
@@ -144,6 +146,7 @@ export function defineTypes(koffi) {
     n_messages: "size_t",
     success: "int",
     turn_key: "const char *",
+    workspace_dir: "const char *",
   });
 
   const clarity_ctx_message = koffi.struct(`${P}ctx_message`, {
@@ -415,6 +418,7 @@ export function openClarity({ koffi, libraryPath, config, log }) {
     kv_begin: null,
     kv_commit: null,
     kv_rollback: null,
+    flags: 0, // a gateway serves many turns: not CLARITY_HOST_BRIEF
   };
   const out = {
     struct_size: T.sizes.clarity_plugin,
@@ -531,7 +535,7 @@ export function openClarity({ koffi, libraryPath, config, log }) {
     },
 
     // -> "duplicate" when turnKey was counted before (a retried turn), else ""
-    agentEnd({ session, messages, success = true, turnKey = null }) {
+    agentEnd({ session, messages, success = true, turnKey = null, workspace = null }) {
       const m = toMessages(T, messages);
       return event("agent_end", EVENT.AGENT_END, {
         struct_size: T.sizes.clarity_agent_end,
@@ -540,6 +544,7 @@ export function openClarity({ koffi, libraryPath, config, log }) {
         n_messages: m.n,
         success: success ? 1 : 0,
         turn_key: turnKey == null ? null : String(turnKey),
+        workspace_dir: workspace ? String(workspace) : null,
       }).text;
     },
 
