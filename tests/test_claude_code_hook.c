@@ -4,8 +4,10 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -269,11 +271,33 @@ Test(hook, stop_reads_test_runs_from_tool_results)
     json_decref(s);
 }
 
+/* Waits until no hook of the session holds its hook state: a Stop whose
+ * transcript was not complete left its turn to a detached child, which
+ * holds the state's lock until the turn has ended (or is deferred). */
+static void wait_for_hooks(void)
+{
+    int fd = open(statefile, O_RDWR);
+    cr_assert_geq(fd, 0, "no hook state at %s", statefile);
+    cr_assert_eq(flock(fd, LOCK_EX), 0);
+    close(fd);
+}
+
+/* What detached Stops said (their stderr): stop.log next to the states. */
+static char *stop_log(void)
+{
+    char *dir = runproc_join(tmp, "state/claude-code/stop.log");
+    char *text = clihelp_read(dir);
+    free(dir);
+    return text ? text : strdup("");
+}
+
 /* Claude Code 2.1.x may write the transcript after the Stop hook started: a
- * Stop that cannot read it does not advance the turn (it says so), and the
- * next hook of the session ends that turn first, exactly once. */
+ * Stop that cannot read it does not advance the turn (it says so, in
+ * stop.log: the hook returned at once and its child waited), and the next
+ * hook of the session ends that turn first, exactly once. */
 Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
 {
+    setenv("CLARITY_STOP_WAIT_MS", "60", 1);
     char *real = transcript;
     transcript = runproc_join(tmp, "later.jsonl");
     runproc_result r;
@@ -281,9 +305,13 @@ Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
     runproc_free(&r);
     hook("stop.json", &r);
     cr_assert_str_empty(r.out);
-    cr_assert_not_null(strstr(r.err, "later.jsonl"), "no warning about the transcript: %s", r.err);
-    cr_assert_not_null(strstr(r.err, "pending"), "the warning does not say the turn waits: %s", r.err);
+    cr_assert_str_empty(r.err, "the Stop's process said: %s", r.err);
     runproc_free(&r);
+    wait_for_hooks();
+    char *said = stop_log();
+    cr_assert_not_null(strstr(said, "later.jsonl"), "no warning about the transcript: %s", said);
+    cr_assert_not_null(strstr(said, "pending"), "the warning does not say the turn waits: %s", said);
+    free(said);
     json_t *s = scores();
     cr_assert_eq(num(s, "currentTurn"), 0, "a Stop without its transcript advanced the turn");
     json_decref(s);
@@ -333,29 +361,24 @@ Test(hook, a_transcript_that_never_comes_ends_the_turn_at_the_next_hook)
     json_decref(j);
 }
 
-/* The transcript is written while the Stop hook runs: the hook waits for it. */
-Test(hook, stop_waits_briefly_for_a_transcript_being_written)
+/* The transcript is written after the Stop hook started: the hook returns
+ * before it comes (the transcript is written only once the hook's process
+ * has exited), and the child it left waits for it and ends the turn. */
+Test(hook, stop_returns_at_once_and_its_turn_ends_when_the_transcript_comes)
 {
+    setenv("CLARITY_STOP_WAIT_MS", "10000", 1); /* no deferral, however slow the machine */
     char *real = transcript;
     transcript = runproc_join(tmp, "soon.jsonl");
     runproc_result r;
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        struct timespec ts = {0, 100 * 1000000L};
-        nanosleep(&ts, NULL);
-        clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
-        _exit(0);
-    }
     hook_quiet("stop.json");
-    int status;
-    waitpid(pid, &status, 0);
+    clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
+    wait_for_hooks();
     json_t *s = scores();
     cr_assert_eq(num(s, "currentTurn"), 1);
     cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1,
-                 "the Stop did not wait for its transcript");
+                 "the Stop's turn did not wait for its transcript");
     json_decref(s);
     char *st = clihelp_read(statefile);
     json_t *j = clihelp_json(st);
@@ -364,6 +387,38 @@ Test(hook, stop_waits_briefly_for_a_transcript_being_written)
     cr_assert_eq(stat(transcript, &sb), 0);
     cr_assert_eq(num(j, "offset"), (long long)sb.st_size);
     json_decref(j);
+    free(real);
+}
+
+/* The session's next prompt waits for the turn a detached Stop is ending:
+ * its mentions land in the next turn (ClaraCore's last mention is turn 1),
+ * not in the turn still open. */
+Test(hook, the_next_prompt_waits_for_the_turn_a_stop_left_to_its_child)
+{
+    setenv("CLARITY_STOP_WAIT_MS", "10000", 1);
+    char *real = transcript;
+    transcript = runproc_join(tmp, "soon.jsonl");
+    runproc_result r;
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    hook_quiet("stop.json");
+    pid_t pid = fork(); /* the transcript comes while the next prompt's process waits */
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        struct timespec ts = {0, 150 * 1000000L};
+        nanosleep(&ts, NULL);
+        clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
+        _exit(0);
+    }
+    hook("user_prompt_submit.json", &r);
+    runproc_free(&r);
+    int status;
+    waitpid(pid, &status, 0);
+    json_t *s = scores();
+    cr_assert_eq(num(s, "currentTurn"), 1);
+    cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1);
+    cr_assert_eq(num(item(s, "claracore"), "lastMentionTurn"), 1, "the prompt ran before the Stop's turn ended");
+    json_decref(s);
     free(real);
 }
 

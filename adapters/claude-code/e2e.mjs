@@ -135,7 +135,16 @@ function requests() {
 const messageRequests = () => requests().filter((r) => r.method === 'POST' && r.url.split('?')[0] === '/v1/messages');
 const bodyText = (r) => JSON.stringify(r.body);
 
+// A Stop whose transcript was not written yet leaves its turn to a detached
+// child that holds the session's hook state locked until the turn has ended:
+// what reads the session's state after a `claude -p` waits for that lock.
+function settle(session) {
+  const state = path.join(tmp, 'state', 'claude-code', `${session}.json`);
+  if (session && fs.existsSync(state)) run('flock', [state, 'true']);
+}
+
 function clarityRpc(method, params) {
+  settle(params?.session);
   const r = run(clarity, ['rpc', method, JSON.stringify(params), '--state', stateDb]);
   if (r.status !== 0) fail(`clarity rpc ${method} exited with ${r.status}`, r.stderr + r.stdout);
   return JSON.parse(r.stdout);
@@ -181,6 +190,7 @@ step = 'the file the agent read is tracked';
   if (item.referenceCount < 1) fail('file:src/auth/session.ts has no reference', JSON.stringify(item));
   if (scores.currentTurn !== 1) fail(`expected turn 1 after one Stop, got ${scores.currentTurn}`);
   ok(`clarity.getScores: file:src/auth/session.ts referenced (referenceCount ${item.referenceCount}, score ${item.score.toFixed(1)}), turn ${scores.currentTurn}`);
+  settle(sid);
   const hs = JSON.parse(fs.readFileSync(path.join(tmp, 'state', 'claude-code', `${sid}.json`), 'utf8'));
   if (!(hs.offset > 0) || hs.pending.length !== 0) fail('the hook state did not record the end of the turn', JSON.stringify(hs));
   ok(`hook state: transcript offset ${hs.offset}, no pending tool calls`);

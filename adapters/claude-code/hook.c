@@ -39,7 +39,9 @@
  * error is a message on stderr and exit status 0 with nothing on stdout.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,11 @@ typedef struct hook {
     json_t *in;
     const char *event, *session, *cwd, *transcript;
     long long limit; /* toolOutput.maxChars as the plugin has it (bash_limit); -1 before it is read */
+    /* A Stop (stop_needs_plugin): the session's hook state, opened and
+     * locked before the plugin loads (held), and whether this process
+     * left the turn to a detached child (detached). */
+    hookstate held;
+    int held_open, detached;
 } hook;
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -481,12 +488,100 @@ static void complete_deferred(hook *h)
 
 static void on_stop(hook *h)
 {
-    complete_deferred(h);
+    if (h->detached) return; /* the child ends the turn */
     hookstate st;
-    open_state(h, &st); /* without it: the last turn of the transcript, no pending calls */
+    if (h->held_open) { /* locked before the plugin loaded, maybe by the parent */
+        st = h->held;
+        h->held_open = 0;
+    } else if (open_state(h, &st) != 0) {
+        st.fd = -1; /* without it: the last turn of the transcript, no pending calls */
+    }
+    if (st.fd >= 0 && st.stop_pending) { /* the turn an earlier Stop deferred, first */
+        const char *prev = st.last_message;
+        end_turn(h, &st, prev, prev ? strlen(prev) : 0, 0);
+    }
     json_t *last = json_object_get(h->in, "last_assistant_message");
     end_turn(h, &st, json_string_value(last), json_string_length(last), 1);
     hookstate_close(&st);
+}
+
+/* Whether the transcript already ends with the Stop's last message (one
+ * read, no wait), or there is nothing to wait for. */
+static int stop_transcript_ready(hook *h, const hookstate *st)
+{
+    json_t *last = json_object_get(h->in, "last_assistant_message");
+    const char *text = json_string_value(last);
+    size_t len = json_string_length(last);
+    if (!h->transcript || !*h->transcript || !text || !len) return 1;
+    msgvec mv;
+    msgvec_init(&mv);
+    long long end = -1;
+    size_t last_text = (size_t)-1;
+    char *why = NULL;
+    int ready = collect_turn(h, st, &mv, &end, &last_text, &why) == 0 && ends_with(&mv, last_text, text, len);
+    free(why);
+    msgvec_free(&mv);
+    return ready;
+}
+
+/* Where a detached Stop says what it has to say (stop_needs_plugin): a
+ * log next to the hook states, started over past 64 KiB. */
+#define STOP_LOG "stop.log"
+#define STOP_LOG_MAX (64 * 1024)
+
+static void detached_streams(hook *h)
+{
+    int null = open("/dev/null", O_RDWR);
+    char *dir = hookstate_dir(h->c);
+    buf path;
+    buf_init(&path);
+    if (dir) buf_printf(&path, "%s/" STOP_LOG, dir);
+    int log = dir && !buf_failed(&path) ? open(path.p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+    struct stat sb;
+    if (log >= 0 && fstat(log, &sb) == 0 && sb.st_size > STOP_LOG_MAX && ftruncate(log, 0) != 0) {
+        close(log);
+        log = -1;
+    }
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+    }
+    if (log >= 0 || null >= 0) dup2(log >= 0 ? log : null, 2);
+    if (null > 2) close(null);
+    if (log > 2) close(log);
+    buf_free(&path);
+    free(dir);
+}
+
+/* Claude Code starts the Stop hook before it writes the turn's last lines
+ * to the transcript, and waits for the hook: the wait for them (20 to 80 ms
+ * in the end-to-end test, 2.1.330) held up the user's turn.  When the
+ * transcript does not end with the turn yet, a child in a session of its
+ * own waits and ends the turn, and the hook returns at once.  Its standard
+ * streams are not Claude Code's pipes (nothing waits for them): stdin and
+ * stdout on /dev/null, stderr on stop.log in the hook states' folder.  The
+ * session's hook state is locked first and the child inherits the lock:
+ * the session's next hook (a prompt) waits for the turn to end, as it did.
+ * The fork comes before the plugin and its store are loaded.  Returns
+ * whether this process runs the Stop (the child, or a Stop that needs no
+ * wait, or one that could not fork), and so needs the plugin. */
+static int stop_needs_plugin(hook *h)
+{
+    if (stop_wait_ms() == 0 || open_state(h, &h->held) != 0) return 1;
+    h->held_open = 1;
+    if (stop_transcript_ready(h, &h->held)) return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 1; /* waits here, as before */
+    if (pid > 0) {
+        hookstate_close(&h->held); /* the child's copy keeps the lock */
+        h->held_open = 0;
+        h->detached = 1;
+        return 0;
+    }
+    setsid();
+    detached_streams(h);
+    return 1;
 }
 
 static void on_subagent_stop(hook *h)
@@ -581,7 +676,7 @@ static const struct {
     int (*needs)(hook *h);
 } events[] = {
     {"UserPromptSubmit", on_prompt, NULL},   {"PostToolUse", on_tool, tool_needs_plugin},
-    {"Stop", on_stop, NULL},                 {"SubagentStop", on_subagent_stop, NULL},
+    {"Stop", on_stop, stop_needs_plugin},    {"SubagentStop", on_subagent_stop, NULL},
     {"PreCompact", on_pre_compact, NULL},    {"PostCompact", on_post_compact, NULL},
     {"SessionStart", on_session_start, NULL}, {"SessionEnd", on_session_end, NULL},
 };
@@ -619,6 +714,7 @@ int cli_hook(cli *c)
     } else {
         events[k].run(&h);
     }
+    if (h.held_open) hookstate_close(&h.held); /* (the plugin did not load) */
     json_decref(in);
     return EXIT_OK;
 }
