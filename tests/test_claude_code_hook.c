@@ -271,17 +271,6 @@ Test(hook, stop_reads_test_runs_from_tool_results)
     json_decref(s);
 }
 
-/* Waits until no hook of the session holds its hook state: a Stop whose
- * transcript was not complete left its turn to a detached child, which
- * holds the state's lock until the turn has ended (or is deferred). */
-static void wait_for_hooks(void)
-{
-    int fd = open(statefile, O_RDWR);
-    cr_assert_geq(fd, 0, "no hook state at %s", statefile);
-    cr_assert_eq(flock(fd, LOCK_EX), 0);
-    close(fd);
-}
-
 /* What detached Stops said (their stderr): stop.log next to the states. */
 static char *stop_log(void)
 {
@@ -289,6 +278,21 @@ static char *stop_log(void)
     char *text = clihelp_read(dir);
     free(dir);
     return text ? text : strdup("");
+}
+
+/* Waits until no hook of the session holds its hook state: a Stop whose
+ * transcript was not complete left its turn to a detached child, which
+ * holds the state's lock until it has exited.  Its stderr went to
+ * stop.log: under ASan and UBSan a report lands there, and fails here. */
+static void wait_for_hooks(void)
+{
+    int fd = open(statefile, O_RDWR);
+    cr_assert_geq(fd, 0, "no hook state at %s", statefile);
+    cr_assert_eq(flock(fd, LOCK_EX), 0);
+    close(fd);
+    char *said = stop_log();
+    cr_assert(!strstr(said, "Sanitizer") && !strstr(said, "runtime error"), "a detached Stop: %s", said);
+    free(said);
 }
 
 /* Claude Code 2.1.x may write the transcript after the Stop hook started: a
@@ -349,6 +353,7 @@ Test(hook, a_transcript_that_never_comes_ends_the_turn_at_the_next_hook)
     hook("session_end.json", &r);
     cr_assert_not_null(strstr(r.err, "missing.jsonl"), "no warning: %s", r.err);
     runproc_free(&r);
+    wait_for_hooks();
     json_t *s = scores();
     cr_assert_eq(num(s, "currentTurn"), 1, "the pending turn was lost");
     cr_assert_eq(num(item(s, "file:src/auth/session.ts"), "referenceCount"), 1,
@@ -419,6 +424,7 @@ Test(hook, the_next_prompt_waits_for_the_turn_a_stop_left_to_its_child)
     cr_assert_eq(num(item(s, "file:src/auth/token.ts"), "referenceCount"), 1);
     cr_assert_eq(num(item(s, "claracore"), "lastMentionTurn"), 1, "the prompt ran before the Stop's turn ended");
     json_decref(s);
+    wait_for_hooks();
     free(real);
 }
 

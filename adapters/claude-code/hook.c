@@ -581,6 +581,10 @@ static int stop_needs_plugin(hook *h)
     }
     setsid();
     detached_streams(h);
+    /* the lock stays until the process has exited (a copy of the file
+     * description no one closes): what waits for the session's hooks
+     * waits for this one's shutdown too */
+    (void)dup(h->held.fd);
     return 1;
 }
 
