@@ -295,15 +295,15 @@ static void wait_for_hooks(void)
     free(said);
 }
 
-/* Claude Code 2.1.x may write the transcript after the Stop hook started: a
- * Stop that cannot read it does not advance the turn (it says so, in
- * stop.log: the hook returned at once and its child waited), and the next
- * hook of the session ends that turn first, exactly once. */
-Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
+/* A prompt, then a Stop whose transcript (named `name`, in tmp) is not
+ * written yet, its child waiting up to wait_ms for it: the Stop's process
+ * prints nothing, on stdout or stderr.  Returns the fixture transcript's
+ * path, which the test frees. */
+static char *stop_before_transcript(const char *name, const char *wait_ms)
 {
-    setenv("CLARITY_STOP_WAIT_MS", "60", 1);
+    setenv("CLARITY_STOP_WAIT_MS", wait_ms, 1);
     char *real = transcript;
-    transcript = runproc_join(tmp, "later.jsonl");
+    transcript = runproc_join(tmp, name);
     runproc_result r;
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
@@ -311,6 +311,17 @@ Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
     cr_assert_str_empty(r.out);
     cr_assert_str_empty(r.err, "the Stop's process said: %s", r.err);
     runproc_free(&r);
+    return real;
+}
+
+/* Claude Code 2.1.x may write the transcript after the Stop hook started: a
+ * Stop that cannot read it does not advance the turn (it says so, in
+ * stop.log: the hook returned at once and its child waited), and the next
+ * hook of the session ends that turn first, exactly once. */
+Test(hook, stop_without_transcript_defers_the_turn_to_the_next_hook)
+{
+    char *real = stop_before_transcript("later.jsonl", "60");
+    runproc_result r;
     wait_for_hooks();
     char *said = stop_log();
     cr_assert_not_null(strstr(said, "later.jsonl"), "no warning about the transcript: %s", said);
@@ -371,13 +382,7 @@ Test(hook, a_transcript_that_never_comes_ends_the_turn_at_the_next_hook)
  * has exited), and the child it left waits for it and ends the turn. */
 Test(hook, stop_returns_at_once_and_its_turn_ends_when_the_transcript_comes)
 {
-    setenv("CLARITY_STOP_WAIT_MS", "10000", 1); /* no deferral, however slow the machine */
-    char *real = transcript;
-    transcript = runproc_join(tmp, "soon.jsonl");
-    runproc_result r;
-    hook("user_prompt_submit.json", &r);
-    runproc_free(&r);
-    hook_quiet("stop.json");
+    char *real = stop_before_transcript("soon.jsonl", "10000"); /* no deferral, however slow the machine */
     clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
     wait_for_hooks();
     json_t *s = scores();
@@ -400,13 +405,7 @@ Test(hook, stop_returns_at_once_and_its_turn_ends_when_the_transcript_comes)
  * not in the turn still open. */
 Test(hook, the_next_prompt_waits_for_the_turn_a_stop_left_to_its_child)
 {
-    setenv("CLARITY_STOP_WAIT_MS", "10000", 1);
-    char *real = transcript;
-    transcript = runproc_join(tmp, "soon.jsonl");
-    runproc_result r;
-    hook("user_prompt_submit.json", &r);
-    runproc_free(&r);
-    hook_quiet("stop.json");
+    char *real = stop_before_transcript("soon.jsonl", "10000");
     pid_t pid = fork(); /* the transcript comes while the next prompt's process waits */
     cr_assert(pid >= 0);
     if (pid == 0) {
@@ -415,6 +414,7 @@ Test(hook, the_next_prompt_waits_for_the_turn_a_stop_left_to_its_child)
         clihelp_copy("tests/fixtures/claude/transcript.jsonl", transcript);
         _exit(0);
     }
+    runproc_result r;
     hook("user_prompt_submit.json", &r);
     runproc_free(&r);
     int status;
