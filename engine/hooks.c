@@ -230,7 +230,7 @@ static int on_tool_file(void *ud, const char *id, int category)
 }
 
 /* Bytes of text per tracked item below which a brief host scans without
- * building the name filter of a restored session: the build costs 240-370
+ * building the name filter of a restored session: the build costs 360-530
  * instructions an item, a scan without the filter about 35 more a byte
  * (the dense benchmark's reply, 16 KiB at 1,000 items, callgrind). */
 #define BRIEF_BYTES_PER_ITEM 8
