@@ -111,7 +111,8 @@ static void cli_path(char *out, size_t cap, int argc, char **argv)
 /* One build's processes over one session size: its files and times. */
 typedef struct side {
     const char *so, *cli;
-    char dir[600], state[700], cfg[1024], transcript[700], ev_prompt[700], ev_tool[700], ev_stop[700];
+    char dir[600], state[700], cfg[1024], cfg_file[700], transcript[700], ev_prompt[700], ev_tool[700],
+        ev_stop[700];
     double *prompt, *tool, *stop;
 } side;
 
@@ -126,7 +127,14 @@ static void side_open(side *d, const char *so, const char *cli, const char *tag,
     snprintf(d->dir, sizeof d->dir, "%s.d", db);
     mkdir(d->dir, 0700);
     snprintf(d->state, sizeof d->state, "%s/state.db", d->dir);
-    snprintf(d->cfg, sizeof d->cfg, "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"}}", d->state);
+    /* room for the n items (limits.maxTrackedItems is 5,000 by default: a
+     * larger session was cut to 4,500 at its import), in the seeding
+     * instance and, through --config, in the hook processes */
+    snprintf(d->cfg, sizeof d->cfg,
+             "{\"storage\":{\"backend\":\"sqlite\",\"path\":\"%s\"},\"limits\":{\"maxTrackedItems\":%llu}}",
+             d->state, (unsigned long long)(n * 2 + 1000));
+    snprintf(d->cfg_file, sizeof d->cfg_file, "%s/config.json", d->dir);
+    write_file(d->cfg_file, "w", d->cfg);
     snprintf(d->transcript, sizeof d->transcript, "%s/transcript.jsonl", d->dir);
     snprintf(d->ev_prompt, sizeof d->ev_prompt, "%s/prompt.json", d->dir);
     snprintf(d->ev_tool, sizeof d->ev_tool, "%s/tool.json", d->dir);
@@ -175,7 +183,8 @@ static int side_turn(side *d, int i, uint64_t n)
              "\"transcript_path\":\"%s\",\"last_assistant_message\":\"%s\"}",
              d->dir, d->transcript, reply);
     write_file(d->ev_stop, "w", text);
-    char *const argv[] = {(char *)d->cli, "--plugin", (char *)d->so, "--state", d->state, "hook", NULL};
+    char *const argv[] = {(char *)d->cli, "--plugin", (char *)d->so, "--config", d->cfg_file, "--state", d->state,
+                          "hook", NULL};
     d->prompt[i] = run_us(argv, d->ev_prompt);
     d->tool[i] = run_us(argv, d->ev_tool);
     d->stop[i] = run_us(argv, d->ev_stop);
