@@ -52,6 +52,7 @@ typedef struct cli {
     hostsvc *hs;
     loader L;
     const struct cli_command *cmd; /* the subcommand running */
+    uint32_t host_flags; /* CLARITY_HOST_* the plugin is loaded with (the hook: brief) */
     char *config_json; /* the config handed to the plugin (cli_config), built once */
 } cli;
 
@@ -82,7 +83,6 @@ typedef struct cli_command {
     int (*run)(cli *c, char **args, int n);
     const char *help;    /* one or more lines */
     int long_lived;      /* serves many turns: a prompt does not wait long for a code graph to load */
-    int brief;           /* one event a process: the plugin is told (CLARITY_HOST_BRIEF) */
 } cli_command;
 
 /* The options that some subcommands take. */

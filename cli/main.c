@@ -53,48 +53,48 @@ static const cli_command commands[] = {
      "replay a turns JSONL file through the hooks, printing each\n"
      "turn's context block (--json: one clarity.getScores line per\n"
      "session instead; --session: that session only; --budget: each\n"
-     "turn's transcript assembled under it, as the model would see it)", 0, 0},
+     "turn's transcript assembled under it, as the model would see it)", 0},
     {"eval", "CORPUS.jsonl", 1, 1, "eval takes one corpus file (it is read once per config)",
      O(JSON) | O(HTML) | O(HORIZON) | O(BUDGET) | O(REPOS) | O(REPO_CACHE), NEEDS_HOST, 0, run_eval,
      "replay recorded sessions and measure relevance quality:\n"
      "recall@5/10/20 of the items used again, gold-file ranks,\n"
-     "against LRU and frequency baselines (memory store only)", 0, 0},
+     "against LRU and frequency baselines (memory store only)", 0},
     {"cmd", "LINE", 1, -1, "cmd needs a command line, e.g. \"/clarity scores\"", O(SESSION),
-     NEEDS_PLUGIN, 0, cli_run_cmd, "run a slash command (\"/clarity scores\"); session \"default\"", 0, 0},
+     NEEDS_PLUGIN, 0, cli_run_cmd, "run a slash command (\"/clarity scores\"); session \"default\"", 0},
     {"rpc", "METHOD [JSON|-]", 1, 2, "rpc takes METHOD [JSON]", 0, NEEDS_PLUGIN, 0, cli_run_rpc,
-     "call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')", 0, 0},
+     "call an RPC method (\"clarity.getScores\" '{\"session\":\"s\"}')", 0},
     {"serve", "", 0, 0, "serve takes no arguments", 0, NEEDS_PLUGIN, 0, run_serve,
-     "newline-delimited JSON-RPC 2.0 on stdin/stdout", 1, 0},
+     "newline-delimited JSON-RPC 2.0 on stdin/stdout", 1},
     {"hook", "", 0, 0, "hook takes no arguments", O(SESSION), NEEDS_PLUGIN_LATER, 1, run_hook,
-     "one Claude Code hook event, JSON on stdin (see README)", 0, 1},
+     "one Claude Code hook event, JSON on stdin (see README)", 0},
     {"install", "claude-code", 1, 1, "install takes the host: install claude-code",
      O(PROJECT) | O(USER) | O(UNINSTALL), NEEDS_NOTHING, 0, run_install,
      "add (or remove) clarity's hooks and the /clarity command in\n"
-     "DIR/.claude (default: the current directory) or ~/.claude", 0, 0},
+     "DIR/.claude (default: the current directory) or ~/.claude", 0},
     {"mcp", "", 0, 0, "mcp takes no arguments", O(SESSION) | O(WORKSPACE), NEEDS_PLUGIN, 0, run_mcp,
      "MCP server on stdin/stdout with the clarity_* tools\n"
      "(clarity_predict when DIR or the session's workspace has a\n"
-     "code graph)", 1, 0},
+     "code graph)", 1},
     {"export", "", 0, 0, "export takes no arguments", O(SESSION), NEEDS_PLUGIN, 0, cli_run_export,
-     "print the state of a session (clarity.exportState)", 0, 0},
+     "print the state of a session (clarity.exportState)", 0},
     {"import", "FILE|-", 1, 1, "import takes one file (or - for stdin)", O(SESSION), NEEDS_PLUGIN,
      0, cli_run_import,
      "replace the state of a session (clarity.importState); takes\n"
-     "what export prints, or its \"value\" (the legacy shape)", 0, 0},
+     "what export prints, or its \"value\" (the legacy shape)", 0},
     {"graph", "build REPO", 2, 2, "graph takes: graph build REPO",
      O(JSON) | O(REGEX) | O(MAX_COMMITS) | O(NO_LEARN), NEEDS_GRAPH, 0, cli_graph,
-     "build or refresh REPO's code graph (REPO/.clarity/graph.db)", 0, 0},
+     "build or refresh REPO's code graph (REPO/.clarity/graph.db)", 0},
     {"predict", "REPO PROMPT", 2, 2, "predict takes REPO and PROMPT",
      O(JSON) | O(K) | O(REPEAT) | O(NO_REFRESH), NEEDS_GRAPH, 0, cli_predict,
-     "the files PROMPT will most likely edit", 0, 0},
+     "the files PROMPT will most likely edit", 0},
     {"zoom", "REPO PATH", 2, 2, "zoom takes REPO and PATH", O(JSON) | O(LEVEL), NEEDS_GRAPH, 0, cli_zoom,
      "a file's or a directory's public contract: signatures and doc comments\n"
-     "without bodies (--level 1: every symbol, 2: the file)", 0, 0},
+     "without bodies (--level 1: every symbol, 2: the file)", 0},
     {"impact", "REPO SYMBOL", 2, 2, "impact takes REPO and SYMBOL", O(JSON) | O(FILE) | O(DEPTH), NEEDS_GRAPH,
-     0, cli_impact, "who calls SYMBOL, and who calls them, to --depth levels", 0, 0},
+     0, cli_impact, "who calls SYMBOL, and who calls them, to --depth levels", 0},
     {"cochange", "REPO PATH", 2, 2, "cochange takes REPO and PATH", O(JSON) | O(K), NEEDS_GRAPH, 0,
-     cli_cochange, "the files that change together with PATH in the git history", 0, 0},
-    {"help", "", 0, 0, "help takes no arguments", 0, NEEDS_NOTHING, 0, NULL, "this text", 0, 0},
+     cli_cochange, "the files that change together with PATH in the git history", 0},
+    {"help", "", 0, 0, "help takes no arguments", 0, NEEDS_NOTHING, 0, NULL, "this text", 0},
 };
 #undef O
 

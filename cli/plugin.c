@@ -112,7 +112,7 @@ int cli_load_plugin(cli *c)
     hostsvc_log(c->hs, CLARITY_LOG_DEBUG, "config: %s", config);
     clarity_host host;
     hostsvc_fill(c->hs, &host);
-    if (c->cmd->brief) host.flags |= CLARITY_HOST_BRIEF;
+    host.flags |= c->host_flags;
     char *err = NULL;
     int rc = loader_open(&c->L, c->plugin_path, &host, config, &err);
     if (rc != 0) {

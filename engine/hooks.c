@@ -235,19 +235,23 @@ static int on_tool_file(void *ud, const char *id, int category)
  * (the dense benchmark's reply, 16 KiB at 1,000 items, callgrind). */
 #define BRIEF_BYTES_PER_ITEM 8
 
-/* The name filter for the scan of len more bytes of text.  A filter a
- * restore left unbuilt is built for the scan, except in a brief host's
- * process (CLARITY_HOST_BRIEF) while the text it scanned without one stays
- * under what the build would cost: an empty filter passes every word, and
- * the candidates it lets through are looked up, so what is counted is the
+/* The name filter for the scan of message m.  A filter a restore left
+ * unbuilt is built for the scan, except in a brief host's process
+ * (CLARITY_HOST_BRIEF) while the text it scanned without one stays under
+ * what the build would cost: an empty filter passes every word, and the
+ * candidates it lets through are looked up, so what is counted is the
  * same. */
-static const name_filter *names_for(engine *e, session *s, size_t len)
+static const name_filter *names_for(engine *e, session *s, const clarity_message *m)
 {
     static const name_filter none; /* nbits 0: no filter */
-    if (s->t.names_deferred && (e->host.flags & CLARITY_HOST_BRIEF) &&
-        s->names_rent + len < s->t.count * BRIEF_BYTES_PER_ITEM) {
-        s->names_rent += len;
-        return &none;
+    if (s->t.names_deferred && (e->host.flags & CLARITY_HOST_BRIEF)) {
+        size_t len = m->text ? m->text_len : 0;
+        if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json)
+            len += strlen(m->tool_args_json);
+        if (s->names_rent + len < s->t.count * BRIEF_BYTES_PER_ITEM) {
+            s->names_rent += len;
+            return &none;
+        }
     }
     return tracker_names(&s->t);
 }
@@ -257,10 +261,7 @@ static void scan_assistant(ref_ctx *r, const clarity_message *m)
 {
     engine *e = r->e;
     session *s = r->s;
-    size_t len = m->text ? m->text_len : 0;
-    if (CLARITY_HAS_MEMBER(m, clarity_message, tool_args_json) && m->tool_args_json)
-        len += strlen(m->tool_args_json);
-    const extract_filter names = {names_for(e, s, len), on_word};
+    const extract_filter names = {names_for(e, s, m), on_word};
     if (m->text && m->text_len &&
         extract_candidates_stripped(e->ex, m->text, m->text_len, s->workspace, &names, on_candidate, r) ==
             CLARITY_ENOMEM)

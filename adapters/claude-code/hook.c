@@ -66,10 +66,10 @@ typedef struct hook {
     const char *event, *session, *cwd, *transcript;
     long long limit; /* toolOutput.maxChars as the plugin has it (bash_limit); -1 before it is read */
     /* A Stop (stop_needs_plugin): the session's hook state, opened and
-     * locked before the plugin loads (held), and whether this process
-     * left the turn to a detached child (detached). */
+     * locked before the plugin loads (held; fd -1 when not), and whether
+     * this process left the turn to a detached child (detached). */
     hookstate held;
-    int held_open, detached;
+    int detached;
 } hook;
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -398,6 +398,21 @@ static int collect_turn(hook *h, const hookstate *st, msgvec *mv, long long *end
     return rc < 0 ? -1 : 0;
 }
 
+/* Collects the turn into mv (cleared first); *complete: it was read and
+ * ends with the last assistant message (when there is one). */
+static int collect_turn_once(hook *h, const hookstate *st, const char *last, size_t last_len, msgvec *mv,
+                             long long *end, size_t *last_text, char **why, int *complete)
+{
+    free(*why);
+    *why = NULL;
+    msgvec_clear(mv);
+    *end = -1;
+    *last_text = (size_t)-1;
+    int rc = collect_turn(h, st, mv, end, last_text, why);
+    *complete = rc == 0 && (!last || !last_len || ends_with(mv, *last_text, last, last_len));
+    return rc;
+}
+
 /* Collects the turn; with wait, polls (bounded) until the transcript can be
  * read and ends with the last assistant message. */
 static int collect_turn_wait(hook *h, const hookstate *st, const char *last, size_t last_len,
@@ -405,13 +420,8 @@ static int collect_turn_wait(hook *h, const hookstate *st, const char *last, siz
 {
     int bound = stop_wait_ms();
     for (int waited = 0;; waited += STOP_POLL_MS) {
-        free(*why);
-        *why = NULL;
-        msgvec_clear(mv);
-        *end = -1;
-        *last_text = (size_t)-1;
-        int rc = collect_turn(h, st, mv, end, last_text, why);
-        int complete = rc == 0 && (!last || !last_len || ends_with(mv, *last_text, last, last_len));
+        int complete;
+        int rc = collect_turn_once(h, st, last, last_len, mv, end, last_text, why, &complete);
         if (complete || !wait || waited >= bound) return rc;
         struct timespec ts = {0, STOP_POLL_MS * 1000000L};
         nanosleep(&ts, NULL);
@@ -476,13 +486,17 @@ static void end_turn(hook *h, hookstate *st, const char *last, size_t last_len, 
 
 /* A turn whose Stop was deferred ends before anything else happens in the
  * session (a prompt, a compaction, the session's end, the next Stop). */
+static void end_pending(hook *h, hookstate *st)
+{
+    if (st->fd < 0 || !st->stop_pending) return;
+    const char *last = st->last_message;
+    end_turn(h, st, last, last ? strlen(last) : 0, 0);
+}
+
 static void complete_deferred(hook *h)
 {
     hookstate st;
-    if (open_state(h, &st) == 0 && st.stop_pending) {
-        const char *last = st.last_message;
-        end_turn(h, &st, last, last ? strlen(last) : 0, 0);
-    }
+    if (open_state(h, &st) == 0) end_pending(h, &st);
     hookstate_close(&st);
 }
 
@@ -490,16 +504,13 @@ static void on_stop(hook *h)
 {
     if (h->detached) return; /* the child ends the turn */
     hookstate st;
-    if (h->held_open) { /* locked before the plugin loaded, maybe by the parent */
+    if (h->held.fd >= 0) { /* locked before the plugin loaded, maybe by the parent */
         st = h->held;
-        h->held_open = 0;
-    } else if (open_state(h, &st) != 0) {
-        st.fd = -1; /* without it: the last turn of the transcript, no pending calls */
+        h->held = (hookstate){.fd = -1};
+    } else {
+        open_state(h, &st); /* without it: the last turn of the transcript, no pending calls */
     }
-    if (st.fd >= 0 && st.stop_pending) { /* the turn an earlier Stop deferred, first */
-        const char *prev = st.last_message;
-        end_turn(h, &st, prev, prev ? strlen(prev) : 0, 0);
-    }
+    end_pending(h, &st);
     json_t *last = json_object_get(h->in, "last_assistant_message");
     end_turn(h, &st, json_string_value(last), json_string_length(last), 1);
     hookstate_close(&st);
@@ -510,15 +521,15 @@ static void on_stop(hook *h)
 static int stop_transcript_ready(hook *h, const hookstate *st)
 {
     json_t *last = json_object_get(h->in, "last_assistant_message");
-    const char *text = json_string_value(last);
-    size_t len = json_string_length(last);
-    if (!h->transcript || !*h->transcript || !text || !len) return 1;
+    if (!h->transcript || !*h->transcript) return 1;
     msgvec mv;
     msgvec_init(&mv);
-    long long end = -1;
-    size_t last_text = (size_t)-1;
+    long long end;
+    size_t last_text;
     char *why = NULL;
-    int ready = collect_turn(h, st, &mv, &end, &last_text, &why) == 0 && ends_with(&mv, last_text, text, len);
+    int ready;
+    collect_turn_once(h, st, json_string_value(last), json_string_length(last), &mv, &end, &last_text, &why,
+                      &ready);
     free(why);
     msgvec_free(&mv);
     return ready;
@@ -568,14 +579,12 @@ static void detached_streams(hook *h)
 static int stop_needs_plugin(hook *h)
 {
     if (stop_wait_ms() == 0 || open_state(h, &h->held) != 0) return 1;
-    h->held_open = 1;
     if (stop_transcript_ready(h, &h->held)) return 1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return 1; /* waits here, as before */
     if (pid > 0) {
         hookstate_close(&h->held); /* the child's copy keeps the lock */
-        h->held_open = 0;
         h->detached = 1;
         return 0;
     }
@@ -701,7 +710,8 @@ int cli_hook(cli *c)
         json_decref(in);
         return EXIT_OK;
     }
-    hook h = {.c = c, .in = in, .limit = -1};
+    hook h = {.c = c, .in = in, .limit = -1, .held = {.fd = -1}};
+    c->host_flags |= CLARITY_HOST_BRIEF; /* a process per event */
     h.event = str(in, "hook_event_name");
     h.session = c->session ? c->session : str(in, "session_id");
     h.cwd = str(in, "cwd");
@@ -718,7 +728,7 @@ int cli_hook(cli *c)
     } else {
         events[k].run(&h);
     }
-    if (h.held_open) hookstate_close(&h.held); /* (the plugin did not load) */
+    if (h.held.fd >= 0) hookstate_close(&h.held); /* (the plugin did not load) */
     json_decref(in);
     return EXIT_OK;
 }
